@@ -1,0 +1,29 @@
+# `make bench ARGS="-k NAME"` runs only matching benchmarks.
+# Each target creates .venv when missing and installs the package (editable) with what it needs.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DATA ?= $(abspath ../shared/datasets)
+
+.PHONY: demo test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/izoo demo
+
+test: $(VENV)/.installed
+	INTERPRETABLE_ZOO_DATA=$${INTERPRETABLE_ZOO_DATA:-$(DATA)} $(BIN)/python -m pytest -q
+
+bench: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	INTERPRETABLE_ZOO_DATA=$${INTERPRETABLE_ZOO_DATA:-$(DATA)} $(BIN)/python -m benchmarks $(ARGS)
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,1 @@
+"""Side-by-side benchmarks against peer implementations; run with ``python -m benchmarks``."""

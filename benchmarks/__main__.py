@@ -1,0 +1,55 @@
+"""Run registered benchmarks and rewrite their sections of benchmarks/RESULTS.md.
+
+Usage: ``python -m benchmarks [-k SUBSTRING] [--list]``. Benchmark modules are the files
+``benchmarks/bench_*.py``; a benchmark whose peer is not installed is reported and skipped
+(install the peers with ``pip install -e '.[bench]'``, which ``make bench`` does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+from benchmarks.runner import REGISTRY, PeerUnavailable, command_line, render_section, update_results
+
+
+def discover() -> None:
+    for path in sorted(Path(__file__).parent.glob("bench_*.py")):
+        importlib.import_module(f"benchmarks.{path.stem}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    parser.add_argument("-k", dest="keyword", default=None, help="run only benchmarks whose name contains this")
+    parser.add_argument("--list", action="store_true", help="list the registered benchmarks and exit")
+    args = parser.parse_args(argv)
+
+    discover()
+    selected = [b for name, b in REGISTRY.items() if args.keyword is None or args.keyword in name]
+    if args.list or not selected:
+        print("\n".join(REGISTRY) if REGISTRY else "no benchmarks registered")
+        return 0 if args.list or not args.keyword else 1
+
+    sections, failed = {}, []
+    for bench in selected:
+        print(f"--- {bench.name}", flush=True)
+        try:
+            rows = bench.function()
+        except PeerUnavailable as reason:
+            print(f"skipped: {reason}")
+            failed.append(bench.name)
+            continue
+        for row in rows:
+            speedup = "n/a" if row.speedup is None else f"{row.speedup:.2f}x"
+            print(f"{row.task}: ours {row.ours_seconds:.4g} s, {row.peer} {row.peer_seconds} s, {speedup} {row.notes}")
+        sections[bench.name] = render_section(bench, rows, command_line())
+    if sections:
+        update_results(sections)
+        print(f"updated {len(sections)} section(s) of benchmarks/RESULTS.md")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

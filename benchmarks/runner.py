@@ -1,0 +1,175 @@
+"""Benchmark registry, timing and the RESULTS.md writer.
+
+A benchmark module ``benchmarks/bench_<name>.py`` registers functions with :func:`benchmark`; each runs
+our implementation and a peer on the same data in the same process and returns :class:`Comparison`
+rows. The runner rewrites, in ``benchmarks/RESULTS.md``, the section of every benchmark it ran (with
+the machine, versions and command of that run) and keeps the sections of benchmarks it did not run.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import re
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+RESULTS_PATH = Path(__file__).with_name("RESULTS.md")
+_HEADER = (
+    "# Benchmark results\n\n"
+    "Written by `python -m benchmarks` (or `make bench`). Each section is one benchmark run side by side "
+    "with its peer in one process; ratios are peer time / our time (above 1: we are faster). Absolute "
+    "times hold only for the machine named in the section.\n\n"
+)
+
+
+class PeerUnavailable(Exception):
+    """Raised by a benchmark whose peer package is not installed (install the `bench` extra)."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One row: our time and the peer's on the same task, with free-form notes (accuracy, sizes...)."""
+
+    task: str
+    ours_seconds: float
+    peer: str
+    peer_seconds: float | None
+    notes: str = ""
+
+    @property
+    def speedup(self) -> float | None:
+        if self.peer_seconds is None or self.ours_seconds <= 0:
+            return None
+        return self.peer_seconds / self.ours_seconds
+
+
+@dataclass
+class Benchmark:
+    name: str
+    function: Callable[[], list[Comparison]]
+    description: str = ""
+    peers: tuple[str, ...] = ()  # distribution names of the peer packages, for the versions line
+
+
+REGISTRY: dict[str, Benchmark] = {}
+
+
+def benchmark(name: str, *, peers: tuple[str, ...] = (), description: str = ""):
+    """Register ``function() -> list[Comparison]`` under ``name`` (unique across benchmark modules).
+
+    ``peers`` names the peer distributions whose versions the results record; the description
+    defaults to the function's docstring and should state the goal the ratios are judged against.
+    """
+
+    def register(function):
+        if name in REGISTRY:
+            raise ValueError(f"name: benchmark {name!r} is registered twice")
+        REGISTRY[name] = Benchmark(name, function, description or (function.__doc__ or "").strip(), peers)
+        return function
+
+    return register
+
+
+def time_call(function: Callable[[], object], *, repeat: int = 5, warmup: int = 1) -> float:
+    """Median wall time in seconds of ``function()`` over ``repeat`` calls after ``warmup`` untimed calls.
+
+    The untimed calls absorb JIT compilation; results that are JAX arrays must be blocked on inside
+    ``function`` (``jax.block_until_ready``) so the time covers the computation, not its dispatch.
+    """
+    if repeat < 1:
+        raise ValueError(f"repeat: must be at least 1, got {repeat}")
+    for _ in range(warmup):
+        function()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def machine_description() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        import jax
+
+        devices = ", ".join(sorted({f"{d.platform}:{d.device_kind}" for d in jax.devices()}))
+    except Exception as error:  # the description must not fail the run
+        devices = f"unknown ({error})"
+    return f"{platform.system()} {platform.machine()}, {cpu}, {os.cpu_count()} logical cores, JAX devices: {devices}"
+
+
+def package_versions(extra: tuple[str, ...] = ()) -> str:
+    names = ("jax", "jaxlib", "numpyro", "arviz", "numpy", "scipy", "scikit-learn", *extra)
+    found = []
+    for name in names:
+        try:
+            found.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            found.append(f"{name} (not installed)")
+    return f"Python {platform.python_version()}; " + ", ".join(found)
+
+
+def _format_seconds(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} µs"
+
+
+def render_section(bench: Benchmark, rows: list[Comparison], command: str) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        f"<!-- benchmark:{bench.name} -->",
+        f"## {bench.name}",
+        "",
+        bench.description,
+        "",
+        f"- run: {stamp}, `{command}`",
+        f"- machine: {machine_description()}",
+        f"- versions: {package_versions(bench.peers)}",
+        "",
+        "| task | ours | peer | peer time | peer / ours | notes |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        speedup = "n/a" if row.speedup is None else f"{row.speedup:.2f}x"
+        lines.append(
+            f"| {row.task} | {_format_seconds(row.ours_seconds)} | {row.peer} | "
+            f"{_format_seconds(row.peer_seconds)} | {speedup} | {row.notes} |"
+        )
+    lines += ["", f"<!-- end:{bench.name} -->", ""]
+    return "\n".join(lines)
+
+
+def update_results(sections: dict[str, str], path: Path = RESULTS_PATH) -> None:
+    """Replace (or append) the given sections in RESULTS.md, keeping every other section as it was."""
+    text = path.read_text() if path.exists() else _HEADER
+    for name, section in sections.items():
+        pattern = re.compile(rf"<!-- benchmark:{re.escape(name)} -->\n.*?<!-- end:{re.escape(name)} -->\n", re.S)
+        if pattern.search(text):
+            text = pattern.sub(lambda _match: section, text)
+        else:
+            text = text.rstrip("\n") + "\n\n" + section
+    path.write_text(text)
+
+
+def command_line() -> str:
+    return " ".join(["python -m benchmarks", *sys.argv[1:]])

@@ -1,0 +1,41 @@
+"""Data for the zoo: real data sets (bundled, or read from the data folder) and preprocessing helpers."""
+
+from .base import Dataset, resolve_data_home
+from .bundled import load_breast_cancer, load_digits, load_titanic_table, load_wine
+from .preprocessing import bin_levels, binarize, one_hot
+from .real import (
+    SeedSet,
+    load_adult,
+    load_animals50,
+    load_movielens,
+    load_mushroom,
+    load_nell,
+    load_recipes,
+    load_tictactoe,
+    load_titanic,
+    load_usps,
+    load_zoo,
+)
+
+__all__ = [
+    "Dataset",
+    "SeedSet",
+    "bin_levels",
+    "binarize",
+    "load_adult",
+    "load_animals50",
+    "load_breast_cancer",
+    "load_digits",
+    "load_movielens",
+    "load_mushroom",
+    "load_nell",
+    "load_recipes",
+    "load_tictactoe",
+    "load_titanic",
+    "load_titanic_table",
+    "load_usps",
+    "load_wine",
+    "load_zoo",
+    "one_hot",
+    "resolve_data_home",
+]

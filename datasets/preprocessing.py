@@ -1,0 +1,105 @@
+"""Turning raw features into the discrete and binary ones the models need.
+
+Numeric columns of mixed tables are left to callers: quantile binning belongs to the rule miner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from numbers import Integral, Real
+
+import numpy as np
+import pandas as pd
+
+
+def _numeric_matrix(X) -> np.ndarray:
+    """``X`` as a 2-D float array; ValueError when it is not 2-D, not numeric or holds NaN."""
+    array = np.asarray(X)
+    if array.ndim != 2:
+        raise ValueError(f"X must be 2-D (samples x features), got {array.ndim}-D with shape {array.shape}")
+    if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+        raise ValueError(f"X must be numeric, got dtype {array.dtype}")
+    array = array.astype(np.float64)
+    if np.isnan(array).any():
+        raise ValueError("X contains NaN")
+    return array
+
+
+def _finite_number(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def bin_levels(X, n_bins: int, low: float = 0.0, high: float = 1.0) -> np.ndarray:
+    """Grey levels in [low, high] cut into ``n_bins`` equal-width bins, as integer codes 0..n_bins-1.
+
+    Each bin is closed on the left; ``high`` itself falls in the last bin. BCM uses 7 bins on USPS.
+    """
+    if isinstance(n_bins, bool) or not isinstance(n_bins, Integral) or n_bins < 2:
+        raise ValueError(f"n_bins must be an integer of at least 2, got {n_bins!r}")
+    low, high = _finite_number(low, "low"), _finite_number(high, "high")
+    if low >= high:
+        raise ValueError(f"low must be below high, got low={low} and high={high}")
+    levels = _numeric_matrix(X)
+    if levels.min(initial=low) < low or levels.max(initial=high) > high:
+        raise ValueError(f"X has values outside [low, high] = [{low}, {high}]")
+    bins = np.floor((levels - low) / (high - low) * n_bins).astype(np.int64)
+    return np.minimum(bins, n_bins - 1)
+
+
+def binarize(X, threshold: float) -> np.ndarray:
+    """A uint8 0/1 array: 1 where ``X`` is strictly greater than ``threshold``. MGM uses 0.5 on USPS."""
+    threshold = _finite_number(threshold, "threshold")
+    return (_numeric_matrix(X) > threshold).astype(np.uint8)
+
+
+def one_hot(
+    frame_or_array: pd.DataFrame | np.ndarray,
+    columns: Iterable[Hashable] | None = None,
+    *,
+    negations: bool = False,
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Binary items, one per value of each categorical column: (uint8 array (n, n_items), item names).
+
+    Item names read ``column=value``; array columns are named ``x0``, ``x1``, ... by position.
+    ``columns`` picks the columns to encode (labels of a DataFrame, positions in an array; default all).
+    Values come in category order for categorical columns (unused categories included, so splits of one
+    table get the same items) and in sorted order otherwise. With ``negations=True`` each column's
+    value items are followed by one ``column!=value`` item per value (BRL mines both kinds).
+    """
+    if isinstance(frame_or_array, pd.DataFrame):
+        frame, prefix = frame_or_array, ""
+    else:
+        array = np.asarray(frame_or_array)
+        if array.ndim != 2:
+            raise ValueError(f"frame_or_array must be a DataFrame or a 2-D array, got {array.ndim}-D")
+        frame, prefix = pd.DataFrame(array), "x"
+    if columns is None:
+        columns = list(frame.columns)
+    elif isinstance(columns, str):
+        raise ValueError(f"columns must be a list of column labels, got the string {columns!r}")
+    else:
+        columns = list(columns)
+    unknown = [column for column in columns if column not in frame.columns]
+    if unknown:
+        raise ValueError(f"columns {unknown} are not in frame_or_array")
+    if len(set(columns)) != len(columns):
+        raise ValueError(f"columns repeats a column: {columns}")
+    if not columns:
+        raise ValueError("no columns to encode: columns is empty or frame_or_array has none")
+
+    blocks, names = [], []
+    for column in columns:
+        values = frame[column].astype("category")
+        codes = values.cat.codes.to_numpy()
+        if (codes < 0).any():
+            raise ValueError(f"frame_or_array has missing values (NaN/None) in column {column!r}")
+        categories = values.cat.categories
+        indicators = (codes[:, None] == np.arange(len(categories))).astype(np.uint8)
+        blocks.append(indicators)
+        names += [f"{prefix}{column}={value}" for value in categories]
+        if negations:
+            blocks.append(1 - indicators)
+            names += [f"{prefix}{column}!={value}" for value in categories]
+    return np.hstack(blocks), tuple(names)

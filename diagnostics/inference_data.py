@@ -1,0 +1,107 @@
+"""ArviZ glue: NumPyro MCMC runs to InferenceData, summaries and trace plots of the label-free quantities.
+
+Discrete latent structures (cluster labels, rule lists, prototype indices) suffer label switching, so
+their raw draws have no meaningful R-hat. Each model therefore records a few scalar, label-free
+summaries (log joint, sorted cluster sizes, list length, ...) in the posterior group and names them in
+the attribute ``summary_var_names``; :func:`summary` and :func:`plot_trace` default to those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import arviz as az
+import numpy as np
+
+SUMMARY_ATTR = "summary_var_names"
+
+
+def to_inference_data(
+    mcmc,
+    *,
+    derived: Mapping[str, np.ndarray] | None = None,
+    summary_var_names: Sequence[str] | None = None,
+    coords: Mapping[str, Sequence] | None = None,
+    dims: Mapping[str, Sequence[str]] | None = None,
+) -> az.InferenceData:
+    """Convert a finished ``numpyro.infer.MCMC`` run to ``arviz.InferenceData``.
+
+    Wraps ``arviz.from_numpyro`` without the pointwise log-likelihood (it re-runs the model once per
+    draw, which costs more than the sampling for the discrete models here).
+
+    Args:
+        mcmc: a ``numpyro.infer.MCMC`` object after ``run``.
+        derived: extra posterior variables, each an array of shape (chain, draw, ...), e.g. label-free
+            summaries computed from the draws.
+        summary_var_names: the posterior variables that :func:`summary` and :func:`plot_trace` use by
+            default; stored in ``idata.posterior.attrs`` so it survives a NetCDF round trip.
+        coords, dims: passed to ArviZ to name array dimensions.
+    """
+    idata = az.from_numpyro(mcmc, log_likelihood=False, coords=coords, dims=dims)
+    if derived:
+        add_posterior_variables(idata, derived, dims=dims)
+    if summary_var_names is not None:
+        missing = [name for name in summary_var_names if name not in idata.posterior]
+        if missing:
+            raise ValueError(f"summary_var_names: {missing} are not posterior variables")
+        idata.posterior.attrs[SUMMARY_ATTR] = list(summary_var_names)
+    return idata
+
+
+def add_posterior_variables(
+    idata: az.InferenceData,
+    arrays: Mapping[str, np.ndarray],
+    *,
+    dims: Mapping[str, Sequence[str]] | None = None,
+) -> az.InferenceData:
+    """Add arrays of shape (chain, draw, ...) to ``idata.posterior`` in place and return ``idata``."""
+    posterior = idata.posterior
+    n_chain, n_draw = posterior.sizes["chain"], posterior.sizes["draw"]
+    dims = dims or {}
+    for name, value in arrays.items():
+        value = np.asarray(value)
+        if value.shape[:2] != (n_chain, n_draw):
+            raise ValueError(
+                f"derived[{name!r}]: shape {value.shape} does not start with (chain, draw) = "
+                f"({n_chain}, {n_draw})"
+            )
+        extra_dims = list(dims.get(name, [f"{name}_dim_{i}" for i in range(value.ndim - 2)]))
+        posterior[name] = (["chain", "draw", *extra_dims], value)
+    return idata
+
+
+def _as_inference_data(result_or_idata) -> az.InferenceData:
+    idata = getattr(result_or_idata, "idata", result_or_idata)
+    if not isinstance(idata, az.InferenceData):
+        raise TypeError(
+            "result_or_idata: expected an arviz.InferenceData or a result with an .idata attribute, "
+            f"got {type(result_or_idata).__name__}"
+        )
+    return idata
+
+
+def default_var_names(result_or_idata) -> list[str] | None:
+    """The label-free variables a result declared for diagnostics, or None (meaning all variables)."""
+    idata = _as_inference_data(result_or_idata)
+    names = idata.posterior.attrs.get(SUMMARY_ATTR)
+    if names is None:
+        return None
+    return [str(name) for name in np.atleast_1d(names)]
+
+
+def summary(result_or_idata, var_names: Sequence[str] | None = None, **kwargs):
+    """``arviz.summary`` (mean, sd, HDI, ess_bulk, ess_tail, r_hat) of a result or InferenceData.
+
+    Defaults to the label-free summaries the model declared, where R-hat and ESS are meaningful.
+    Extra keyword arguments go to ``arviz.summary``.
+    """
+    idata = _as_inference_data(result_or_idata)
+    var_names = list(var_names) if var_names is not None else default_var_names(idata)
+    return az.summary(idata, var_names=var_names, **kwargs)
+
+
+def plot_trace(result_or_idata, var_names: Sequence[str] | None = None, **kwargs):
+    """``arviz.plot_trace`` of a result or InferenceData, by default over the label-free summaries."""
+    idata = _as_inference_data(result_or_idata)
+    var_names = list(var_names) if var_names is not None else default_var_names(idata)
+    return az.plot_trace(idata, var_names=var_names, **kwargs)

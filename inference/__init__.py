@@ -1,0 +1,1 @@
+"""Samplers and optimisers, one file per algorithm."""

@@ -1,0 +1,17 @@
+"""interpretable-zoo: five interpretable machine-learning papers as NumPyro models with fast JAX inference.
+
+Subpackages: ``models`` (one file per paper: priors and the generative program), ``inference``
+(samplers and optimisers), ``diagnostics`` (ArviZ conversion, summaries, exactness and SBC helpers),
+``datasets`` (loaders, bundled data, synthetic generators).
+"""
+
+import warnings
+
+# ArviZ announces its 1.0 refactor on every import; it says nothing about this package's use of it.
+warnings.filterwarnings("ignore", message="ArviZ is undergoing a major refactor", category=FutureWarning)
+
+from interpretable_zoo import datasets, diagnostics, inference, models  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = ["datasets", "diagnostics", "inference", "models", "__version__"]
