@@ -11,7 +11,15 @@ import warnings
 warnings.filterwarnings("ignore", message="ArviZ is undergoing a major refactor", category=FutureWarning)
 
 from interpretable_zoo import datasets, diagnostics, inference, models  # noqa: E402
+from interpretable_zoo.inference.bayesian_sets import BayesianSets  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["datasets", "diagnostics", "inference", "models", "__version__"]
+__all__ = [
+    "BayesianSets",
+    "datasets",
+    "diagnostics",
+    "inference",
+    "models",
+    "__version__",
+]

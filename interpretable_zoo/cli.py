@@ -27,7 +27,7 @@ MODELS: dict[str, ModelEntry] = {
     "bcm": ModelEntry("Bayesian Case Model (Kim, Rudin, Shah 2014)", None),
     "brl": ModelEntry("Bayesian Rule Lists (Letham et al. 2015)", None),
     "mgm": ModelEntry("Mind the Gap (Kim, Shah, Doshi-Velez 2015)", None),
-    "bayesian_sets": ModelEntry("Bayesian Sets (Ghahramani, Heller 2005)", None),
+    "bayesian_sets": ModelEntry("Bayesian Sets (Ghahramani, Heller 2005)", "interpretable_zoo.inference.bayesian_sets"),
     "prototype_selection": ModelEntry("Prototype selection (Bien, Tibshirani 2011)", None),
 }
 

@@ -1,0 +1,28 @@
+"""The README's front door: it opens with the two make commands, and its Python quick start runs."""
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+README = (Path(__file__).parents[1] / "README.md").read_text()
+
+
+def code_blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README, re.S)
+
+
+def test_readme_opens_with_the_two_commands():
+    first_block = code_blocks("bash")[0]
+    commands = [line.split("#")[0].strip() for line in first_block.splitlines()]
+    assert commands == ["make demo", "make test"]
+    assert README.index("make demo") < README.index("```python")
+
+
+def test_quick_start_is_five_lines_and_runs():
+    quick_start = code_blocks("python")[0]
+    assert len(quick_start.strip().splitlines()) == 5
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(quick_start, "README quick start", "exec"), {})
+    assert printed.getvalue().strip()
