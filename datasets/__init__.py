@@ -1,6 +1,7 @@
 """Data for the zoo: real data sets (bundled, or read from the data folder) and preprocessing helpers."""
 
 from .base import Dataset, resolve_data_home
+from .gaussian_mixture import make_gaussian_mixture
 from .bundled import load_breast_cancer, load_digits, load_titanic_table, load_wine
 from .preprocessing import bin_levels, binarize, one_hot
 from .real import (
@@ -36,6 +37,7 @@ __all__ = [
     "load_usps",
     "load_wine",
     "load_zoo",
+    "make_gaussian_mixture",
     "one_hot",
     "resolve_data_home",
 ]

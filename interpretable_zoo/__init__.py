@@ -12,14 +12,22 @@ warnings.filterwarnings("ignore", message="ArviZ is undergoing a major refactor"
 
 from interpretable_zoo import datasets, diagnostics, inference, models  # noqa: E402
 from interpretable_zoo.inference.bayesian_sets import BayesianSets  # noqa: E402
+from interpretable_zoo.inference.prototype_selection import (  # noqa: E402
+    PrototypeClassifier,
+    PrototypeSelection,
+    select_prototypes,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BayesianSets",
+    "PrototypeClassifier",
+    "PrototypeSelection",
     "datasets",
     "diagnostics",
     "inference",
     "models",
+    "select_prototypes",
     "__version__",
 ]

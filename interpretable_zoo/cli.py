@@ -28,7 +28,9 @@ MODELS: dict[str, ModelEntry] = {
     "brl": ModelEntry("Bayesian Rule Lists (Letham et al. 2015)", None),
     "mgm": ModelEntry("Mind the Gap (Kim, Shah, Doshi-Velez 2015)", None),
     "bayesian_sets": ModelEntry("Bayesian Sets (Ghahramani, Heller 2005)", "interpretable_zoo.inference.bayesian_sets"),
-    "prototype_selection": ModelEntry("Prototype selection (Bien, Tibshirani 2011)", None),
+    "prototype_selection": ModelEntry(
+        "Prototype selection (Bien, Tibshirani 2011)", "interpretable_zoo.inference.prototype_selection"
+    ),
 }
 
 
