@@ -1,0 +1,219 @@
+"""Bayesian Case Model (Kim, Rudin, Shah 2014): priors, the generative process and its collapsed density.
+
+Notation of the paper (sec. 3): N observations with P categorical features, feature j taking V_j values
+coded 0..V_j-1; S clusters. Cluster s has a prototype p_s (one of the N observations), a subspace
+omega_s in {0,1}^P, and per feature a distribution phi_sj over the V_j values drawn from
+Dirichlet(g(p_sj, omega_sj)); observation i mixes clusters with weights pi_i and each of its tokens
+x_ij comes from cluster z_ij.
+
+Conventions (documented here, used by every sampler):
+- pi_i ~ Dirichlet(alpha / S, ..., alpha / S), matching the alpha / S of eq. (1) (see :func:`z_concentration`).
+- Arrays of values are padded to V = max_j V_j; entries v >= V_j are padding and never contribute
+  (``value_mask``).
+- The process of sec. 3 is circular: the prototype is one of the observations the clusters generate.
+  We read it as: draw each prototype's values uniformly, generate all observations, and condition on
+  the event that observation p_s carries the values of prototype s. With x observed this only fixes
+  ``prototype_value = x[prototype]`` (a constant factor), so integrating pi and phi out of :func:`model`
+  gives exactly :func:`collapsed_model`, the target of ``inference.bcm_gibbs``. ``Predictive(model)``
+  draws the process before the conditioning; ``datasets.smiley_faces.sample_bcm_datasets`` returns
+  exact draws of the conditioned process.
+
+The concentration function :func:`g` is the one place its formula appears: replace it by the paper's
+thresholded or loss-based variants and both the NumPyro programs and the Gibbs sampler follow (a
+replacement must keep g independent of the prototype value when omega_sj = 0, as all the paper's do).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+from jax.scipy.special import gammaln
+from numpyro.distributions import constraints
+
+
+@dataclass(frozen=True)
+class Priors:
+    """Hyperparameters of BCM; defaults are the paper's sec. 4.1 settings.
+
+    alpha: total concentration of pi_i ~ Dirichlet(alpha / S each), the alpha of eq. (1).
+    lam: base concentration lambda of g (sec. 3), entering eqs. (1) and (2).
+    c: the prototype's extra weight in g, lambda * (1 + c) on the prototype's value.
+    q: prior probability that a feature is in a cluster's subspace, omega_sj ~ Bernoulli(q), eq. (2).
+    """
+
+    alpha: float = 0.01
+    lam: float = 1.0
+    c: float = 50.0
+    q: float = 0.8
+
+    def __post_init__(self):
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+                raise ValueError(f"priors.{field.name}: expected a number, got {value!r}")
+            if not np.isfinite(value):
+                raise ValueError(f"priors.{field.name}: must be finite, got {value!r}")
+        if self.alpha <= 0 or self.lam <= 0:
+            raise ValueError(f"priors.alpha and priors.lam must be positive, got {self.alpha}, {self.lam}")
+        if self.c < 0:
+            raise ValueError(f"priors.c must be non-negative, got {self.c}")
+        if not 0 < self.q < 1:
+            raise ValueError(f"priors.q must lie strictly between 0 and 1, got {self.q}")
+
+
+def g(prototype_value, omega, values, priors: Priors):
+    """The concentration g_{p_sj, omega_sj, lambda}(v) = lambda * (1 + c * 1[omega_sj = 1 and p_sj = v]) (sec. 3).
+
+    ``prototype_value`` and ``omega`` broadcast to a shape B; ``values`` are the candidate outcomes v,
+    shape (V,). Returns shape B + (V,).
+    """
+    prototype_value = jnp.asarray(prototype_value)[..., None]
+    omega = jnp.asarray(omega)[..., None]
+    copies_prototype = (omega == 1) & (prototype_value == jnp.asarray(values))
+    return priors.lam * (1.0 + priors.c * copies_prototype)
+
+
+def z_concentration(priors: Priors, n_clusters: int) -> float:
+    """The Dirichlet concentration of each pi_is: alpha / S (eq. (1))."""
+    return priors.alpha / n_clusters
+
+
+def value_mask(n_values) -> np.ndarray:
+    """(P, V) booleans, True where value v < V_j exists for feature j (V = max V_j)."""
+    n_values = np.asarray(n_values)
+    return np.arange(int(n_values.max()))[None, :] < n_values[:, None]
+
+
+def concentration_table(prototype_values, omega, n_values, priors: Priors):
+    """g for every cluster, feature and value: shape (..., S, P, V), zero on padded values."""
+    mask = value_mask(n_values)
+    table = g(prototype_values, omega, jnp.arange(mask.shape[1]), priors)
+    return jnp.where(mask, table, 0.0)
+
+
+def log_multivariate_beta(concentration, mask=None):
+    """log B(a) = sum_v log Gamma(a_v) - log Gamma(sum_v a_v) over the last axis, skipping masked-out v."""
+    if mask is None:
+        mask = jnp.ones(jnp.shape(concentration)[-1], bool)
+    safe = jnp.where(mask, concentration, 1.0)
+    return jnp.sum(jnp.where(mask, gammaln(safe), 0.0), -1) - gammaln(jnp.sum(jnp.where(mask, safe, 0.0), -1))
+
+
+def log_polya(counts, concentration, mask=None):
+    """log B(a + n) - log B(a): probability of one sequence of categorical draws with counts n when the
+    probabilities ~ Dirichlet(a) are integrated out (the ratio in eq. (2))."""
+    return log_multivariate_beta(concentration + counts, mask) - log_multivariate_beta(concentration, mask)
+
+
+class PolyaCategorical(dist.Distribution):
+    """Categorical tokens grouped by ``group``, each group's probabilities ~ Dirichlet(``concentration[group]``)
+    integrated out: log p(value) = sum_groups log_polya(counts of the group's values, its concentration).
+
+    ``group``: integer array of any shape (the event shape), entries in 0..G-1; ``concentration``: (G, K),
+    zero where ``mask`` (G, K) is False. Values are in 0..K-1.
+    """
+
+    arg_constraints = {}
+    pytree_data_fields = ("group", "concentration", "mask")
+
+    def __init__(self, group, concentration, mask=None, *, validate_args=None):
+        self.group = jnp.asarray(group)
+        self.concentration = jnp.asarray(concentration)
+        self.mask = jnp.ones(self.concentration.shape, bool) if mask is None else jnp.asarray(mask)
+        super().__init__(batch_shape=(), event_shape=self.group.shape, validate_args=validate_args)
+
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
+    def support(self):
+        return constraints.integer_interval(0, self.concentration.shape[-1] - 1)
+
+    def group_counts(self, value):
+        """(G, K) number of tokens of each group taking each value."""
+        counts = jnp.zeros(self.concentration.shape, jnp.int32)
+        return counts.at[self.group.ravel(), jnp.asarray(value).ravel()].add(1)
+
+    def log_prob(self, value):
+        return jnp.sum(log_polya(self.group_counts(value), self.concentration, self.mask))
+
+    def sample(self, key, sample_shape=()):
+        key_phi, key_value = jax.random.split(key)
+        shape = tuple(sample_shape) + self.concentration.shape
+        log_gamma = jax.random.loggamma(key_phi, jnp.where(self.mask, self.concentration, 1.0), shape)
+        logits = jnp.where(self.mask, log_gamma, -jnp.inf)
+        token_logits = jnp.take(logits, self.group, axis=-2)
+        return jax.random.categorical(key_value, token_logits)
+
+
+def resolve_n_values(x, n_values):
+    """Number of values per feature (a concrete array): given, or 1 + the largest code seen in ``x``."""
+    if n_values is None:
+        return np.asarray(x).max(axis=0).astype(np.int64) + 1
+    return np.asarray(n_values, np.int64)
+
+
+def model(n_obs: int, n_values, n_clusters: int, priors: Priors | None = None, x=None):
+    """The generative process of sec. 3: omega, prototype, phi, pi, z, x.
+
+    ``n_values``: (P,) number of values of each feature. With ``x`` (N, P) observed, the prototype's
+    values are the observation's, ``prototype_value = x[prototype]``.
+    """
+    priors = priors or Priors()
+    n_values = np.asarray(n_values, np.int64)
+    n_features, mask = n_values.shape[0], value_mask(n_values)
+    omega = numpyro.sample("omega", dist.Bernoulli(probs=priors.q).expand([n_clusters, n_features]).to_event(2))
+    prototype = numpyro.sample(
+        "prototype", dist.Categorical(logits=jnp.zeros(n_obs)).expand([n_clusters]).to_event(1)
+    )
+    prototype_value = numpyro.sample(
+        "prototype_value",
+        dist.Categorical(logits=jnp.where(mask, 0.0, -jnp.inf)).expand([n_clusters, n_features]).to_event(2),
+        obs=None if x is None else jnp.asarray(x)[prototype],
+    )
+    concentration = concentration_table(prototype_value, omega, n_values, priors)
+    # Padded values get concentration 1 and are dropped below: the valid entries renormalised are
+    # exactly Dirichlet(g over v < V_j) (aggregation property of the Dirichlet).
+    phi = numpyro.sample("phi", dist.Dirichlet(jnp.where(mask, concentration, 1.0)).to_event(2))
+    alpha_s = z_concentration(priors, n_clusters)
+    pi = numpyro.sample("pi", dist.Dirichlet(jnp.full(n_clusters, alpha_s)).expand([n_obs]).to_event(1))
+    z = numpyro.sample(
+        "z", dist.Categorical(probs=jnp.broadcast_to(pi[:, None, :], (n_obs, n_features, n_clusters))).to_event(2)
+    )
+    token_phi = phi[..., z, jnp.arange(n_features), :]
+    token_phi = jnp.where(mask, token_phi, 0.0)
+    token_phi = token_phi / token_phi.sum(-1, keepdims=True)
+    numpyro.sample("x", dist.Categorical(probs=token_phi).to_event(2), obs=x)
+
+
+def collapsed_model(x, n_clusters: int, priors: Priors | None = None, n_values=None):
+    """:func:`model` with pi and phi integrated out: its ``log_density`` over (omega, prototype, z) is the
+    exact target of the collapsed Gibbs sampler (eqs. (1), (2) and the prototype conditional).
+
+    log p = sum_sj log Bernoulli(omega_sj; q) + const
+            + sum_i log B(alpha/S + n_{.,i,.}) - log B(alpha/S)                    (pi integrated)
+            + sum_sj log B(g_sj + n_{s,.,j,.}) - log B(g_sj),  g_sj = g(x_{p_s j}, omega_sj)   (phi integrated)
+    """
+    priors = priors or Priors()
+    n_values = resolve_n_values(x, n_values)
+    x = jnp.asarray(x)
+    n_obs, n_features = x.shape
+    omega = numpyro.sample("omega", dist.Bernoulli(probs=priors.q).expand([n_clusters, n_features]).to_event(2))
+    prototype = numpyro.sample(
+        "prototype", dist.Categorical(logits=jnp.zeros(n_obs)).expand([n_clusters]).to_event(1)
+    )
+    rows = jnp.broadcast_to(jnp.arange(n_obs)[:, None], (n_obs, n_features))
+    z = numpyro.sample(
+        "z",
+        PolyaCategorical(rows, jnp.full((n_obs, n_clusters), z_concentration(priors, n_clusters))),
+    )
+    concentration = concentration_table(x[prototype], omega, n_values, priors)
+    mask = value_mask(n_values)
+    cells = z * n_features + jnp.arange(n_features)
+    numpyro.sample(
+        "x",
+        PolyaCategorical(cells, concentration.reshape(n_clusters * n_features, -1), np.tile(mask, (n_clusters, 1))),
+        obs=x,
+    )

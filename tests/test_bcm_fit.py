@@ -1,0 +1,153 @@
+"""BCM public layer: fit_bcm's trace and summaries, explanations, mixture weights, the scikit-learn
+wrapper, bad input, and the paper's smiley-face and recipe examples."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from interpretable_zoo.datasets import load_recipes
+from interpretable_zoo.datasets.smiley_faces import SMILEY_SUBSPACES
+from interpretable_zoo.diagnostics import summary
+from interpretable_zoo.inference.bcm import BCMClusterer, corrupt_half_labels, fit_bcm, format_demo, smiley_demo
+from interpretable_zoo.models import bcm
+
+RNG = np.random.default_rng(0)
+X_SMALL = RNG.integers(0, 3, (12, 5))
+QUICK = {"num_warmup": 20, "num_samples": 30, "num_chains": 2}
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return smiley_demo()
+
+
+@pytest.fixture(scope="module")
+def small_fit():
+    return fit_bcm(X_SMALL, 3, seed=5, **QUICK)
+
+
+def test_trace_holds_the_sites_and_label_free_summaries(small_fit):
+    posterior = small_fit.idata.posterior
+    assert posterior["omega"].shape == (2, 30, 3, 5)
+    assert posterior["prototype"].shape == (2, 30, 3)
+    assert posterior["z"].shape == (2, 30, 12, 5)
+    assert posterior["sorted_cluster_size"].shape == (2, 30, 3)
+    sizes = posterior["sorted_cluster_size"].values
+    assert np.all(np.diff(sizes, axis=-1) <= 0) and np.all(sizes.sum(-1) == 12 * 5)
+    np.testing.assert_array_equal(posterior["n_subspace_features"].values, posterior["omega"].values.sum((-2, -1)))
+    table = summary(small_fit)
+    assert {"log_joint", "n_subspace_features", "sorted_cluster_size"} == {name.split("[")[0] for name in table.index}
+    assert np.all(np.isfinite(table["r_hat"]))
+
+
+def test_same_seed_same_chains_other_seed_other_chains(small_fit):
+    again = fit_bcm(X_SMALL, 3, seed=5, store_z=False, **QUICK)
+    assert "z" not in again.idata.posterior
+    for name in ("omega", "prototype", "log_joint"):
+        np.testing.assert_array_equal(again.idata.posterior[name], small_fit.idata.posterior[name])
+    other = fit_bcm(X_SMALL, 3, seed=6, store_z=False, **QUICK)
+    assert not np.array_equal(other.idata.posterior["omega"], small_fit.idata.posterior["omega"])
+
+
+def test_explain_and_transform_on_a_dataframe():
+    frame = pd.DataFrame(
+        {"colour": np.array(["red", "blue", "green"])[X_SMALL[:, 0]], "size": X_SMALL[:, 1]},
+        index=[f"item{i}" for i in range(12)],
+    )
+    result = fit_bcm(frame, 2, seed=0, **QUICK)
+    table = result.explain()
+    assert list(table.columns) == ["share", "prototype", "prototype_name", "n_subspace", "subspace"]
+    assert len(table) == 2 and np.isclose(table["share"].sum(), 1.0)
+    for _, row in table.iterrows():
+        assert row["prototype_name"] == f"item{row['prototype']}"
+        prototype = frame.iloc[row["prototype"]]
+        for item in filter(None, row["subspace"].split(", ")):
+            feature, value = item.split("=")
+            assert str(prototype[feature]) == value
+    weights = result.transform()
+    assert weights.shape == (12, 2)
+    np.testing.assert_allclose(weights.sum(1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(result.transform(frame), weights)
+    with pytest.raises(ValueError, match="X"):
+        result.transform(frame.iloc[:5])
+
+
+def test_clusterer_follows_the_scikit_learn_protocol():
+    clusterer = BCMClusterer(n_clusters=2, num_warmup=10, num_samples=20, num_chains=2, seed=3)
+    assert clusterer.get_params()["n_clusters"] == 2
+    clusterer.set_params(n_clusters=3)
+    labels = clusterer.fit_predict(X_SMALL)
+    assert labels.shape == (12,) and set(labels) <= {0, 1, 2}
+    assert clusterer.transform(X_SMALL).shape == (12, 3)
+    assert len(clusterer.explain()) == 3
+
+
+@pytest.mark.parametrize(
+    "X, n_clusters, options, name",
+    [
+        (np.array([[0, 1], [np.nan, 1], [1, 0]]), 2, {}, "X"),
+        (np.array([[0, -1], [1, 1], [1, 0]]), 2, {}, "X"),
+        (np.array([[0, 0.5], [1, 1], [1, 0]]), 2, {}, "X"),
+        (np.zeros((0, 3), int), 1, {}, "X"),
+        (np.array([0, 1, 1]), 1, {}, "X"),
+        (np.array([["a", "b"], ["c", "d"]]), 1, {}, "X"),
+        (pd.DataFrame({"a": ["x", None, "y"]}), 1, {}, "X"),
+        (X_SMALL, 0, {}, "n_clusters"),
+        (X_SMALL, 13, {}, "n_clusters"),
+        (X_SMALL, 2.5, {}, "n_clusters"),
+        (X_SMALL, 2, {"init": "kmeans"}, "init"),
+        (X_SMALL, 2, {"init": np.zeros(5, int)}, "init"),
+        (X_SMALL, 2, {"init": np.full(12, 2)}, "init"),
+        (X_SMALL, 2, {"priors": {"alpha": 1}}, "priors"),
+        (X_SMALL, 2, {"num_samples": 0}, "num_samples"),
+    ],
+)
+def test_bad_input_gets_a_value_error_naming_the_argument(X, n_clusters, options, name):
+    with pytest.raises(ValueError, match=name):
+        fit_bcm(X, n_clusters, **{**QUICK, **options})
+
+
+@pytest.mark.parametrize("field, value", [("alpha", 0.0), ("lam", -1.0), ("q", 1.0), ("c", float("nan"))])
+def test_bad_priors_name_the_field(field, value):
+    with pytest.raises(ValueError, match=f"priors.{field}"):
+        bcm.Priors(**{field: value})
+
+
+def test_corrupt_half_labels_changes_exactly_half():
+    labels = np.repeat(np.arange(10), 7)
+    corrupted = corrupt_half_labels(labels, 10, seed=1)
+    assert (corrupted != labels).sum() == 35
+    assert corrupted.min() >= 0 and corrupted.max() < 10
+
+
+def test_smiley_faces_planted_subspaces_are_recovered(demo):
+    """Sec. 3.1: 240 faces from the model with three planted two-feature subspaces; the found prototypes
+    carry the planted prototypes' values on the planted subspaces."""
+    faces, result = demo
+    assert faces.X.shape == (240, 4)
+    table = result.explain()
+    found = [frozenset(item.split("=")[0] for item in row.split(", ")) for row in table["subspace"]]
+    assert set(found) == {frozenset(subspace) for subspace in SMILEY_SUBSPACES}
+    truth = faces.X.iloc[faces.extras["prototype"]]
+    for s, subspace in enumerate(SMILEY_SUBSPACES):
+        row = table["subspace"].iloc[found.index(frozenset(subspace))]
+        assert all(f"{feature}={truth.iloc[s][feature]}" in row for feature in subspace)
+
+
+def test_demo_text_has_the_explanation_and_r_hat(demo):
+    text = format_demo(*demo)
+    assert "subspace" in text and "r_hat" in text and "log_joint" in text
+
+
+@pytest.mark.data
+def test_recipes_prototypes_and_accuracy(data_home):
+    """Fig. 4b: S = 4 on the 56 recipes (24 pasta, 22 chili, 5 brownies, 5 punch). Each recipe gets the
+    category of its dominant cluster's prototype; chance (all pasta) is 0.43."""
+    recipes = load_recipes(data_home)
+    frame = pd.DataFrame(recipes.X, columns=recipes.feature_names, index=recipes.sample_names)
+    result = fit_bcm(frame, 4, num_warmup=300, num_samples=100, num_chains=2, seed=0, store_z=False)
+    accuracy = result.unsupervised_accuracy(recipes.y)[result.best_chain].mean()
+    table = result.explain(hide_value="0")
+    print(f"accuracy via prototype labels: {accuracy:.3f}\n{table.to_string()}")
+    assert accuracy >= 0.6
+    assert {0, 1} <= {recipes.y[p] for p in table["prototype"]}  # pasta and chili prototypes
