@@ -2,6 +2,8 @@
 
 from .base import Dataset, resolve_data_home
 from .gaussian_mixture import make_gaussian_mixture
+from .planted_rule_lists import planted_rule_lists
+from .smiley_faces import conditioned_model, load_usps_bcm, make_smiley_faces
 from .bundled import load_breast_cancer, load_digits, load_titanic_table, load_wine
 from .preprocessing import bin_levels, binarize, one_hot
 from .real import (
@@ -22,6 +24,7 @@ __all__ = [
     "Dataset",
     "SeedSet",
     "bin_levels",
+    "conditioned_model",
     "binarize",
     "load_adult",
     "load_animals50",
@@ -35,9 +38,12 @@ __all__ = [
     "load_titanic",
     "load_titanic_table",
     "load_usps",
+    "load_usps_bcm",
     "load_wine",
     "load_zoo",
     "make_gaussian_mixture",
+    "make_smiley_faces",
     "one_hot",
+    "planted_rule_lists",
     "resolve_data_home",
 ]

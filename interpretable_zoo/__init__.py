@@ -12,6 +12,8 @@ warnings.filterwarnings("ignore", message="ArviZ is undergoing a major refactor"
 
 from interpretable_zoo import datasets, diagnostics, inference, models  # noqa: E402
 from interpretable_zoo.inference.bayesian_sets import BayesianSets  # noqa: E402
+from interpretable_zoo.inference.bcm import BCMClusterer, fit_bcm  # noqa: E402
+from interpretable_zoo.inference.brl import BayesianRuleListClassifier, BRLResult, fit_brl  # noqa: E402
 from interpretable_zoo.inference.prototype_selection import (  # noqa: E402
     PrototypeClassifier,
     PrototypeSelection,
@@ -21,11 +23,16 @@ from interpretable_zoo.inference.prototype_selection import (  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
+    "BCMClusterer",
+    "BRLResult",
+    "BayesianRuleListClassifier",
     "BayesianSets",
     "PrototypeClassifier",
     "PrototypeSelection",
     "datasets",
     "diagnostics",
+    "fit_bcm",
+    "fit_brl",
     "inference",
     "models",
     "select_prototypes",

@@ -1,0 +1,366 @@
+"""Bayesian Rule Lists, public layer: ``fit_brl``, its result (BRL-point, BRL-post, explanations with
+credible intervals) and the scikit-learn ``BayesianRuleListClassifier`` (Letham et al. 2015)."""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+from scipy import stats
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from interpretable_zoo.diagnostics import summary, to_inference_data
+from interpretable_zoo.inference.brl_mh import BRLMetropolisHastings
+from interpretable_zoo.inference.mcmc import run_mcmc
+from interpretable_zoo.inference.rule_mining import (
+    ItemEncoder,
+    binary_items,
+    check_binary_matrix,
+    fit_item_encoder,
+    mine_antecedents,
+    truth_table,
+)
+from interpretable_zoo.models import brl
+
+DEFAULT_MAX_LENGTH = 30
+"""Longest list a run represents unless ``max_length`` says otherwise (the prior mean is lam = 3)."""
+
+SUMMARY_VARIABLES = ("log_posterior", "length", "mean_cardinality")
+
+
+def _labels(y, n_samples: int):
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != n_samples:
+        raise ValueError(f"y must be 1-D with one label per row of X ({n_samples}), got shape {y.shape}")
+    if y.dtype.kind == "f" and np.isnan(y).any():
+        raise ValueError("y contains NaN")
+    classes, codes = np.unique(y, return_inverse=True)
+    if classes.size < 2:
+        raise ValueError(f"y has a single class ({classes[0]!r}); a rule list needs at least two")
+    return classes, codes.astype(np.int32)
+
+
+def _check_antecedents(antecedents, n_items: int) -> tuple[tuple[int, ...], ...]:
+    if isinstance(antecedents, (str, bytes)) or not hasattr(antecedents, "__iter__"):
+        raise ValueError("antecedents must be a list of tuples of binary-column indices")
+    checked = []
+    for antecedent in antecedents:
+        antecedent = tuple(antecedent) if hasattr(antecedent, "__iter__") else (antecedent,)
+        if not antecedent or not all(isinstance(i, numbers.Integral) and 0 <= i < n_items for i in antecedent):
+            raise ValueError(f"antecedents: {antecedent!r} is not a non-empty tuple of column indices in 0..{n_items - 1}")
+        if len(set(antecedent)) != len(antecedent):
+            raise ValueError(f"antecedents: {antecedent!r} repeats a column")
+        checked.append(tuple(int(i) for i in antecedent))
+    if not checked:
+        raise ValueError("antecedents is empty")
+    if len(set(checked)) != len(checked):
+        raise ValueError("antecedents lists the same conjunction twice")
+    return tuple(checked)
+
+
+@dataclass
+class BRLResult:
+    """A BRL posterior: ``idata`` (posterior ``rules`` (chain, draw, position) padded with -1, ``length``,
+    ``mean_cardinality``, ``log_posterior``), the antecedents the rules index, and predictions."""
+
+    idata: object
+    antecedents: tuple[tuple[int, ...], ...]
+    item_names: tuple[str, ...]
+    classes: np.ndarray
+    priors: brl.Priors
+    negations: bool  # items are X's columns followed by their negations (mined), else X's columns
+    train_table: np.ndarray = field(repr=False)
+    train_labels: np.ndarray = field(repr=False)
+
+    @property
+    def antecedent_names(self) -> tuple[str, ...]:
+        return tuple(" and ".join(self.item_names[i] for i in antecedent) for antecedent in self.antecedents)
+
+    def _draws(self):
+        posterior = self.idata.posterior
+        rules = posterior["rules"].values.reshape(-1, posterior.sizes["position"])
+        return rules, posterior["length"].values.ravel(), posterior["mean_cardinality"].values.ravel(), (
+            posterior["log_posterior"].values.ravel()
+        )
+
+    def point_list(self) -> tuple[int, ...]:
+        """BRL-point (Letham sec. 4): among draws whose length and mean cardinality lie between the floor
+        and ceiling of their posterior means, the list of highest log posterior (antecedent indices)."""
+        rules, lengths, cardinality, log_posterior = self._draws()
+        mean_length = lengths.mean()
+        nonempty = lengths > 0
+        mean_card = cardinality[nonempty].mean() if nonempty.any() else 0.0
+        typical = (np.floor(mean_length) <= lengths) & (lengths <= np.ceil(mean_length))
+        typical &= ~nonempty | ((np.floor(mean_card) <= cardinality) & (cardinality <= np.ceil(mean_card)))
+        candidates = np.flatnonzero(typical) if typical.any() else np.arange(lengths.size)
+        best = candidates[np.argmax(log_posterior[candidates])]
+        return tuple(int(r) for r in rules[best, : lengths[best]])
+
+    def _alpha(self) -> np.ndarray:
+        return self.priors.alpha_vector(len(self.classes))
+
+    def rule_counts(self, rules) -> np.ndarray:
+        """N_j: (len(rules) + 1, L) training labels captured by each rule of a list, default rule last."""
+        rules = jnp.asarray(np.array(rules, dtype=np.int32).reshape(-1))
+        n_classes = len(self.classes)
+        rule_counts, default_counts = brl.capture_counts(self.train_table, self.train_labels, n_classes, rules, rules.shape[0])
+        return np.vstack([np.asarray(rule_counts), np.asarray(default_counts)[None]])
+
+    def items(self, X) -> np.ndarray:
+        """The binary items of ``X`` (same columns as in the fit)."""
+        X = check_binary_matrix(X)
+        n_columns = len(self.item_names) // 2 if self.negations else len(self.item_names)
+        if X.shape[1] != n_columns:
+            raise ValueError(f"X has {X.shape[1]} columns; the fit had {n_columns}")
+        return np.hstack([X, 1 - X]) if self.negations else X
+
+    def predict_proba(self, X, *, estimate: str = "point") -> np.ndarray:
+        """Class probabilities (n, L): ``"point"`` uses the BRL-point list's posterior means
+        (alpha + N_j) / sum(alpha + N_j); ``"post"`` (BRL-post) averages that over every posterior draw."""
+        if estimate not in ("point", "post"):
+            raise ValueError(f"estimate must be 'point' or 'post', got {estimate!r}")
+        table = truth_table(self.items(X), self.antecedents)
+        if estimate == "point":
+            rules = self.point_list()
+            counts = self.rule_counts(rules) + self._alpha()
+            probabilities = counts / counts.sum(axis=1, keepdims=True)
+            return probabilities[np.asarray(brl.capture_index(table, jnp.asarray(rules, jnp.int32), len(rules)))]
+        rules, lengths, _, _ = self._draws()
+        unique, inverse = np.unique(np.column_stack([rules, lengths]), axis=0, return_inverse=True)
+        weights = np.bincount(inverse.ravel(), minlength=len(unique)) / lengths.size
+        return np.asarray(_posterior_average(self.train_table, self.train_labels, table, self._alpha(), unique, weights))
+
+    def predict(self, X, *, estimate: str = "point") -> np.ndarray:
+        return self.classes[np.argmax(self.predict_proba(X, estimate=estimate), axis=1)]
+
+    def explain(self, *, outcome: str | None = None, level: float = 0.95) -> str:
+        """The BRL-point list, each rule with the posterior mean and a ``level`` credible interval of its
+        outcome probability (theta_j | data ~ Dirichlet(alpha + N_j), whose marginals are Beta).
+
+        Two classes: the probability of the second class, named ``outcome`` (default ``y=<class>``).
+        More classes: the most probable class of each rule and its probability.
+        """
+        rules = self.point_list()
+        concentration = self.rule_counts(rules) + self._alpha()
+        names = [self.antecedent_names[r] for r in rules]
+        lines = []
+        for position, row in enumerate(concentration):
+            label = 1 if len(self.classes) == 2 else int(np.argmax(row))
+            a, b = row[label], row.sum() - row[label]
+            low, high = stats.beta.ppf([(1 - level) / 2, (1 + level) / 2], a, b)
+            what = (outcome or f"y={self.classes[1]}") if len(self.classes) == 2 else f"y={self.classes[label]}"
+            consequent = f"{what} probability {a / (a + b):.0%} ({low:.0%}-{high:.0%})"
+            if position == len(rules):
+                lines.append(f"{'else ' if rules else ''}{consequent}")
+            else:
+                lines.append(f"{'else if' if position else 'if'} {names[position]} then {consequent}")
+        return "\n".join(lines)
+
+
+@jax.jit
+def _posterior_average(train_table, train_labels, test_table, alpha, unique, weights):
+    """BRL-post: sum over distinct sampled lists of weight * (alpha + N_j(x)) / sum(alpha + N_j(x))."""
+    n_classes = alpha.shape[0]
+
+    def add(total, list_and_weight):
+        row, weight = list_and_weight
+        rules, length = row[:-1], row[-1]
+        rule_counts, default_counts = brl.capture_counts(train_table, train_labels, n_classes, rules, length)
+        counts = jnp.concatenate([rule_counts, default_counts[None]]) + alpha
+        probabilities = counts / counts.sum(axis=1, keepdims=True)
+        return total + weight * probabilities[brl.capture_index(test_table, rules, length)], None
+
+    total = jnp.zeros((test_table.shape[0], n_classes))
+    return jax.lax.scan(add, total, (unique, weights))[0]
+
+
+def fit_brl(
+    X,
+    y,
+    *,
+    priors: brl.Priors | None = None,
+    antecedents=None,
+    min_support: float = 0.1,
+    max_cardinality: int = 2,
+    max_length: int | None = None,
+    feature_names=None,
+    num_warmup: int = 2000,
+    num_samples: int = 5000,
+    num_chains: int = 4,
+    seed: int = 0,
+    chain_method: str | None = None,
+    progress_bar: bool = False,
+) -> BRLResult:
+    """Sample the BRL posterior over rule lists for binary features ``X`` (n, p) and labels ``y``.
+
+    ``X``: 0/1 array or DataFrame (its columns name the features unless ``feature_names`` is given);
+    ``y``: any labels, at least two classes (``result.classes`` keeps their order).
+
+    ``antecedents``: conjunctions as tuples of column indices of X; by default they are mined
+    (:func:`rule_mining.mine_antecedents`) from X's columns and their negations with ``min_support``
+    (per class) and ``max_cardinality``. ``max_length`` caps the list length (default
+    min(|A|, 30)); the sampler then targets the posterior with the length prior truncated there.
+    """
+    priors = brl.Priors() if priors is None else priors
+    if not isinstance(priors, brl.Priors):
+        raise ValueError(f"priors must be a models.brl.Priors, got {type(priors).__name__}")
+    if feature_names is None and isinstance(X, pd.DataFrame):
+        feature_names = tuple(str(column) for column in X.columns)
+    X = check_binary_matrix(X)
+    classes, codes = _labels(y, X.shape[0])
+    priors.alpha_vector(len(classes))
+    if antecedents is None:
+        items, item_names, item_columns = binary_items(X, feature_names)
+        mined = mine_antecedents(
+            items, codes, min_support=min_support, max_cardinality=max_cardinality, item_columns=item_columns
+        )
+        antecedents = tuple(mined)
+        negations = True
+    else:
+        items = X
+        item_names = tuple(feature_names) if feature_names is not None else tuple(f"x{j}" for j in range(X.shape[1]))
+        if len(item_names) != X.shape[1]:
+            raise ValueError(f"feature_names has {len(item_names)} names for {X.shape[1]} columns of X")
+        antecedents = _check_antecedents(antecedents, X.shape[1])
+        negations = False
+    capacity = brl.list_capacity(len(antecedents), DEFAULT_MAX_LENGTH if max_length is None else max_length)
+    table = truth_table(items, antecedents)
+    cardinalities = np.array([len(a) for a in antecedents], dtype=np.int32)
+    mcmc = run_mcmc(
+        BRLMetropolisHastings(),
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        num_chains=num_chains,
+        seed=seed,
+        model_args=(table, cardinalities, len(classes), codes),
+        model_kwargs={"priors": priors, "max_length": capacity},
+        chain_method=chain_method,
+        progress_bar=progress_bar,
+    )
+    samples = mcmc.get_samples(group_by_chain=True)
+    rules, lengths = np.asarray(samples["rules"]), np.asarray(samples["length"])
+    if capacity < len(antecedents) and (lengths == capacity).any():
+        warnings.warn(
+            f"max_length: {np.mean(lengths == capacity):.1%} of the draws reach the cap of {capacity} rules; "
+            "raise max_length for the untruncated posterior",
+            stacklevel=2,
+        )
+    valid = np.arange(capacity) < lengths[..., None]
+    rule_cards = np.where(valid, cardinalities[np.maximum(rules, 0)], 0)
+    mean_cardinality = rule_cards.sum(-1) / np.maximum(lengths, 1)
+    log_posterior = -np.asarray(mcmc.get_extra_fields(group_by_chain=True)["potential_energy"])
+    idata = to_inference_data(
+        mcmc,
+        derived={"mean_cardinality": mean_cardinality, "log_posterior": log_posterior},
+        summary_var_names=SUMMARY_VARIABLES,
+        dims={"rules": ["position"]},
+    )
+    result = BRLResult(idata, antecedents, item_names, classes, priors, negations, table, codes)
+    idata.posterior.attrs["antecedent_names"] = list(result.antecedent_names)  # what the indices in rules mean
+    return result
+
+
+class BayesianRuleListClassifier(ClassifierMixin, BaseEstimator):
+    """scikit-learn BRL classifier for tables with mixed column types (pandas DataFrames or arrays).
+
+    Columns become items (:func:`rule_mining.fit_item_encoder`: categorical values and their
+    negations, numeric quantile thresholds with ``n_bins``), antecedents are mined per class, and
+    :func:`fit_brl` samples the posterior. ``estimate`` chooses BRL-point or BRL-post predictions.
+    """
+
+    def __init__(
+        self,
+        *,
+        lam: float = 3.0,
+        eta: float = 1.0,
+        alpha=1.0,
+        min_support: float = 0.1,
+        max_cardinality: int = 2,
+        n_bins: int = 4,
+        max_length: int | None = None,
+        num_warmup: int = 2000,
+        num_samples: int = 5000,
+        num_chains: int = 4,
+        seed: int = 0,
+        estimate: str = "point",
+    ):
+        self.lam = lam
+        self.eta = eta
+        self.alpha = alpha
+        self.min_support = min_support
+        self.max_cardinality = max_cardinality
+        self.n_bins = n_bins
+        self.max_length = max_length
+        self.num_warmup = num_warmup
+        self.num_samples = num_samples
+        self.num_chains = num_chains
+        self.seed = seed
+        self.estimate = estimate
+
+    def fit(self, X, y):
+        if self.estimate not in ("point", "post"):
+            raise ValueError(f"estimate must be 'point' or 'post', got {self.estimate!r}")
+        self.encoder_: ItemEncoder = fit_item_encoder(X, n_bins=self.n_bins)
+        items = self.encoder_.transform(X)
+        _, codes = _labels(y, items.shape[0])
+        antecedents = mine_antecedents(
+            items,
+            codes,
+            min_support=self.min_support,
+            max_cardinality=self.max_cardinality,
+            item_columns=self.encoder_.item_columns,
+        )
+        self.result_ = fit_brl(
+            items,
+            y,
+            priors=brl.Priors(lam=self.lam, eta=self.eta, alpha=self.alpha),
+            antecedents=antecedents,
+            max_length=self.max_length,
+            feature_names=self.encoder_.item_names,
+            num_warmup=self.num_warmup,
+            num_samples=self.num_samples,
+            num_chains=self.num_chains,
+            seed=self.seed,
+        )
+        self.classes_ = self.result_.classes
+        if isinstance(X, pd.DataFrame):
+            self.feature_names_in_ = np.asarray(X.columns, dtype=object)
+        self.n_features_in_ = np.shape(X)[1]
+        return self
+
+    def predict_proba(self, X) -> np.ndarray:
+        return self.result_.predict_proba(self.encoder_.transform(X), estimate=self.estimate)
+
+    def predict(self, X) -> np.ndarray:
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def explain(self, **kwargs) -> str:
+        return self.result_.explain(**kwargs)
+
+
+def cli_demo(data_home=None) -> str:
+    """Rule list for the bundled 2201-passenger Titanic table, with an R-hat table."""
+    from interpretable_zoo.datasets import load_titanic_table
+
+    data = load_titanic_table()
+    classifier = BayesianRuleListClassifier(num_warmup=2000, num_samples=5000, num_chains=4, seed=0).fit(data.X, data.y)
+    table = summary(classifier.result_).to_string()
+    return f"{classifier.explain(outcome='survival')}\n\n{table}"
+
+
+def cli_fit(X, y, args):
+    """Fit a classifier to a table (mixed columns allowed) and return the InferenceData."""
+    if y is None:
+        raise ValueError("y: BRL needs labels (--target)")
+    classifier = BayesianRuleListClassifier(
+        num_warmup=args.num_warmup,
+        num_samples=args.num_samples,
+        num_chains=args.num_chains,
+        seed=args.seed,
+    )
+    return classifier.fit(X, y).result_.idata

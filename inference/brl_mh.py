@@ -1,0 +1,278 @@
+"""Metropolis-Hastings over rule lists with bit-vector captures (Letham et al. 2015; Yang et al. 2017).
+
+Proposals (Letham sec. 3): insert a rule not in the list at one of the m + 1 positions, delete one of
+the m rules, or swap two of them. The move type is uniform over the moves possible at the current
+length (insert needs m < capacity, delete m >= 1, swap m >= 2), so the move probabilities change at
+the edges and enter the Hastings ratio:
+
+    Q(insert a at p | m) = P_m(insert) / ((|A| - m)(m + 1))
+    Q(delete p | m)      = P_m(delete) / m
+    Q(swap {i, j} | m)   = P_m(swap) / (m (m - 1) / 2)
+
+Each antecedent's truth table over the samples and each class's label set are bit vectors (uint32
+words); a rule's captures are ``truth AND uncaught`` and its label counts population counts
+(Yang et al.'s speed trick). The state keeps ``uncaught[j]``, the samples no rule before position j
+holds for; after a move the positions before the first changed one are read from this cache and the
+later ones are recomputed from it (as a fixed-shape prefix-OR scan, so vectorized chains stay fused).
+The log target is :func:`models.brl.log_prior` + :func:`models.brl.log_marginal_likelihood`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax, random
+from numpyro.infer.mcmc import MCMCKernel
+
+from interpretable_zoo.models import brl
+
+INSERT, DELETE, SWAP = 0, 1, 2
+REVERSE_MOVE = jnp.array([DELETE, INSERT, SWAP])
+LENGTH_CHANGE = jnp.array([1, -1, 0])
+
+
+class BitData(NamedTuple):
+    """The data as bit vectors: ``truth_bits`` (|A|, W), ``label_bits`` (L, W), ``sample_bits`` (W,)."""
+
+    truth_bits: jnp.ndarray
+    label_bits: jnp.ndarray
+    sample_bits: jnp.ndarray
+
+
+class BRLState(NamedTuple):
+    """One chain: the list ``z = {"rules", "length"}``, its cached captures and its log target terms."""
+
+    z: dict
+    uncaught: jnp.ndarray  # (capacity + 1, W): samples not captured by the rules before position j
+    log_prior: jnp.ndarray
+    log_likelihood: jnp.ndarray
+    potential_energy: jnp.ndarray
+    accept_prob: jnp.ndarray
+    rng_key: jnp.ndarray
+
+
+class TargetSpec(NamedTuple):
+    """The static part of the target: hyperparameters and antecedent cardinalities (hashable)."""
+
+    priors: brl.Priors
+    cardinalities: tuple[int, ...]
+    n_classes: int
+    capacity: int
+
+    @property
+    def n_antecedents(self) -> int:
+        return len(self.cardinalities)
+
+
+def pack_bits(bits) -> jnp.ndarray:
+    """Pack the last axis of a boolean array into uint32 words (bit k of word w is element 32 w + k)."""
+    bits = jnp.asarray(bits, dtype=bool)
+    n = bits.shape[-1]
+    n_words = max(1, -(-n // 32))
+    padded = jnp.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, n_words * 32 - n)])
+    words = padded.reshape(*bits.shape[:-1], n_words, 32).astype(jnp.uint32)
+    return (words << jnp.arange(32, dtype=jnp.uint32)).sum(axis=-1, dtype=jnp.uint32)
+
+
+def bit_data(truth_table, y, n_classes: int) -> BitData:
+    """Pack a (n, |A|) truth table and labels 0..L-1 (y may be traced, e.g. vmapped over data sets)."""
+    y = jnp.asarray(y)
+    return BitData(
+        truth_bits=pack_bits(jnp.asarray(truth_table, dtype=bool).T),
+        label_bits=pack_bits(y[None, :] == jnp.arange(n_classes)[:, None]),
+        sample_bits=pack_bits(jnp.ones(y.shape[-1], bool)),
+    )
+
+
+def _popcount(words) -> jnp.ndarray:
+    return lax.population_count(words).astype(jnp.int32).sum(axis=-1, dtype=jnp.int32)
+
+
+def move_log_probabilities(length, capacity: int) -> jnp.ndarray:
+    """log P_m(insert), P_m(delete), P_m(swap): uniform over the moves possible at list length m."""
+    feasible = jnp.stack([length < capacity, length >= 1, length >= 2])
+    return jnp.where(feasible, -jnp.log(feasible.sum()), -jnp.inf)
+
+
+def log_proposal_probability(move, length, n_antecedents: int, capacity: int):
+    """log Q(d* | d) of one particular proposal of type ``move`` from a list of ``length`` rules."""
+    m = jnp.asarray(length, jnp.float32)
+    choice = jnp.stack([
+        -jnp.log((n_antecedents - m) * (m + 1)),
+        -jnp.log(m),
+        -jnp.log(m * (m - 1) / 2),
+    ])  # fmt: skip
+    return move_log_probabilities(length, capacity)[move] + choice[move]
+
+
+def _uniform_index(u, count):
+    """floor(u * count) for u in [0, 1): an index uniform over 0..count-1."""
+    return jnp.minimum(jnp.floor(u * count).astype(jnp.int32), jnp.maximum(count - 1, 0))
+
+
+def propose(uniforms, rules, length, n_antecedents: int):
+    """Draw a move for one padded list from four uniforms in [0, 1).
+
+    Returns (move, new_rules, new_length, first_changed_position); the move type is drawn from
+    :func:`move_log_probabilities` with capacity ``rules.shape[0]``, then the rule and positions
+    uniformly as in the module docstring.
+    """
+    capacity = rules.shape[0]
+    positions = jnp.arange(capacity)
+    feasible = jnp.isfinite(move_log_probabilities(length, capacity))
+    move = jnp.argmax(jnp.cumsum(feasible) > _uniform_index(uniforms[0], feasible.sum()))
+
+    # the rank-th antecedent not in the list: with the listed ones sorted, s_i <= answer iff s_i - i <= rank
+    rank = _uniform_index(uniforms[1], n_antecedents - length)
+    listed = jnp.sort(jnp.where(rules >= 0, rules, n_antecedents + capacity))
+    new_rule = rank + jnp.sum(listed - positions <= rank)
+    insert_at = _uniform_index(uniforms[2], length + 1)
+    before = rules[jnp.maximum(positions - 1, 0)]
+    inserted = jnp.where(positions < insert_at, rules, jnp.where(positions == insert_at, new_rule, before))
+
+    delete_at = _uniform_index(uniforms[2], length)
+    after = jnp.where(positions + 1 < capacity, rules[jnp.minimum(positions + 1, capacity - 1)], -1)
+    deleted = jnp.where(positions < delete_at, rules, after)
+
+    first = _uniform_index(uniforms[2], length)
+    other = _uniform_index(uniforms[3], length - 1)
+    other = other + (other >= first)
+    swapped = rules.at[first].set(rules[other]).at[other].set(rules[first])
+
+    new_rules = jnp.stack([inserted, deleted, swapped])[move]
+    changed = jnp.stack([insert_at, delete_at, jnp.minimum(first, other)])[move]
+    return move, new_rules, length + LENGTH_CHANGE[move], changed
+
+
+def recount(data: BitData, rules, length, uncaught, start):
+    """Captures and label counts after a change at position ``start``.
+
+    The samples uncaught before position j are read from the cache ``uncaught`` for j <= ``start``
+    (the rules before ``start`` are unchanged); beyond it they are the cached ``uncaught[start]`` minus
+    the union of the truth tables of rules ``start``..j-1 (a prefix OR over positions, computed as a
+    fixed-shape scan so that vectorized chains stay fused). Counts are population counts of
+    ``truth(rule j) AND uncaught[j] AND label``; counts beyond ``length`` are zero.
+    Returns (uncaught, rule_counts, default_counts).
+    """
+    positions = jnp.arange(rules.shape[0])
+    truth = data.truth_bits[jnp.maximum(rules, 0)]  # (capacity, W)
+    changed = ((positions >= start) & (positions < length))[:, None]
+    covered = lax.associative_scan(jnp.bitwise_or, jnp.where(changed, truth, jnp.uint32(0)), axis=0)
+    covered_before = jnp.concatenate([jnp.zeros_like(covered[:1]), covered])  # OR of changed rules before j
+    cached = uncaught[jnp.minimum(jnp.arange(rules.shape[0] + 1), start)]
+    uncaught = cached & ~covered_before
+    rule_counts = _popcount(truth[:, None, :] & uncaught[:-1, None, :] & data.label_bits[None])
+    rule_counts = jnp.where((positions < length)[:, None], rule_counts, 0)
+    return uncaught, rule_counts, _popcount(uncaught[length] & data.label_bits)
+
+
+def log_target_terms(spec: TargetSpec, rules, length, rule_counts, default_counts):
+    """(log prior, log likelihood) of a list, from the model file's formulas."""
+    cardinalities = np.asarray(spec.cardinalities)
+    log_prior = brl.log_prior(rules, length, cardinalities, spec.priors, spec.capacity)
+    alpha = spec.priors.alpha_vector(spec.n_classes)
+    return log_prior, brl.log_marginal_likelihood(rule_counts, default_counts, length, alpha)
+
+
+def init_chain(spec: TargetSpec, data: BitData, rng_key, rules, length) -> BRLState:
+    """The chain state of a given padded list (captures computed from position 0)."""
+    n_words = data.sample_bits.shape[0]
+    uncaught = jnp.zeros((spec.capacity + 1, n_words), jnp.uint32).at[0].set(data.sample_bits)
+    uncaught, rule_counts, default_counts = recount(data, rules, length, uncaught, 0)
+    log_prior, log_likelihood = log_target_terms(spec, rules, length, rule_counts, default_counts)
+    return BRLState(
+        z={"rules": rules.astype(jnp.int32), "length": jnp.asarray(length, jnp.int32)},
+        uncaught=uncaught,
+        log_prior=log_prior,
+        log_likelihood=log_likelihood,
+        potential_energy=-(log_prior + log_likelihood),
+        accept_prob=jnp.zeros((), log_prior.dtype),
+        rng_key=rng_key,
+    )
+
+
+def random_list(spec: TargetSpec, rng_key):
+    """A dispersed starting list: length from the length prior, antecedents in random order."""
+    key_length, key_order = random.split(rng_key)
+    length = random.categorical(key_length, brl.log_length_prior(spec.priors, spec.capacity))
+    order = random.permutation(key_order, spec.n_antecedents)[: spec.capacity]
+    return jnp.where(jnp.arange(spec.capacity) < length, order, -1), length
+
+
+def mh_step(spec: TargetSpec, data: BitData, state: BRLState) -> BRLState:
+    """One Metropolis-Hastings step with the exact Hastings ratio Q(d | d*) / Q(d* | d)."""
+    rng_key, key_step = random.split(state.rng_key)
+    uniforms = random.uniform(key_step, (5,))
+    rules, length = state.z["rules"], state.z["length"]
+    move, new_rules, new_length, changed = propose(uniforms[:4], rules, length, spec.n_antecedents)
+    uncaught, rule_counts, default_counts = recount(data, new_rules, new_length, state.uncaught, changed)
+    log_prior, log_likelihood = log_target_terms(spec, new_rules, new_length, rule_counts, default_counts)
+    log_hastings = log_proposal_probability(REVERSE_MOVE[move], new_length, spec.n_antecedents, spec.capacity) - (
+        log_proposal_probability(move, length, spec.n_antecedents, spec.capacity)
+    )
+    log_ratio = log_prior + log_likelihood + state.potential_energy + log_hastings
+    accept_prob = jnp.minimum(1.0, jnp.exp(log_ratio))
+    accept = uniforms[4] < accept_prob
+    proposal = BRLState(
+        z={"rules": new_rules, "length": new_length},
+        uncaught=uncaught,
+        log_prior=log_prior,
+        log_likelihood=log_likelihood,
+        potential_energy=-(log_prior + log_likelihood),
+        accept_prob=accept_prob,
+        rng_key=rng_key,
+    )
+    kept = state._replace(accept_prob=accept_prob, rng_key=rng_key)
+    return jax.tree.map(lambda new, old: jnp.where(accept, new, old), proposal, kept)
+
+
+def _is_batched(rng_key) -> bool:
+    if jax.dtypes.issubdtype(rng_key.dtype, jax.dtypes.prng_key):
+        return rng_key.ndim > 0
+    return rng_key.ndim > 1
+
+
+class BRLMetropolisHastings(MCMCKernel):
+    """NumPyro kernel over rule lists; run it with ``model_args = (truth_table, cardinalities, n_classes, y)``
+    and ``model_kwargs = {"priors": ..., "max_length": ...}`` of :func:`models.brl.collapsed_model`.
+
+    Chains start from :func:`random_list` unless ``init_params = {"rules", "length"}`` is given
+    (batched over chains when running vectorized chains).
+    """
+
+    sample_field = "z"
+
+    def __init__(self):
+        self._spec = None
+        self._data = None
+
+    @property
+    def model(self):
+        return brl.collapsed_model
+
+    def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
+        truth_table, cardinalities, n_classes, y = model_args
+        model_kwargs = model_kwargs or {}
+        priors = model_kwargs.get("priors", brl.Priors())
+        cardinalities = tuple(int(c) for c in np.asarray(cardinalities))
+        capacity = brl.list_capacity(len(cardinalities), model_kwargs.get("max_length"))
+        self._spec = TargetSpec(priors, cardinalities, int(n_classes), capacity)
+        self._data = bit_data(truth_table, y, int(n_classes))
+
+        def init_one(key, params):
+            key, key_prior = random.split(key)
+            rules, length = random_list(self._spec, key_prior) if params is None else (params["rules"], params["length"])
+            return init_chain(self._spec, self._data, key, jnp.asarray(rules), jnp.asarray(length))
+
+        if _is_batched(rng_key):
+            init_one = jax.vmap(init_one)
+        return jax.jit(init_one)(rng_key, init_params)
+
+    def sample(self, state, model_args, model_kwargs):
+        step = lambda chain_state: mh_step(self._spec, self._data, chain_state)  # noqa: E731
+        if _is_batched(state.rng_key):
+            return jax.vmap(step)(state)
+        return step(state)

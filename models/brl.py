@@ -1,0 +1,226 @@
+"""Bayesian Rule Lists (Letham, Rudin, McCormick, Madigan 2015; Yang, Rudin, Seltzer 2017).
+
+A rule list d = (a_1, ..., a_m) is an ordered choice of antecedents from a pre-mined set A; the first
+antecedent that holds for x decides its label distribution theta_j, else the default rule's theta_0.
+This file holds the hyperparameters, the generative process (Letham's Algorithm 1) as a NumPyro
+program, and the two formulas the fast sampler uses, defined once here:
+
+- :func:`log_prior`: log p(d | A, lam, eta) of a padded list (truncated Poisson length, truncated
+  Poisson cardinalities among those still available, uniform antecedent among the remaining ones);
+- :func:`log_marginal_likelihood`: the Dirichlet-multinomial log p(y | x, d, alpha) with every
+  theta_j integrated out.
+
+A list is stored padded: ``rules`` (max_length,) int antecedent indices, -1 after position ``length``.
+Antecedents are described by their truth table over the samples (n, |A|) and their cardinalities.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+from jax.scipy.special import gammaln, logsumexp
+from numpyro import handlers
+
+
+@dataclass(frozen=True)
+class Priors:
+    """Hyperparameters of BRL (Letham et al. 2015, sec. 2).
+
+    lam: prior mean of the list length; m ~ Poisson(lam) truncated to 0..min(|A|, max_length).
+    eta: prior mean of an antecedent's cardinality; c_j ~ Poisson(eta) truncated to the cardinalities
+        that still have unused antecedents.
+    alpha: Dirichlet concentration of each rule's label distribution theta_j ~ Dirichlet(alpha); a
+        scalar (the same for every class) or one value per class.
+    """
+
+    lam: float = 3.0
+    eta: float = 1.0
+    alpha: float | tuple[float, ...] = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("lam", "eta"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+        alpha = self.alpha
+        if isinstance(alpha, numbers.Real) and not isinstance(alpha, bool):
+            values = (float(alpha),)
+        else:
+            try:
+                values = tuple(float(a) for a in alpha)
+            except TypeError:
+                raise ValueError(f"alpha must be a positive number or a sequence of them, got {alpha!r}") from None
+            object.__setattr__(self, "alpha", values)
+        if not values or not all(np.isfinite(a) and a > 0 for a in values):
+            raise ValueError(f"alpha must be positive and finite, got {alpha!r}")
+
+    def alpha_vector(self, n_classes: int) -> np.ndarray:
+        """alpha as one float per class; ValueError when a per-class alpha has the wrong length."""
+        if isinstance(self.alpha, tuple):
+            if len(self.alpha) != n_classes:
+                raise ValueError(f"alpha has {len(self.alpha)} values for {n_classes} classes")
+            return np.asarray(self.alpha, dtype=np.float64)
+        return np.full(n_classes, self.alpha, dtype=np.float64)
+
+
+def cardinality_counts(cardinalities) -> np.ndarray:
+    """K_c: how many antecedents of A have cardinality c, for c = 1..max (needs concrete values)."""
+    cardinalities = np.asarray(cardinalities)
+    if cardinalities.ndim != 1 or cardinalities.size == 0 or cardinalities.min() < 1:
+        raise ValueError("cardinalities must be a non-empty 1-D array of integers >= 1")
+    return np.bincount(cardinalities, minlength=cardinalities.max() + 1)[1:].astype(np.int32)
+
+
+def log_length_prior(priors: Priors, max_length: int) -> jnp.ndarray:
+    """log p(m | A, lam) for m = 0..max_length: Poisson(lam) truncated to that range (Letham eq. 2)."""
+    m = jnp.arange(max_length + 1)
+    weights = m * jnp.log(priors.lam) - gammaln(m + 1.0)
+    return weights - logsumexp(weights)
+
+
+def log_cardinality_prior(priors: Priors, remaining) -> jnp.ndarray:
+    """log p(c_j | c_<j, A, eta) for c = 1..C given the unused antecedents per cardinality (Letham eq. 3).
+
+    ``remaining`` (..., C): unused antecedents of each cardinality. Cardinalities with none left get
+    -inf; the Poisson(eta) pmf is renormalised over the others.
+    """
+    c = jnp.arange(1, remaining.shape[-1] + 1)
+    weights = jnp.where(remaining > 0, c * jnp.log(priors.eta) - gammaln(c + 1.0), -jnp.inf)
+    norm = logsumexp(weights, axis=-1, keepdims=True)
+    return jnp.where(remaining > 0, weights - jnp.where(jnp.isfinite(norm), norm, 0.0), -jnp.inf)
+
+
+def log_prior(rules, length, cardinalities, priors: Priors, max_length: int):
+    """log p(d | A, lam, eta) of one padded list (Letham eqs. 2-4).
+
+    log p(m) + sum_{j<m} [log p(c_j | c_<j) - log #(unused antecedents of cardinality c_j before j)].
+    ``cardinalities`` must be concrete (a NumPy array); ``rules`` and ``length`` may be traced.
+    """
+    counts = jnp.asarray(cardinality_counts(cardinalities))
+    cards = jnp.asarray(np.asarray(cardinalities))
+    positions = jnp.arange(rules.shape[-1])
+    valid = positions < length
+    rule_cards = jnp.where(valid, cards[jnp.maximum(rules, 0)], 0)
+    chosen = rule_cards[:, None] == jnp.arange(1, counts.shape[0] + 1)
+    used_before = jnp.cumsum(chosen, axis=0) - chosen
+    remaining = counts - used_before
+    index = jnp.maximum(rule_cards - 1, 0)[:, None]
+    log_card = jnp.take_along_axis(log_cardinality_prior(priors, remaining), index, axis=1)[:, 0]
+    left = jnp.take_along_axis(remaining, index, axis=1)[:, 0]
+    per_rule = jnp.where(valid, log_card - jnp.log(jnp.maximum(left, 1)), 0.0)
+    return log_length_prior(priors, max_length)[length] + per_rule.sum()
+
+
+def _log_multivariate_beta(a):
+    return gammaln(a).sum(-1) - gammaln(a.sum(-1))
+
+
+def log_marginal_likelihood(rule_counts, default_counts, length, alpha):
+    """log p(y | x, d, alpha) = sum_j [log B(alpha + N_j) - log B(alpha)] over the rules j < length and
+    the default rule, with theta_j ~ Dirichlet(alpha) integrated out (Letham eq. 5).
+
+    ``rule_counts`` (max_length, L) and ``default_counts`` (L,): N_j, the labels captured by each rule.
+    """
+    alpha = jnp.asarray(alpha)
+    base = _log_multivariate_beta(alpha)
+    valid = jnp.arange(rule_counts.shape[-2]) < length
+    rule_terms = jnp.where(valid, _log_multivariate_beta(alpha + rule_counts) - base, 0.0)
+    return rule_terms.sum() + _log_multivariate_beta(alpha + default_counts) - base
+
+
+def capture_index(truth_table, rules, length):
+    """For each sample, the position of the first rule of the list that holds for it, or max_length
+    (the default rule) when none does. ``truth_table`` (n, |A|) bool."""
+    max_length = rules.shape[-1]
+    covers = jnp.asarray(truth_table)[:, jnp.maximum(rules, 0)] & (jnp.arange(max_length) < length)
+    return jnp.where(covers.any(axis=1), jnp.argmax(covers, axis=1), max_length)
+
+
+def capture_counts(truth_table, y, n_classes: int, rules, length):
+    """N_j: (rule_counts (max_length, L), default_counts (L,)), the labels each rule captures."""
+    max_length = rules.shape[-1]
+    counts = jnp.zeros((max_length + 1, n_classes), jnp.int32)
+    counts = counts.at[capture_index(truth_table, rules, length), jnp.asarray(y)].add(jnp.int32(1))
+    return counts[:max_length], counts[max_length]
+
+
+def list_capacity(n_antecedents: int, max_length: int | None) -> int:
+    """The longest list allowed: min(|A|, max_length), or |A| when max_length is None."""
+    if max_length is None:
+        return n_antecedents
+    if isinstance(max_length, bool) or not isinstance(max_length, numbers.Integral) or max_length < 1:
+        raise ValueError(f"max_length must be a positive integer, got {max_length!r}")
+    return min(int(max_length), n_antecedents)
+
+
+IMPOSSIBLE = -1e30
+"""A finite stand-in for log 0 in Categorical logits (validated distributions reject -inf)."""
+
+
+def _finite_logits(logits):
+    return jnp.where(jnp.isfinite(logits), logits, IMPOSSIBLE)
+
+
+def rule_list_prior(cardinalities, priors: Priors = Priors(), max_length: int | None = None):
+    """Sample a list from p(d | A, lam, eta) (Letham Algorithm 1, lines 2, 5, 6); returns (rules, length).
+
+    Sites: ``length``; for each position j < max_length, ``cardinality_j`` and ``antecedent_j``
+    (masked out beyond ``length``).
+    """
+    cards = np.asarray(cardinalities)
+    counts = cardinality_counts(cards)
+    capacity = list_capacity(cards.size, max_length)
+    length = numpyro.sample("length", dist.Categorical(logits=log_length_prior(priors, capacity)))
+    cards_j = jnp.asarray(cards)
+    used = jnp.zeros(cards.size, bool)
+    rules = []
+    for j in range(capacity):
+        remaining = jnp.asarray(counts) - jnp.bincount(jnp.where(used, cards_j - 1, counts.size), length=counts.size + 1)[:-1]
+        with handlers.mask(mask=j < length):
+            card_logits = jnp.concatenate([jnp.array([-jnp.inf]), log_cardinality_prior(priors, remaining)])
+            card = numpyro.sample(f"cardinality_{j}", dist.Categorical(logits=_finite_logits(card_logits)))
+            candidates = ~used & (cards_j == card)
+            antecedent = numpyro.sample(f"antecedent_{j}", dist.Categorical(logits=jnp.where(candidates, 0.0, IMPOSSIBLE)))
+        used = used.at[antecedent].set(True)
+        rules.append(antecedent)
+    rules = jnp.where(jnp.arange(capacity) < length, jnp.stack(rules), -1)
+    return rules, length
+
+
+def _check_truth_table(truth_table, cardinalities):
+    table = np.asarray(truth_table)
+    if table.ndim != 2 or table.shape[1] != np.asarray(cardinalities).size:
+        raise ValueError(f"truth_table must be (n_samples, n_antecedents = len(cardinalities)), got {table.shape}")
+    return table.astype(bool)
+
+
+def model(truth_table, cardinalities, n_classes: int, y=None, *, priors: Priors = Priors(), max_length: int | None = None):
+    """Letham's Algorithm 1: a list from the prior, theta_j ~ Dirichlet(alpha) per rule and for the
+    default rule, and y_i ~ Categorical(theta of the first rule capturing x_i).
+
+    Sites: ``length``, ``cardinality_j``, ``antecedent_j``, ``theta`` (max_length + 1, L: row j for
+    rule j, masked beyond ``length``; the last row for the default rule) and ``y`` (n,). Draw planted
+    lists and labels with ``numpyro.infer.Predictive(model, num_samples=...)``.
+    """
+    table = _check_truth_table(truth_table, cardinalities)
+    rules, length = rule_list_prior(cardinalities, priors, max_length)
+    capacity = rules.shape[0]
+    in_use = (jnp.arange(capacity + 1) < length) | (jnp.arange(capacity + 1) == capacity)
+    with numpyro.plate("rule", capacity + 1), handlers.mask(mask=in_use):
+        theta = numpyro.sample("theta", dist.Dirichlet(priors.alpha_vector(n_classes)))
+    with numpyro.plate("sample", table.shape[0]):
+        numpyro.sample("y", dist.Categorical(probs=theta[capture_index(table, rules, length)]), obs=y)
+
+
+def collapsed_model(truth_table, cardinalities, n_classes: int, y, *, priors: Priors = Priors(), max_length: int | None = None):
+    """The target of the Metropolis-Hastings sampler: the list prior with every theta integrated out,
+    log p(d) + log p(y | x, d, alpha). Same list sites as :func:`model`."""
+    table = _check_truth_table(truth_table, cardinalities)
+    rules, length = rule_list_prior(cardinalities, priors, max_length)
+    rule_counts, default_counts = capture_counts(table, y, n_classes, rules, length)
+    numpyro.factor("y", log_marginal_likelihood(rule_counts, default_counts, length, priors.alpha_vector(n_classes)))

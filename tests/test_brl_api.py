@@ -1,0 +1,173 @@
+"""BRL public layer: rule mining, fit_brl and its result, the classifier, bad input, reproductions."""
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.metrics import roc_auc_score
+
+from interpretable_zoo.datasets import load_titanic
+from interpretable_zoo.datasets.planted_rule_lists import planted_rule_lists
+from interpretable_zoo.inference.brl import BayesianRuleListClassifier, cli_demo, fit_brl
+from interpretable_zoo.inference.rule_mining import binary_items, fit_item_encoder, mine_antecedents
+from interpretable_zoo.models import brl
+
+FAST = {"num_warmup": 300, "num_samples": 600, "num_chains": 2}
+
+
+# ---------------------------------------------------------------- mining
+
+
+def test_miner_finds_exactly_the_itemsets_frequent_in_some_class():
+    rng = np.random.default_rng(0)
+    items = (rng.random((120, 7)) < 0.45).astype(np.uint8)
+    y = rng.integers(0, 3, 120)
+    columns = np.array([0, 0, 1, 2, 3, 4, 5])  # items 0 and 1 come from one column
+    mined = set(mine_antecedents(items, y, min_support=0.08, max_cardinality=3, item_columns=columns))
+    expected = set()
+    for k in (1, 2, 3):
+        for itemset in itertools.combinations(range(7), k):
+            if len(set(columns[list(itemset)])) < k:
+                continue
+            covered = items[:, list(itemset)].all(axis=1)
+            if any(covered[y == c].mean() >= 0.08 for c in range(3)):
+                expected.add(itemset)
+    assert mined == expected and any(len(s) == 3 for s in mined)
+
+
+def test_item_encoder_names_values_negations_and_thresholds():
+    frame = pd.DataFrame(
+        {"sex": ["male", "female", "male", "female"], "cell": ["x", "o", "b", "x"], "age": [10, 20, 30, 40]}
+    )
+    encoder = fit_item_encoder(frame, n_bins=2)
+    assert encoder.item_names == (
+        "sex=female", "sex=male", "cell=b", "cell=o", "cell=x", "cell!=b", "cell!=o", "cell!=x", "age<=25", "age>25",
+    )  # fmt: skip
+    items = encoder.transform(frame)
+    np.testing.assert_array_equal(items[:, -2], [1, 1, 0, 0])
+    np.testing.assert_array_equal(items[:, 4] + items[:, 7], 1)
+    items_binary, names, _ = binary_items(np.array([[1, 0], [0, 1]]), ["a", "b"])
+    assert names == ("a", "b", "not a", "not b") and items_binary.tolist() == [[1, 0, 0, 1], [0, 1, 1, 0]]
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    "X, y, options, name",
+    [
+        (np.array([[0, 2], [1, 0]]), [0, 1], {}, "binary"),
+        (np.array([[0.0, np.nan], [1, 0]]), [0, 1], {}, "NaN"),
+        (np.array([[0, 1], [1, 0]]), [1, 1], {}, "single class"),
+        (np.array([[0, 1], [1, 0]]), [0, 1, 1], {}, "y must be"),
+        (np.array([[0, 1], [1, 0], [0, 1], [1, 0]]), [0, 0, 1, 1], {"min_support": 0.9}, "min_support"),
+        (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0, 5)]}, "antecedents"),
+        (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "priors": brl.Priors(alpha=(1, 1, 1))}, "alpha"),
+        (np.ones((2, 2, 2)), [0, 1], {}, "2-D"),
+    ],
+)
+def test_bad_input_gets_a_clear_value_error(X, y, options, name):
+    with pytest.raises(ValueError, match=name):
+        fit_brl(X, y, **options, **FAST)
+
+
+def test_bad_priors_name_the_hyperparameter():
+    with pytest.raises(ValueError, match="lam"):
+        brl.Priors(lam=0)
+    with pytest.raises(ValueError, match="alpha"):
+        brl.Priors(alpha=(1.0, -2.0))
+
+
+# ---------------------------------------------------------------- fit and result
+
+
+@pytest.fixture(scope="module")
+def planted():
+    data = planted_rule_lists(n_samples=600, n_features=5, priors=brl.Priors(alpha=0.3), seed=3)
+    result = fit_brl(data.X, data.y, antecedents=data.extras["antecedents"], max_length=5, seed=1, **FAST)
+    return data, result
+
+
+@pytest.mark.filterwarnings("ignore:max_length")
+def test_result_trace_layout_and_reproducibility(planted):
+    data, result = planted
+    posterior = result.idata.posterior
+    assert posterior["rules"].shape == (2, 600, 5)
+    rules, lengths = posterior["rules"].values, posterior["length"].values
+    assert ((rules >= 0) == (np.arange(5) < lengths[..., None])).all()
+    assert {"length", "mean_cardinality", "log_posterior"} <= set(posterior)
+    assert posterior.attrs["antecedent_names"][-1] == "x3 and x4"
+    again = fit_brl(data.X, data.y, antecedents=data.extras["antecedents"], max_length=5, seed=1, **FAST)
+    np.testing.assert_array_equal(again.idata.posterior["rules"].values, rules)
+
+
+@pytest.mark.filterwarnings("ignore:max_length")
+def test_planted_list_is_recovered(planted):
+    data, result = planted
+    rules = data.extras["rules"]
+    table = np.stack([data.X[:, list(a)].all(axis=1) for a in data.extras["antecedents"]], axis=1)
+    position = np.asarray(brl.capture_index(table, np.array(list(rules) + [-1] * (5 - len(rules))), len(rules)))
+    planted_probability = data.extras["theta"][np.minimum(position, len(rules))]
+    point = result.predict_proba(data.X)
+    assert np.abs(point - planted_probability).mean() < 0.03
+    np.testing.assert_allclose(result.predict_proba(data.X, estimate="post").sum(axis=1), 1.0, rtol=1e-5)
+    # the best sampled list is at least as probable as the planted one
+    best = result.idata.posterior["log_posterior"].values.max()
+    counts = result.rule_counts(rules)
+    padded = np.array(list(rules) + [-1] * (5 - len(rules)))
+    cardinalities = np.array([len(a) for a in data.extras["antecedents"]])
+    planted_log_posterior = brl.log_prior(padded, len(rules), cardinalities, result.priors, 5) + (
+        brl.log_marginal_likelihood(
+            np.vstack([counts[:-1], np.zeros((5 - len(rules), 2))]), counts[-1], len(rules), result.priors.alpha_vector(2)
+        )
+    )
+    assert best >= float(planted_log_posterior) - 1e-3
+
+
+def test_explanation_lists_rules_with_credible_intervals(planted):
+    _, result = planted
+    text = result.explain(outcome="positive")
+    lines = text.splitlines()
+    assert len(lines) == len(result.point_list()) + 1
+    assert lines[-1].startswith("else" if len(lines) > 1 else "positive")
+    assert all("positive probability" in line and "%-" in line for line in lines)
+
+
+# ---------------------------------------------------------------- classifier and reproductions
+
+
+def test_classifier_on_a_mixed_dataframe_is_a_sklearn_estimator():
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"age": rng.integers(1, 80, 300), "sex": rng.choice(["male", "female"], 300)})
+    y = np.where((frame["sex"] == "female") | (frame["age"] < 15), "survived", "died")
+    classifier = BayesianRuleListClassifier(n_bins=5, **FAST).fit(frame, y)
+    assert classifier.score(frame, y) > 0.97
+    assert set(classifier.predict(frame)) <= {"died", "survived"}
+    assert clone(classifier).get_params()["n_bins"] == 5
+    assert "sex=female" in classifier.explain() or "sex=male" in classifier.explain()
+
+
+def test_titanic_letham_split(data_home):
+    train, test = load_titanic("train", data_home), load_titanic("test", data_home)
+    classifier = BayesianRuleListClassifier(num_warmup=1000, num_samples=2000, num_chains=2).fit(train.X, train.y)
+    accuracy = classifier.score(test.X, test.y)
+    auc = roc_auc_score(test.y, classifier.predict_proba(test.X)[:, 1])
+    assert accuracy >= 0.77 and auc >= 0.70, (accuracy, auc)  # imodels' BRL: accuracy .82, AUC .73-.78
+
+
+def test_three_classes_fit_predict_and_explain():
+    rng = np.random.default_rng(4)
+    X = rng.integers(0, 2, (300, 4))
+    y = np.where(X[:, 0] == 1, "a", np.where(X[:, 1] == 1, "b", "c"))
+    result = fit_brl(X, y, **FAST)
+    assert list(result.classes) == ["a", "b", "c"]
+    assert np.mean(result.predict(X) == y) == 1.0
+    assert result.predict_proba(X, estimate="post").shape == (300, 3)
+    assert "probability" in result.explain() and "y=a" in result.explain()
+
+
+def test_cli_demo_prints_a_rule_list_and_r_hat():
+    text = cli_demo()  # the bundled 2201-passenger Titanic table
+    assert text.startswith("if ") and "r_hat" in text and "sex=" in text and "survival probability" in text
