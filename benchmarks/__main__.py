@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from pathlib import Path
 
@@ -36,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     sections, failed = {}, []
     for bench in selected:
         print(f"--- {bench.name}", flush=True)
+        load_before = os.getloadavg()[0]
         try:
             rows = bench.function()
         except (PeerUnavailable, FileNotFoundError) as reason:  # a peer or a data file is missing
@@ -45,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         for row in rows:
             speedup = "n/a" if row.speedup is None else f"{row.speedup:.2f}x"
             print(f"{row.task}: ours {row.ours_seconds:.4g} s, {row.peer} {row.peer_seconds} s, {speedup} {row.notes}")
-        sections[bench.name] = render_section(bench, rows, command_line())
+        sections[bench.name] = render_section(bench, rows, command_line(), load_before)
     if sections:
         update_results(sections)
         print(f"updated {len(sections)} section(s) of benchmarks/RESULTS.md")

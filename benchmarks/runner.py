@@ -134,7 +134,9 @@ def _format_seconds(seconds: float | None) -> str:
     return f"{seconds * 1e6:.1f} µs"
 
 
-def render_section(bench: Benchmark, rows: list[Comparison], command: str) -> str:
+def render_section(bench: Benchmark, rows: list[Comparison], command: str, load_before: float) -> str:
+    """The RESULTS.md section of one run; ``load_before`` is the 1-minute load average before it started
+    (well above 0 means other work shared the cores and the absolute times are inflated)."""
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         f"<!-- benchmark:{bench.name} -->",
@@ -143,7 +145,7 @@ def render_section(bench: Benchmark, rows: list[Comparison], command: str) -> st
         bench.description,
         "",
         f"- run: {stamp}, `{command}`",
-        f"- machine: {machine_description()}",
+        f"- machine: {machine_description()}; 1-minute load average before the run: {load_before:.1f}",
         f"- versions: {package_versions(bench.peers)}",
         "",
         "| task | ours | peer | peer time | peer / ours | notes |",

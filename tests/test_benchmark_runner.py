@@ -1,0 +1,43 @@
+"""The benchmark runner: registration, timing, and RESULTS.md sections replaced one at a time."""
+
+import pytest
+
+from benchmarks import runner
+
+
+def test_update_results_replaces_only_the_sections_it_ran(tmp_path):
+    path = tmp_path / "RESULTS.md"
+    first = runner.Benchmark("alpha", lambda: [], "first benchmark")
+    second = runner.Benchmark("beta", lambda: [], "second benchmark")
+    rows = [runner.Comparison("task", 0.5, "peer", 2.0, "notes here")]
+    runner.update_results(
+        {"alpha": runner.render_section(first, rows, "cmd", 0.0), "beta": runner.render_section(second, [], "cmd", 0.0)},
+        path,
+    )
+    faster = [runner.Comparison("task", 0.25, "peer", 2.0)]
+    runner.update_results({"alpha": runner.render_section(first, faster, "cmd", 1.5)}, path)
+    text = path.read_text()
+    assert text.count("<!-- benchmark:alpha -->") == 1 and text.count("<!-- benchmark:beta -->") == 1
+    assert "| task | 250.00 ms | peer | 2.00 s | 8.00x |" in text
+    assert "4.00x" not in text  # the old alpha row is gone
+    assert "second benchmark" in text and "load average before the run: 1.5" in text
+
+
+def test_speedup_is_peer_over_ours_and_missing_peer_time_has_none():
+    assert runner.Comparison("t", 2.0, "p", 6.0).speedup == 3.0
+    assert runner.Comparison("t", 2.0, "p", None).speedup is None
+
+
+def test_registering_a_name_twice_is_an_error(monkeypatch):
+    monkeypatch.setattr(runner, "REGISTRY", {})
+    runner.benchmark("once")(lambda: [])
+    with pytest.raises(ValueError, match="name: benchmark 'once'"):
+        runner.benchmark("once")(lambda: [])
+
+
+def test_time_call_runs_warmup_then_repeats():
+    calls = []
+    seconds = runner.time_call(lambda: calls.append(1), repeat=3, warmup=2)
+    assert len(calls) == 5 and seconds >= 0
+    with pytest.raises(ValueError, match="repeat"):
+        runner.time_call(lambda: None, repeat=0)
