@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.runner import Comparison, PeerUnavailable, benchmark, time_call
+from benchmarks.runner import Comparison, benchmark, import_peer, time_call
 from interpretable_zoo.datasets import load_movielens, load_nell
 from interpretable_zoo.inference.bayesian_sets import BayesianSets, precision_at_k
 
@@ -16,14 +16,6 @@ CHUNK = 100  # queries per product when answers are consumed as they come
 QUERIES_PER_GENRE = 20
 MIN_LIKES = 20  # query movies are drawn among those liked by at least this many users
 SEED = 0
-
-
-def _peer():
-    try:
-        from bayessets import BernoulliBayesianSet
-    except ImportError as error:
-        raise PeerUnavailable(f"bayessets is not installed ({error}); pip install bayessets") from error
-    return BernoulliBayesianSet
 
 
 def random_queries(X, count: int, rng) -> list[np.ndarray]:
@@ -43,7 +35,7 @@ def random_queries(X, count: int, rng) -> list[np.ndarray]:
     ),
 )
 def bench_nell() -> list[Comparison]:
-    BernoulliBayesianSet = _peer()
+    BernoulliBayesianSet = import_peer("bayessets", "pip install bayessets").BernoulliBayesianSet
     dataset = load_nell()
     X = dataset.X
     ours = BayesianSets(X, item_names=dataset.sample_names)
@@ -97,7 +89,7 @@ def bench_nell() -> list[Comparison]:
     ),
 )
 def bench_movielens() -> list[Comparison]:
-    BernoulliBayesianSet = _peer()
+    BernoulliBayesianSet = import_peer("bayessets", "pip install bayessets").BernoulliBayesianSet
     dataset = load_movielens()
     ours = BayesianSets(dataset.X, item_names=dataset.sample_names)
     peer = BernoulliBayesianSet(dataset.X[:, ours.informative])

@@ -12,7 +12,7 @@ import arviz as az
 import jax
 import numpy as np
 
-from benchmarks.runner import Comparison, PeerUnavailable, benchmark, time_call
+from benchmarks.runner import Comparison, benchmark, import_peer, time_call
 from interpretable_zoo.datasets.smiley_faces import load_usps_bcm
 from interpretable_zoo.inference.bcm import corrupt_half_labels, fit_bcm
 from interpretable_zoo.inference.bcm_gibbs import initial_state, problem_from_model_args, sweep
@@ -20,14 +20,6 @@ from interpretable_zoo.inference.bcm_gibbs import initial_state, problem_from_mo
 N_CLUSTERS = 10
 SWEEPS = 100
 SEED = 0
-
-
-def _lda_package():
-    try:
-        import lda
-    except ImportError as error:
-        raise PeerUnavailable(f"lda is not installed ({error}); pip install lda") from error
-    return lda
 
 
 def token_counts(codes: np.ndarray, n_values: int) -> np.ndarray:
@@ -58,7 +50,7 @@ def sweeps_per_second(codes, num_chains: int, sweeps: int = SWEEPS) -> float:
     ),
 )
 def tokens_per_second() -> list[Comparison]:
-    lda = _lda_package()
+    lda = import_peer("lda", "pip install lda")
     usps = load_usps_bcm(70)
     codes = usps.X
     tokens = codes.size

@@ -17,7 +17,7 @@ import pandas as pd
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold
 
-from benchmarks.runner import Comparison, PeerUnavailable, benchmark, time_call
+from benchmarks.runner import Comparison, PeerUnavailable, benchmark, import_peer, time_call
 from interpretable_zoo.datasets import load_adult, load_mushroom, load_tictactoe, load_titanic, load_titanic_table
 from interpretable_zoo.inference import brl_mh
 from interpretable_zoo.inference.brl import BayesianRuleListClassifier
@@ -30,19 +30,7 @@ IMODELS_ITERATIONS = 10000  # per chain, 3 chains (its default chain count)
 
 
 def _imodels():
-    try:
-        import imodels
-    except ImportError as error:
-        raise PeerUnavailable(f"imodels is not installed ({error}); pip install imodels six") from error
-    return imodels
-
-
-def _pysbrl():
-    try:
-        import pysbrl
-    except ImportError as error:
-        raise PeerUnavailable(f"pysbrl is not installed ({error}); see the module docstring") from error
-    return pysbrl
+    return import_peer("imodels", "pip install imodels six")
 
 
 def tictactoe_antecedents(min_support=0.05):
@@ -96,7 +84,7 @@ def bench_speed() -> list[Comparison]:
     ours_10 = ours_seconds_per_iteration(table, data.y, antecedents, 10, 20000)
     ours_1 = ours_seconds_per_iteration(table, data.y, antecedents, 1, 20000)
     try:
-        pysbrl = _pysbrl()
+        pysbrl = import_peer("pysbrl", "see the module docstring")
         with tempfile.TemporaryDirectory() as directory:
             data_path, label_path = write_sbrl_files(table, data.y, directory)
             iterations = 30000
@@ -230,10 +218,7 @@ def bench_adult() -> list[Comparison]:
     ),
 )
 def bench_mining() -> list[Comparison]:
-    try:
-        from mlxtend.frequent_patterns import fpgrowth
-    except ImportError as error:
-        raise PeerUnavailable(f"mlxtend is not installed ({error}); pip install mlxtend") from error
+    fpgrowth = import_peer("mlxtend.frequent_patterns", "pip install mlxtend").fpgrowth
     rows = []
     for name, data, min_support in (("tic-tac-toe", load_tictactoe(), 0.05), ("mushroom", load_mushroom(), 0.3)):
         encoder = fit_item_encoder(data.X)

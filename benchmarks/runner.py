@@ -8,6 +8,7 @@ the machine, versions and command of that run) and keeps the sections of benchma
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import os
 import platform
@@ -31,6 +32,14 @@ _HEADER = (
 
 class PeerUnavailable(Exception):
     """Raised by a benchmark whose peer package is not installed (install the `bench` extra)."""
+
+
+def import_peer(module: str, install_hint: str):
+    """Import a peer's module, or raise :class:`PeerUnavailable` saying how to install it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise PeerUnavailable(f"{module} is not installed ({error}); {install_hint}") from error
 
 
 @dataclass(frozen=True)
