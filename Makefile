@@ -19,7 +19,7 @@ demo: $(VENV)/.installed
 	$(BIN)/izoo demo
 
 test: $(VENV)/.installed
-	INTERPRETABLE_ZOO_DATA=$${INTERPRETABLE_ZOO_DATA:-$(DATA)} $(BIN)/python -m pytest -q
+	INTERPRETABLE_ZOO_DATA=$${INTERPRETABLE_ZOO_DATA:-$(DATA)} $(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 bench: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'

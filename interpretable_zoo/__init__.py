@@ -14,6 +14,7 @@ from interpretable_zoo import datasets, diagnostics, inference, models  # noqa: 
 from interpretable_zoo.inference.bayesian_sets import BayesianSets  # noqa: E402
 from interpretable_zoo.inference.bcm import BCMClusterer, fit_bcm  # noqa: E402
 from interpretable_zoo.inference.brl import BayesianRuleListClassifier, BRLResult, fit_brl  # noqa: E402
+from interpretable_zoo.inference.mgm import MGMClusterer, MGMResult, fit_mgm, fit_mgm_sweep  # noqa: E402
 from interpretable_zoo.inference.prototype_selection import (  # noqa: E402
     PrototypeClassifier,
     PrototypeSelection,
@@ -27,12 +28,16 @@ __all__ = [
     "BRLResult",
     "BayesianRuleListClassifier",
     "BayesianSets",
+    "MGMClusterer",
+    "MGMResult",
     "PrototypeClassifier",
     "PrototypeSelection",
     "datasets",
     "diagnostics",
     "fit_bcm",
     "fit_brl",
+    "fit_mgm",
+    "fit_mgm_sweep",
     "inference",
     "models",
     "select_prototypes",

@@ -26,7 +26,7 @@ class ModelEntry:
 MODELS: dict[str, ModelEntry] = {
     "bcm": ModelEntry("Bayesian Case Model (Kim, Rudin, Shah 2014)", "interpretable_zoo.inference.bcm"),
     "brl": ModelEntry("Bayesian Rule Lists (Letham et al. 2015)", "interpretable_zoo.inference.brl"),
-    "mgm": ModelEntry("Mind the Gap (Kim, Shah, Doshi-Velez 2015)", None),
+    "mgm": ModelEntry("Mind the Gap (Kim, Shah, Doshi-Velez 2015)", "interpretable_zoo.inference.mgm"),
     "bayesian_sets": ModelEntry("Bayesian Sets (Ghahramani, Heller 2005)", "interpretable_zoo.inference.bayesian_sets"),
     "prototype_selection": ModelEntry(
         "Prototype selection (Bien, Tibshirani 2011)", "interpretable_zoo.inference.prototype_selection"

@@ -1,0 +1,181 @@
+"""MGM public layer: the model file, planted-structure recovery, the search, bad input, the clusterer, data."""
+
+import jax
+import numpy as np
+import pandas as pd
+import pytest
+from numpyro.infer import Predictive
+from sklearn.metrics import adjusted_rand_score
+
+from interpretable_zoo.datasets.cartoon_faces import FACE_FEATURES, make_cartoon_faces
+from interpretable_zoo.inference.mgm import MGMClusterer, cli_demo, fit_mgm, fit_mgm_sweep
+from interpretable_zoo.models import mgm
+from interpretable_zoo.models.mgm import Priors
+
+
+@pytest.fixture(scope="module")
+def faces():
+    return make_cartoon_faces(400, 0)
+
+
+@pytest.fixture(scope="module")
+def faces_fit(faces):
+    return fit_mgm(faces.X, 3, feature_names=faces.feature_names, restarts=5, seed=0)
+
+
+def test_predictive_draws_follow_the_and_or_emission():
+    for exact_or in (False, True):
+        draws = Predictive(mgm.model, num_samples=20)(jax.random.PRNGKey(1), 30, 6, 3, exact_or=exact_or)
+        w, i, l, f = (np.asarray(draws[k]) for k in ("w", "i", "l", "f"))
+        dim_present = np.take_along_axis(i, l[:, None, :], axis=2)  # (S, N, D)
+        dim_and = np.take_along_axis(f, l, axis=1)[:, None, :]
+        assert np.all(w[dim_present == 0] == 0)  # absent group: all members 0
+        assert np.all(w[(dim_present == 1) & (dim_and == 1)] == 1)  # present AND: all members 1
+        if exact_or:  # present OR group (eq. 2): at least one member 1
+            for s in range(20):
+                for g in np.unique(l[s]):
+                    members = l[s] == g
+                    rows = i[s][:, g] == 1
+                    if f[s][g] == mgm.OR and rows.any():
+                        assert np.all(w[s][rows][:, members].sum(1) > 0)
+
+
+def test_relaxed_or_emits_members_with_probability_s():
+    priors = Priors(s=0.3)
+    planted = {"l": np.zeros(4, np.int32), "f": np.zeros(4, np.int32), "y": np.zeros(4, np.int32),
+               "beta": np.ones((1, 4)), "pi": np.ones(1)}  # fmt: skip
+    draws = Predictive(mgm.model, posterior_samples={k: v[None] for k, v in planted.items()}, num_samples=1)(
+        jax.random.PRNGKey(2), 5000, 4, 1, priors
+    )
+    assert np.asarray(draws["w"]).mean() == pytest.approx(0.3, abs=0.015)  # 20000 Bernoulli(0.3): sd 0.0032
+
+
+def test_cartoon_faces_recovers_the_distinguishing_groups(faces, faces_fit):
+    result = faces_fit
+    names = [{FACE_FEATURES[d] for d in result.groups[g]} for g in result.distinguishing_groups()]
+    assert {"earmuffs", "scarf", "smile"} in names
+    assert {"hat", "sunglasses"} in names
+    student = {"pencil", "silly glasses"}
+    assert {"pencil", "silly glasses"} in names or ({"pencil"} in names and {"silly glasses"} in names)
+    assert all(n <= student or n in ({"earmuffs", "scarf", "smile"}, {"hat", "sunglasses"}) for n in names)
+    assert all("face colour" not in n for n in names)  # face colour is not selected
+    assert adjusted_rand_score(faces.y, result.labels) > 0.5
+    table = result.explain(cluster_names=result.majority_names(faces.y, faces.target_names))
+    assert "hat OR sunglasses" in table or "sunglasses OR hat" in table
+    assert "face colour" not in table
+    assert sorted(result.majority_names(faces.y, faces.target_names)) == ["student", "vacation", "winter"]
+
+
+def test_search_elbo_traces_never_decrease(faces_fit):
+    assert len(faces_fit.elbo_traces) == 5
+    for trace in faces_fit.elbo_traces:
+        assert len(trace) >= 2
+        assert np.all(np.diff(trace) >= -1e-5 * np.abs(trace[1:]))
+    assert faces_fit.elbo == pytest.approx(max(t[-1] for t in faces_fit.elbo_traces))
+
+
+def test_same_seed_same_result(faces, faces_fit):
+    again = fit_mgm(faces.X, 3, feature_names=faces.feature_names, restarts=5, seed=0)
+    assert again.elbo == faces_fit.elbo
+    assert again.groups == faces_fit.groups
+    np.testing.assert_array_equal(again.responsibilities, faces_fit.responsibilities)
+
+
+def test_predict_reproduces_the_fitted_responsibilities(faces, faces_fit):
+    np.testing.assert_allclose(faces_fit.predict_proba(faces.X), faces_fit.responsibilities, atol=1e-3)
+
+
+def test_heatmap_has_one_row_per_distinguishing_group(faces_fit):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = faces_fit.plot_heatmap()
+    assert len(ax.get_yticklabels()) == len(faces_fit.distinguishing_groups())
+
+
+@pytest.mark.parametrize(
+    "X, n_clusters, match",
+    [
+        (np.array([[0, 1], [2, 0]]), 1, "binary"),
+        (np.array([[0, 1], [np.nan, 0]]), 1, "NaN"),
+        (np.zeros((0, 3)), 1, "empty"),
+        (np.zeros(5), 1, "2-D"),
+        (np.array([["a", "b"]]), 1, "numeric"),
+        (np.zeros((3, 2)), 0, "n_clusters"),
+        (np.zeros((3, 2)), 4, "n_clusters"),
+    ],
+)
+def test_bad_input_is_a_clear_value_error(X, n_clusters, match):
+    with pytest.raises(ValueError, match=match):
+        fit_mgm(X, n_clusters)
+
+
+def test_bad_arguments_are_named():
+    X = np.eye(4)
+    with pytest.raises(ValueError, match="restarts"):
+        fit_mgm(X, 2, restarts=0)
+    with pytest.raises(ValueError, match="feature_names"):
+        fit_mgm(X, 2, feature_names=["a"])
+    with pytest.raises(ValueError, match="n_clusters"):
+        fit_mgm_sweep(X, n_clusters=[])
+    with pytest.raises(ValueError, match="priors.rho"):
+        Priors(rho=1.0)
+
+
+def test_clusterer_carries_pandas_feature_names(faces):
+    frame = pd.DataFrame(faces.X, columns=list(faces.feature_names))
+    clusterer = MGMClusterer(n_clusters=3, restarts=5, seed=0).fit(frame)
+    assert clusterer.get_params()["n_clusters"] == 3
+    assert "hat" in clusterer.explain()
+    assert clusterer.labels_.shape == (400,)
+    np.testing.assert_array_equal(clusterer.predict(frame), clusterer.labels_)
+    assert clusterer.set_params(n_clusters=4).n_clusters == 4
+
+
+def test_sweep_keeps_the_best_elbo(faces):
+    result = fit_mgm_sweep(faces.X, n_clusters=[2, 3], restarts=5, feature_names=faces.feature_names)
+    assert set(result.sweep_elbo) == {2, 3}
+    assert result.elbo == max(result.sweep_elbo.values())
+
+
+def test_cli_demo_prints_the_faces_table():
+    text = cli_demo(None)
+    assert "Mind the Gap" in text and "OR" in text
+
+
+# ---- real data (paper sec. 4.2), reduced ----
+
+
+def test_recipes_a_few_groups_separate_the_categories(data_home):
+    from interpretable_zoo.datasets import load_recipes
+
+    recipes = load_recipes(data_home)
+    # 147 dimensions: a larger DP concentration keeps unrelated ingredients out of each other's groups
+    result = fit_mgm(recipes.X, 4, feature_names=recipes.feature_names, restarts=5, seed=0, priors=Priors(alpha_l=20.0))
+    names = result.majority_names(recipes.y, recipes.target_names)
+    text = result.explain(cluster_names=names, max_members=6)
+    print(text)
+    rows = result.distinguishing_groups()
+    assert 1 <= len(rows) <= 8, text  # paper: 3 important extracted features
+    assert {"pasta", "chili", "brownies"} <= {names[k] for k in result.occupied_clusters}, text
+    brownies = [k for k in result.occupied_clusters if names[k] == "brownies"]
+    baking = {recipes.feature_names.index(i) for i in ("flour", "vanilla", "sugar", "cocoa")}
+    assert any(baking & set(result.groups[g]) and result.presence[g, brownies].min() > 0.8 for g in rows), text
+
+
+def test_zoo_animals_distinguishing_features(data_home):
+    from interpretable_zoo.datasets import load_zoo
+
+    zoo = load_zoo(data_home)
+    result = fit_mgm(zoo.X, 7, feature_names=zoo.feature_names, restarts=5, seed=0)
+    names = result.majority_names(zoo.y, zoo.target_names)
+    assert {"mammal", "bird", "fish"} <= {names[k] for k in result.occupied_clusters}
+    text = result.explain(cluster_names=names)
+    print(text)
+    # fig. 3: mammals are told apart from birds by milk (here grouped with hair and teeth)
+    milk = [g for g in result.distinguishing_groups() if zoo.feature_names.index("milk") in result.groups[g]]
+    assert milk, text
+    mammals = [k for k in result.occupied_clusters if names[k] == "mammal"]
+    birds = [k for k in result.occupied_clusters if names[k] == "bird"]
+    assert result.presence[milk[0], mammals].min() > 0.8, text
+    assert result.presence[milk[0], birds].max() < 0.2, text
