@@ -24,6 +24,7 @@ import scipy.sparse
 from scipy.special import expit
 
 from interpretable_zoo.inference.mcmc import check_positive_int
+from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.models import bayesian_sets as bs_model
 
 MEMBERSHIP_THRESHOLD = 0.5
@@ -56,15 +57,6 @@ def _binary_matrix(X) -> np.ndarray | scipy.sparse.csr_matrix:
     if matrix.shape[0] < 2 or matrix.shape[1] < 1:
         raise ValueError(f"X: needs at least 2 items and 1 feature, got shape {matrix.shape}")
     return matrix
-
-
-def _names(names, expected: int, name: str, default_prefix: str) -> tuple[str, ...]:
-    if names is None:
-        return tuple(f"{default_prefix}{i}" for i in range(expected))
-    names = tuple(str(value) for value in names)
-    if len(names) != expected:
-        raise ValueError(f"{name}: has {len(names)} names for {expected} {default_prefix.rstrip('_')}s")
-    return names
 
 
 def _is_single_query(query) -> bool:
@@ -197,8 +189,10 @@ class BayesianSets:
         self.X = _binary_matrix(X)
         self.priors = priors
         self.n_items, self.n_features = self.X.shape
-        self.item_names = _names(item_names, self.n_items, "item_names", "item_")
-        self.feature_names = _names(feature_names, self.n_features, "feature_names", "feature_")
+        self.item_names = resolve_names(item_names, self.n_items, argument="item_names", default_prefix="item_", counted="items")
+        self.feature_names = resolve_names(
+            feature_names, self.n_features, argument="feature_names", default_prefix="feature_", counted="features"
+        )
         feature_means = np.asarray(self.X.sum(axis=0)).ravel() / self.n_items
         self.alpha, self.beta, self.informative = bs_model.beta_hyperparameters(priors, feature_means)
         self._index_of_name: dict[str, int | None] | None = None

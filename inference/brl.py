@@ -17,6 +17,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from interpretable_zoo.diagnostics import summary, to_inference_data
 from interpretable_zoo.inference.brl_mh import BRLMetropolisHastings
 from interpretable_zoo.inference.mcmc import run_mcmc
+from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.rule_mining import (
     ItemEncoder,
     binary_items,
@@ -223,9 +224,7 @@ def fit_brl(
         negations = True
     else:
         items = X
-        item_names = tuple(feature_names) if feature_names is not None else tuple(f"x{j}" for j in range(X.shape[1]))
-        if len(item_names) != X.shape[1]:
-            raise ValueError(f"feature_names has {len(item_names)} names for {X.shape[1]} columns of X")
+        item_names = resolve_names(feature_names, X.shape[1], argument="feature_names")
         antecedents = _check_antecedents(antecedents, X.shape[1])
         negations = False
     capacity = brl.list_capacity(len(antecedents), DEFAULT_MAX_LENGTH if max_length is None else max_length)

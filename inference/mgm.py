@@ -18,6 +18,7 @@ from sklearn.cluster import KMeans
 from interpretable_zoo.inference.mcmc import check_positive_int
 from interpretable_zoo.models.mgm import AND, FORMULA_NAMES, Priors
 from interpretable_zoo.inference import mgm_vi
+from interpretable_zoo.inference.names import resolve_names
 
 
 def check_binary_matrix(X, name: str = "X") -> tuple[np.ndarray, tuple[str, ...] | None]:
@@ -43,16 +44,6 @@ def _check_n_clusters(n_clusters, n_obs: int) -> int:
     if n_clusters > n_obs:
         raise ValueError(f"n_clusters: {n_clusters} clusters for only {n_obs} observations")
     return n_clusters
-
-
-def _resolve_names(feature_names, columns, n_dims: int) -> tuple[str, ...]:
-    names = feature_names if feature_names is not None else columns
-    if names is None:
-        return tuple(f"x{d}" for d in range(n_dims))
-    names = tuple(str(n) for n in names)
-    if len(names) != n_dims:
-        raise ValueError(f"feature_names: {len(names)} names for {n_dims} columns of X")
-    return names
 
 
 @dataclass
@@ -253,7 +244,7 @@ def fit_mgm(
     n_proposals = check_positive_int(n_proposals, "n_proposals")
     if not 0 <= rel_tol < 1:
         raise ValueError(f"rel_tol: must lie in [0, 1), got {rel_tol}")
-    names = _resolve_names(feature_names, columns, array.shape[1])
+    names = resolve_names(feature_names if feature_names is not None else columns, array.shape[1], argument="feature_names")
     priors = Priors() if priors is None else priors
     config = mgm_vi.SearchConfig(max_iter=max_iter, n_proposals=n_proposals, rel_tol=rel_tol, exact_or=exact_or)
     seeds = [seed * 1000 + r for r in range(restarts)]

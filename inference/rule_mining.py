@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from interpretable_zoo.inference.names import resolve_names
+
 
 def check_binary_matrix(X, name: str = "X") -> np.ndarray:
     """``X`` as a 2-D uint8 0/1 array; ValueError naming ``name`` otherwise (NaN, non-binary, shape)."""
@@ -129,9 +131,7 @@ def binary_items(X, feature_names=None) -> tuple[np.ndarray, tuple[str, ...], np
     Returns (items (n, 2p) uint8, item names, source column of each item).
     """
     X = check_binary_matrix(X)
-    names = tuple(feature_names) if feature_names is not None else tuple(f"x{j}" for j in range(X.shape[1]))
-    if len(names) != X.shape[1]:
-        raise ValueError(f"feature_names has {len(names)} names for {X.shape[1]} columns of X")
+    names = resolve_names(feature_names, X.shape[1], argument="feature_names")
     columns = np.arange(X.shape[1])
     return np.hstack([X, 1 - X]), names + tuple(f"not {name}" for name in names), np.concatenate([columns, columns])
 
