@@ -19,8 +19,9 @@ from sklearn.model_selection import StratifiedKFold
 
 from benchmarks.runner import Comparison, PeerUnavailable, benchmark, import_peer, time_call
 from interpretable_zoo.datasets import load_adult, load_mushroom, load_tictactoe, load_titanic, load_titanic_table
+from interpretable_zoo.diagnostics import summary
 from interpretable_zoo.inference import brl_mh
-from interpretable_zoo.inference.brl import BayesianRuleListClassifier
+from interpretable_zoo.inference.brl import TEMPERED_LADDER, BayesianRuleListClassifier
 from interpretable_zoo.inference.rule_mining import fit_item_encoder, mine_antecedents, truth_table
 from interpretable_zoo.models import brl
 
@@ -41,15 +42,16 @@ def tictactoe_antecedents(min_support=0.05):
     return data, items, antecedents
 
 
-def ours_seconds_per_iteration(table, y, antecedents, num_chains, num_iterations, capacity=20):
-    """Seconds per MH iteration per chain of the compiled kernel (vectorized chains, no trace kept)."""
-    spec = brl_mh.TargetSpec(brl.Priors(), tuple(len(a) for a in antecedents), 2, capacity)
-    data = brl_mh.bit_data(table, y, 2)
+def ours_seconds_per_iteration(table, y, antecedents, num_chains, num_iterations, capacity=20, ladder=(1.0,), block=100):
+    """Seconds per iteration per chain of the compiled kernel (``BRLMetropolisHastings.sample`` with
+    ``block`` iterations per call, vectorized chains, no trace kept). An iteration is one MH step of
+    every copy of the ``ladder`` plus the swaps: one MH step with the plain kernel."""
+    kernel = brl_mh.BRLMetropolisHastings(inverse_temperatures=ladder, steps_per_sample=block)
+    cardinalities = np.array([len(a) for a in antecedents])
     keys = jax.random.split(jax.random.PRNGKey(SEED), num_chains)
-    states = jax.jit(jax.vmap(lambda key: brl_mh.init_chain(spec, data, key, *brl_mh.random_list(spec, key))))(keys)
-    step = jax.vmap(lambda state: brl_mh.mh_step(spec, data, state))
-    run = jax.jit(lambda states: jax.lax.fori_loop(0, num_iterations, lambda _, s: step(s), states))
-    return time_call(lambda: jax.block_until_ready(run(states)), repeat=3) / (num_iterations * num_chains)
+    states = kernel.init(keys, 0, None, (table, cardinalities, 2, y), {"priors": brl.Priors(), "max_length": capacity})
+    run = jax.jit(lambda states: jax.lax.fori_loop(0, num_iterations // block, lambda _, s: kernel.sample(s, (), {}), states))
+    return time_call(lambda: jax.block_until_ready(run(states)), repeat=3) / (num_iterations // block * block * num_chains)
 
 
 def write_sbrl_files(table, y, directory):
@@ -74,7 +76,9 @@ def write_sbrl_files(table, y, directory):
         "Metropolis-Hastings iteration per chain. Goals: at least 100x imodels' pure-Python BRL (which mines its "
         "own antecedents from the same items); at least 1x pysbrl (same antecedents, 10 chains; pysbrl keeps only "
         "MAP lists, ours a posterior) with 10 vectorized chains on CPU; on a GPU, 1,000 vectorized chains. Ours: "
-        "lists of at most 20 rules, compiled kernel without trace collection."
+        "lists of at most 20 rules, the kernel's compiled sample step (100 iterations per call, uniforms drawn "
+        "once per call) without trace collection; plain Metropolis-Hastings (fit_brl's default) unless the row "
+        "names the 4-temperature ladder TEMPERED_LADDER (4 MH steps and a swap per iteration)."
     ),
 )
 def bench_speed() -> list[Comparison]:
@@ -111,6 +115,8 @@ def bench_speed() -> list[Comparison]:
     rows.append(Comparison("s / iteration / chain, 10 chains", ours_10, "imodels", peer, notes))
     ours_100 = ours_seconds_per_iteration(table, data.y, antecedents, 100, 5000)
     rows.append(Comparison("s / iteration / chain, 100 chains", ours_100, "imodels", peer, notes))
+    ours_ladder = ours_seconds_per_iteration(table, data.y, antecedents, 10, 5000, ladder=TEMPERED_LADDER)
+    rows.append(Comparison("s / iteration / chain, 10 chains, 4-temperature ladder", ours_ladder, "imodels", peer, notes))
     if jax.default_backend() == "gpu":
         ours_gpu = ours_seconds_per_iteration(table, data.y, antecedents, 1000, 2000)
         rows.append(Comparison("s / iteration / chain, 1,000 chains on GPU", ours_gpu, "pysbrl (CPU, 10 chains)", rows[0].peer_seconds, ""))
@@ -121,7 +127,7 @@ def _metrics(y, probabilities):
     return float(np.mean((probabilities > 0.5) == y)), float(roc_auc_score(y, probabilities))
 
 
-def _compare_on_folds(name, X, y, folds, items_for_imodels, min_support=0.1) -> Comparison:
+def _compare_on_folds(name, X, y, folds, items_for_imodels, min_support=0.1, ours_options=(), imodels_options=()) -> Comparison:
     """Our classifier (BRL-point) and imodels' on the same folds: mean accuracy and AUC, total fit time.
     Without ``items_for_imodels`` only ours runs."""
     imodels = _imodels() if items_for_imodels is not None else None
@@ -131,12 +137,15 @@ def _compare_on_folds(name, X, y, folds, items_for_imodels, min_support=0.1) -> 
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ours = BayesianRuleListClassifier(min_support=min_support, seed=SEED, **FIT).fit(X.iloc[train], y[train])
+            ours = BayesianRuleListClassifier(min_support=min_support, seed=SEED, **{**FIT, **dict(ours_options)})
+            ours.fit(X.iloc[train], y[train])
         ours_time += time.perf_counter() - start
         ours_scores.append(_metrics(y[test], ours.predict_proba(X.iloc[test])[:, 1]))
         if imodels is None:
             continue
-        peer = imodels.BayesianRuleListClassifier(max_iter=IMODELS_ITERATIONS, minsupport=min_support, random_state=SEED)
+        peer = imodels.BayesianRuleListClassifier(
+            max_iter=IMODELS_ITERATIONS, minsupport=min_support, random_state=SEED, **dict(imodels_options)
+        )
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -151,6 +160,11 @@ def _compare_on_folds(name, X, y, folds, items_for_imodels, min_support=0.1) -> 
     return Comparison(name, ours_time, "imodels", peer_time, notes)
 
 
+TICTACTOE_CARDINALITY_3 = {"negations": False, "max_cardinality": 3, "num_warmup": 1000, "num_samples": 2000, "steps_per_sample": 10}
+"""SBRL's setting for tic-tac-toe: a win is three in a row, a conjunction of three ``cell=x`` items, so
+items without negations and antecedents of up to three items; 30,000 iterations per chain, every 10th kept."""
+
+
 def _cv_folds(y, n_splits=5):
     return list(StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=SEED).split(np.zeros(len(y)), y))
 
@@ -160,10 +174,12 @@ def _cv_folds(y, n_splits=5):
     peers=("imodels",),
     description=(
         "Reproductions: Titanic (Letham's split; the bundled 2201-passenger table, 5-fold), tic-tac-toe (5-fold; "
-        "SBRL reaches accuracy 1.0) and mushroom (5-fold; imodels not run: its pandas FP-growth over 223 items takes "
-        "minutes per fold). Ours: BRL-point, 4 chains x (2000 + 5000) iterations; "
-        "imodels: 3 chains x 10000 iterations on the same items and folds. Times are whole fits (mining "
-        "included) summed over folds."
+        "SBRL reaches accuracy 1.0; items with negations and antecedents of at most 2 items, then SBRL's setting: "
+        "items c1=x... without negations, antecedents of up to 3 items, both peers alike) and mushroom (5-fold; "
+        "imodels not run: its pandas FP-growth over 223 items takes minutes per fold). Ours: BRL-point, 4 chains "
+        "x (2000 + 5000) iterations of plain Metropolis-Hastings (cardinality-3 row: 4 chains x 30000 "
+        "iterations, every 10th kept); imodels: 3 chains x 10000 iterations on the same items and folds. Times "
+        "are whole fits (mining included) summed over folds."
     ),
 )
 def bench_accuracy() -> list[Comparison]:
@@ -181,8 +197,63 @@ def bench_accuracy() -> list[Comparison]:
     tictactoe = load_tictactoe()
     items = fit_item_encoder(tictactoe.X).transform(tictactoe.X)
     rows.append(_compare_on_folds("tic-tac-toe, 5-fold", tictactoe.X, tictactoe.y, _cv_folds(tictactoe.y), items, min_support=0.05))
+    positive_items = fit_item_encoder(tictactoe.X, negations=False).transform(tictactoe.X)
+    rows.append(
+        _compare_on_folds(
+            "tic-tac-toe, 5-fold, antecedents of up to 3 items (SBRL's setting)",
+            tictactoe.X,
+            tictactoe.y,
+            _cv_folds(tictactoe.y),
+            positive_items,
+            min_support=0.05,
+            ours_options=TICTACTOE_CARDINALITY_3,
+            imodels_options={"maxcardinality": 3},
+        )
+    )
     mushroom = load_mushroom()
     rows.append(_compare_on_folds("mushroom, 5-fold (imodels not run)", mushroom.X, mushroom.y, _cv_folds(mushroom.y), None, min_support=0.3))
+    return rows
+
+
+def _mixing(classifier, X, y):
+    """Fit time and the R-hat and bulk ESS of list length and log posterior over the chains."""
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        classifier.fit(X, y)
+    seconds = time.perf_counter() - start
+    table = summary(classifier.result_)
+    stats = {name: (table.loc[name, "r_hat"], table.loc[name, "ess_bulk"]) for name in ("length", "log_posterior")}
+    return seconds, ", ".join(f"{name} R-hat {r_hat:.2f} ESS {ess:.0f}" for name, (r_hat, ess) in stats.items())
+
+
+@benchmark(
+    "brl_mixing",
+    peers=(),
+    description=(
+        "Mixing of parallel tempering (TEMPERED_LADDER: 4 inverse temperatures 1, 0.46, 0.22, 0.1 per chain; "
+        "swaps between neighbours) against plain Metropolis-Hastings (the default), same seed, chains and iterations: "
+        "R-hat and bulk ESS of the list length and log posterior over 4 chains. Peer column: the plain sampler; "
+        "times are whole fits (mining and compilation included)."
+    ),
+)
+def bench_mixing() -> list[Comparison]:
+    train = load_titanic("train")
+    bundled = load_titanic_table()
+    tictactoe = load_tictactoe()
+    cases = (
+        ("Titanic, Letham's training split, 4 x (2000 + 5000)", train.X, train.y, FIT),
+        ("Titanic, 2201 passengers, 4 x (2000 + 5000)", bundled.X, bundled.y, FIT),
+        ("Titanic, 2201 passengers, 4 x (1000 + 2000)", bundled.X, bundled.y, {**FIT, "num_warmup": 1000, "num_samples": 2000}),
+        ("tic-tac-toe, antecedents of up to 3 items, 4 x (10000 + 20000), every 10th kept", tictactoe.X, tictactoe.y,
+         {**FIT, **TICTACTOE_CARDINALITY_3, "min_support": 0.05}),
+    )  # fmt: skip
+    rows = []
+    for name, X, y, options in cases:
+        ladder = BayesianRuleListClassifier(seed=SEED, inverse_temperatures=TEMPERED_LADDER, **options)
+        tempered_seconds, tempered = _mixing(ladder, X, y)
+        plain_seconds, untempered = _mixing(BayesianRuleListClassifier(seed=SEED, **options), X, y)
+        rows.append(Comparison(name, tempered_seconds, "plain MH", plain_seconds, f"ladder: {tempered}; plain: {untempered}"))
     return rows
 
 

@@ -9,11 +9,15 @@ trace for R-hat and ESS over all chains.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 
 import arviz as az
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
+from jax.scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 
 from interpretable_zoo.diagnostics import summary, to_inference_data
@@ -22,6 +26,8 @@ from interpretable_zoo.inference.mcmc import check_positive_int, run_mcmc
 from interpretable_zoo.models import bcm
 
 SUMMARY_VARS = ("log_joint", "sorted_cluster_size", "n_subspace_features")
+FOLD_IN_SWEEPS = 200
+"""Gibbs sweeps of :func:`fold_in_mixture_weights` per call; the second half is averaged."""
 
 
 @dataclass(frozen=True)
@@ -82,9 +88,84 @@ def _check_n_clusters(n_clusters, n_obs: int) -> int:
     return n_clusters
 
 
+def _with_n_values(data: CategoricalData, n_values, from_frame: bool) -> CategoricalData:
+    """``data`` with the given numbers of values per feature (integer codes only), checked against the codes."""
+    if n_values is None:
+        return data
+    if from_frame:
+        raise ValueError("n_values: only for integer codes; a DataFrame's columns bring their own categories")
+    n_values = np.asarray(n_values)
+    if n_values.shape != data.n_values.shape or not np.issubdtype(n_values.dtype, np.integer):
+        raise ValueError(f"n_values: expected {len(data.n_values)} integers, one per feature, got {n_values!r}")
+    if np.any(n_values < np.maximum(data.codes.max(0) + 1, 2)):
+        raise ValueError("n_values: every feature needs at least 2 values and more than its largest code")
+    value_names = tuple(tuple(str(v) for v in range(n)) for n in n_values)
+    return replace(data, n_values=n_values.astype(np.int64), value_names=value_names)
+
+
+def encode_like(X, data: CategoricalData) -> np.ndarray:
+    """Codes (M, P) of new observations in the coding of the fitted ``data``: a DataFrame's values are
+    looked up among the fitted value names of its columns, an array's codes must lie in the fitted ranges.
+    ValueError naming ``X`` on a wrong number of features, unknown values or codes out of range."""
+    n_features = len(data.feature_names)
+    if isinstance(X, pd.DataFrame):
+        if list(map(str, X.columns)) != list(data.feature_names):
+            raise ValueError(f"X: expected the fitted columns {list(data.feature_names)[:5]}..., got {list(X.columns)[:5]}")
+        if X.shape[0] == 0 or X.isna().any().any():
+            raise ValueError("X: empty or contains missing values")
+        codes = np.empty(X.shape, np.int32)
+        for j, column in enumerate(X.columns):
+            lookup = {name: code for code, name in enumerate(data.value_names[j])}
+            values = X[column].astype(str)
+            unknown = sorted(set(values) - lookup.keys())
+            if unknown:
+                raise ValueError(f"X: column {column!r} has values not seen when fitting: {unknown[:5]}")
+            codes[:, j] = values.map(lookup).to_numpy()
+        return codes
+    codes = encode_categorical(X, "X").codes
+    if codes.shape[1] != n_features:
+        raise ValueError(f"X: expected {n_features} features as when fitting, got {codes.shape[1]}")
+    out_of_range = np.flatnonzero((codes >= data.n_values).any(0))
+    if out_of_range.size:
+        raise ValueError(f"X: codes beyond the fitted ranges in features {out_of_range[:5].tolist()}")
+    return codes
+
+
+@partial(jax.jit, static_argnames="num_sweeps")
+def fold_in_mixture_weights(key, token_log_likelihood, alpha_s, num_sweeps: int = FOLD_IN_SWEEPS):
+    """Posterior-mean pi of new observations given fixed cluster distributions phi (the fold-in of LDA).
+
+    ``token_log_likelihood`` (M, P, S): log phi_s,j(x_mj). Blocked Gibbs over pi_m ~ Dirichlet(alpha/S +
+    n_m) (drawn in log space, so alpha/S far below 1 stays accurate) and the tokens z_mj | pi_m,
+    independent given pi_m with p(z_mj = s) proportional to pi_ms phi_s,j(x_mj); tokens start from their
+    cluster posteriors under a uniform pi. Returns the average of E[pi_m | z_m] = (alpha/S + n_ms) /
+    (alpha + P) over the second half of the sweeps, (M, S).
+    """
+    n_features, n_clusters = token_log_likelihood.shape[1:]
+
+    def counts(z):
+        return jax.nn.one_hot(z, n_clusters, dtype=token_log_likelihood.dtype).sum(1)
+
+    def step(z, key):
+        key_pi, key_z = jax.random.split(key)
+        log_gamma = jax.random.loggamma(key_pi, alpha_s + counts(z))
+        log_pi = log_gamma - logsumexp(log_gamma, -1, keepdims=True)
+        z = jax.random.categorical(key_z, log_pi[:, None, :] + token_log_likelihood)
+        return z, (alpha_s + counts(z)) / (n_clusters * alpha_s + n_features)
+
+    key_init, key_sweeps = jax.random.split(key)
+    z = jax.random.categorical(key_init, token_log_likelihood)
+    _, weights = jax.lax.scan(step, z, jax.random.split(key_sweeps, num_sweeps))
+    return weights[num_sweeps // 2 :].mean(0)
+
+
 def corrupt_half_labels(labels, n_clusters: int, seed: int = 0) -> np.ndarray:
-    """The paper's initialisation for the digits (sec. 4.1): a random half of the labels replaced by a
-    different, uniformly chosen cluster; the other half kept."""
+    """The paper's initialisation for the digits (sec. 4.1, "one half of the labels were incorrect and
+    randomly mixed"): a random half of the labels replaced by a different, uniformly chosen cluster; the
+    other half kept. Used as ``init`` of :func:`fit_bcm`, every token of an observation starts in its
+    label's cluster. (The paper does not say whether the wrong half is wrong per observation or per
+    token; the authors' public code has a disabled variant that redraws every token of every other
+    observation uniformly.)"""
     labels = np.asarray(labels, np.int64)
     if labels.ndim != 1 or labels.min(initial=0) < 0 or labels.max(initial=0) >= n_clusters:
         raise ValueError(f"labels: expected a 1-D array of codes in 0..{n_clusters - 1}")
@@ -100,13 +181,23 @@ class BCMResult:
     ``z`` (chain, draw, N, P) unless ``store_z=False``, and the label-free summaries), ``explain()``,
     ``transform()`` and ``unsupervised_accuracy(y)``."""
 
-    def __init__(self, mcmc, data: CategoricalData, n_clusters: int, priors: bcm.Priors, idata: az.InferenceData, row_counts):
+    def __init__(
+        self,
+        mcmc,
+        data: CategoricalData,
+        n_clusters: int,
+        priors: bcm.Priors,
+        idata: az.InferenceData,
+        row_counts,
+        final_cell_counts,
+    ):
         self.mcmc = mcmc
         self.data = data
         self.n_clusters = n_clusters
         self.priors = priors
         self.idata = idata
         self._row_counts = row_counts  # (chain, draw, N, S)
+        self._final_cell_counts = final_cell_counts  # (chain, P * V, S), the counts of each chain's last draw
         log_joint = idata.posterior["log_joint"].values
         self.best_chain, self.best_draw = np.unravel_index(np.argmax(log_joint), log_joint.shape)
 
@@ -142,29 +233,53 @@ class BCMResult:
             )
         return pd.DataFrame(rows).set_index("cluster")
 
-    def transform(self, X=None) -> np.ndarray:
-        """Posterior-mean mixture weights pi (N, S) of the training observations, E[pi_i | z] =
-        (alpha/S + n_is) / (alpha + P) averaged over the draws of the best chain (the features the paper
-        feeds to an SVM). ``X`` must be None or the training data."""
-        if X is not None and not np.array_equal(encode_categorical(X).codes, self.data.codes):
-            raise ValueError("X: transform gives the mixture weights of the training observations; pass None or the training X")
-        counts = self._row_counts[self.best_chain]
+    def transform(self, X=None, seed: int = 0) -> np.ndarray:
+        """Posterior-mean mixture weights pi (the features the paper feeds to an SVM), in the labels of the
+        best chain (the one holding the highest-log-joint draw).
+
+        ``X=None``: the training observations, E[pi_i | z] = (alpha/S + n_is) / (alpha + P) averaged over
+        the best chain's draws, (N, S). ``X`` given (any observations with the fitted features and values,
+        see :func:`encode_like`): each row folded in, (M, S): phi fixed at its posterior mean given the
+        best chain's last draw, phi_sj(v) = (g_sj(v) + n_{s,.,j,v}) / (sum_v g_sj(v) + n_{s,.,j,.}) with
+        that draw's prototypes and omega in g, and pi_m from :func:`fold_in_mixture_weights` (``seed``).
+        """
         alpha_s = bcm.z_concentration(self.priors, self.n_clusters)
-        return ((alpha_s + counts) / (self.priors.alpha + self.data.codes.shape[1])).mean(0)
+        if X is None:
+            counts = self._row_counts[self.best_chain]
+            return ((alpha_s + counts) / (self.priors.alpha + self.data.codes.shape[1])).mean(0)
+        codes = encode_like(X, self.data)
+        posterior = self.idata.posterior
+        omega = posterior["omega"].values[self.best_chain, -1]
+        prototype = posterior["prototype"].values[self.best_chain, -1]
+        n_features, mask = len(self.data.n_values), bcm.value_mask(self.data.n_values)
+        cells = self._final_cell_counts[self.best_chain].T.reshape(self.n_clusters, n_features, -1)
+        concentration = bcm.concentration_table(self.data.codes[prototype], omega, self.data.n_values, self.priors)
+        phi = np.where(mask, concentration + cells, 0.0)
+        log_phi = np.log(np.where(mask, phi, 1.0)) - np.log(phi.sum(-1, keepdims=True))  # (S, P, V)
+        token_log_likelihood = log_phi.transpose(1, 2, 0)[np.arange(n_features), codes]  # (M, P, S)
+        weights = fold_in_mixture_weights(jax.random.PRNGKey(seed), jnp.asarray(token_log_likelihood, jnp.float32), alpha_s)
+        return np.asarray(weights)
 
     def dominant_cluster(self) -> np.ndarray:
         """(chain, draw, N): the cluster holding most of each observation's tokens."""
         return self._row_counts.argmax(-1)
 
-    def unsupervised_accuracy(self, y) -> np.ndarray:
-        """(chain, draw) accuracy of labelling each observation by the label of its dominant cluster's
-        prototype (paper fig. 2b)."""
+    def unsupervised_accuracy(self, y, per: str = "observation") -> np.ndarray:
+        """(chain, draw) accuracy of labelling by prototypes (paper fig. 2b): ``per="observation"`` labels
+        each observation by the label of its dominant cluster's prototype (the paper's text);
+        ``per="token"`` labels each token by its cluster's prototype and counts the tokens carrying their
+        observation's label (the measure of the authors' public code)."""
         y = np.asarray(y)
         if y.shape != (self.data.codes.shape[0],):
             raise ValueError(f"y: expected shape ({self.data.codes.shape[0]},), got {y.shape}")
-        prototype = self.idata.posterior["prototype"].values  # (C, D, S)
-        predicted = y[np.take_along_axis(prototype, self.dominant_cluster(), axis=-1)]
-        return (predicted == y).mean(-1)
+        prototype_label = y[self.idata.posterior["prototype"].values]  # (C, D, S)
+        if per == "observation":
+            predicted = np.take_along_axis(prototype_label, self.dominant_cluster(), axis=-1)
+            return (predicted == y).mean(-1)
+        if per == "token":
+            agrees = prototype_label[:, :, None, :] == y[:, None]  # (C, D, N, S)
+            return (self._row_counts * agrees).sum((-2, -1)) / self._row_counts.sum((-2, -1))
+        raise ValueError(f"per: expected 'observation' or 'token', got {per!r}")
 
     def summary(self):
         """ArviZ summary (R-hat, ESS) of the label-free quantities."""
@@ -182,6 +297,7 @@ def fit_bcm(
     seed: int = 0,
     store_z: bool = True,
     init="random",
+    n_values=None,
     chain_method: str | None = None,
     progress_bar: bool = False,
 ) -> BCMResult:
@@ -189,9 +305,11 @@ def fit_bcm(
     with the exact collapsed Gibbs sampler.
 
     ``init``: "random" (uniform cluster indices), or an (N,) array of initial clusters, one per
-    observation (see :func:`corrupt_half_labels` for the paper's digits scheme).
+    observation (see :func:`corrupt_half_labels` for the paper's digits scheme). ``n_values``: for
+    integer codes, the number of values V_j of each feature (P,), e.g. 7 for every pixel of 7-bin digits;
+    by default 1 + the largest code seen (at least 2).
     """
-    data = encode_categorical(X)
+    data = _with_n_values(encode_categorical(X), n_values, isinstance(X, pd.DataFrame))
     n_obs = data.codes.shape[0]
     n_clusters = _check_n_clusters(n_clusters, n_obs)
     if priors is not None and not isinstance(priors, bcm.Priors):
@@ -240,7 +358,8 @@ def fit_bcm(
         coords={"feature": list(data.feature_names), "observation": list(data.sample_names)},
         dims=dims,
     )
-    return BCMResult(mcmc, data, n_clusters, priors, idata, np.asarray(fields["row_counts"]))
+    final_cell_counts = np.asarray(mcmc.last_state.cell_counts).reshape(num_chains, -1, n_clusters)
+    return BCMResult(mcmc, data, n_clusters, priors, idata, np.asarray(fields["row_counts"]), final_cell_counts)
 
 
 class BCMClusterer(ClusterMixin, TransformerMixin, BaseEstimator):
@@ -271,8 +390,8 @@ class BCMClusterer(ClusterMixin, TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X):
-        """Posterior-mean mixture weights pi of the training observations ``X``."""
-        return self.result_.transform(X)
+        """Posterior-mean mixture weights pi of the observations ``X`` (folded in, see :meth:`BCMResult.transform`)."""
+        return self.result_.transform(X, seed=self.seed)
 
     def explain(self) -> pd.DataFrame:
         return self.result_.explain()

@@ -1,6 +1,7 @@
 """Exact collapsed Gibbs sampler for the Bayesian Case Model (pi and phi integrated out).
 
-One sweep updates three blocks, each from its exact full conditional given the others:
+One sweep updates z token by token, then whole observations, then omega, then the prototypes; each
+block leaves the target invariant:
 
 1. the cluster indices z_ij, by eq. (1): p(z_ij = s) is proportional to
    (alpha/S + n_{s,i,not j}) (g_sj(x_ij) + n_{s,.,j,x_ij}) / (sum_v g_sj(v) + n_{s,.,j,.}), counts without
@@ -8,8 +9,12 @@ One sweep updates three blocks, each from its exact full conditional given the o
    conditional factorises: a set with at most one token per row and per column is updated at once,
    exactly. The N x P grid is covered by max(N, P) such "wrapped diagonals" of min(N, P) tokens, visited
    in a ``lax.scan`` (sequential over diagonals, vectorized inside one);
-2. all omega_sj at once by eq. (2) (they are conditionally independent given z and the prototypes);
-3. all prototypes at once (conditionally independent across clusters): log p(p_s = i) =
+2. whole observations, by a Metropolis move per observation (:func:`_row_swap_block`): swap two cluster
+   labels on all tokens of observation i at once. With alpha small, pi_i is nearly one-hot and eq. (1)
+   almost never moves a single token of an observation out of its dominant cluster (a factor about
+   (alpha/S) / (P - 1) against it), so without this move an observation started in a wrong cluster stays there;
+3. all omega_sj at once by eq. (2) (they are conditionally independent given z and the prototypes);
+4. all prototypes at once (conditionally independent across clusters): log p(p_s = i) =
    const + sum_j T[s, j, x_ij] with T[s, j, v] = log B(g(v, omega_sj) + n_sj) - log B(g(v, omega_sj)),
    a gather over a table computed once per sweep.
 
@@ -40,7 +45,8 @@ BCMState.__doc__ = """State of the BCM Gibbs sampler.
 
 params: {"omega": (S, P), "prototype": (S,), "z": (N, P)} int32; row_counts: (N, S) tokens of observation
 i in cluster s; cell_counts: (P * V, S) tokens of feature j with value v in cluster s (row j * V + v);
-potential_energy: minus the log target; accept_prob: 1 (Gibbs); sorted_cluster_size: tokens per cluster,
+potential_energy: minus the log target; accept_prob: the share of observations whose swap move was
+accepted in the last sweep (1 at the start); sorted_cluster_size: tokens per cluster,
 largest first (label-free).
 """
 
@@ -171,10 +177,10 @@ def _cells_by_cluster(problem: _Problem, cell_counts):
     return cell_counts.T.reshape(problem.n_clusters, n_features, n_values)
 
 
-def _finish(problem: _Problem, key, params, row_counts, cell_counts) -> BCMState:
+def _finish(problem: _Problem, key, params, row_counts, cell_counts, accept_prob=1.0) -> BCMState:
     potential = -log_target(problem, params, row_counts, cell_counts)
     sizes = -jnp.sort(-row_counts.sum(0))
-    return BCMState(params, row_counts, cell_counts, potential, jnp.ones(()), sizes, key)
+    return BCMState(params, row_counts, cell_counts, potential, jnp.asarray(accept_prob, jnp.float32), sizes, key)
 
 
 def initial_state(problem: _Problem, rng_key, init_params=None, init_labels=None) -> BCMState:
@@ -199,15 +205,19 @@ def initial_state(problem: _Problem, rng_key, init_params=None, init_labels=None
     return _finish(problem, key_state, params, row_counts, cell_counts)
 
 
+def _token_concentrations(problem: _Problem, params):
+    """g laid out for token lookups: per (feature, value) cell (P * V, S), and summed over values (P, S)."""
+    concentration = _concentrations(problem, params)  # (S, P, V)
+    return concentration.reshape(problem.n_clusters, -1).T, concentration.sum(-1).T
+
+
 def _z_block(problem: _Problem, key, params, row_counts, cell_counts):
     """All z_ij by eq. (1), one wrapped diagonal (independent tokens) at a time."""
     n_obs, n_features = problem.shape
     n_values = problem.mask.shape[1]
     rows, cols = problem.diagonal_rows, problem.diagonal_cols
     cells = cols * n_values + problem.x[rows, cols]  # (M, L) cell of each token
-    concentration = _concentrations(problem, params)  # (S, P, V)
-    g_cells = concentration.reshape(problem.n_clusters, -1).T  # (P * V, S)
-    g_totals = concentration.sum(-1).T  # (P, S)
+    g_cells, g_totals = _token_concentrations(problem, params)
     alpha_s = bcm.z_concentration(problem.priors, problem.n_clusters)
     col_totals = cell_counts.reshape(n_features, n_values, -1).sum(1)  # (P, S)
     uniforms = jax.random.uniform(key, rows.shape)
@@ -238,6 +248,62 @@ def _z_block(problem: _Problem, key, params, row_counts, cell_counts):
     params = {**params, "z": params["z"].at[rows, cols].set(z_new)}
     return params, row_counts, cell_counts
 
+
+def _row_swap_block(problem: _Problem, key, params, row_counts, cell_counts):
+    """One Metropolis move per observation, visited in turn: swap two cluster labels on all its tokens.
+    Returns the new params, row counts, cell counts and the share of accepted moves.
+
+    For observation i, a is the cluster of one of its tokens drawn uniformly and b one of the other S - 1
+    clusters drawn uniformly; the proposal sends the row's tokens in a to b and those in b to a. The
+    reverse move has the same probability (n_ia + n_ib) / (P (S - 1)), and the row's factor of the target
+    (pi_i integrated out) is unchanged by permuting its counts (all alpha/S equal), so the acceptance is
+    min(1, p(z') / p(z)). Only the observation's tokens change cluster, at most one per feature, so
+    log p(z') - log p(z) = sum over moved tokens of log w_new - log w_old with w_s = (g_sj(x_ij) +
+    n_{s,.,j,x_ij}) / (sum_v g_sj(v) + n_{s,.,j,.}), counts without the token: the likelihood factor of eq. (1).
+    """
+    n_obs, n_features = problem.shape
+    n_clusters, n_values = problem.n_clusters, problem.mask.shape[1]
+    if n_clusters == 1:
+        return params, row_counts, cell_counts, jnp.zeros(())
+    g_cells, g_totals = _token_concentrations(problem, params)
+    col_totals = cell_counts.reshape(n_features, n_values, -1).sum(1)  # (P, S)
+    cells = jnp.arange(n_features) * n_values + jnp.asarray(problem.x)  # (N, P)
+    key_token, key_shift, key_accept = jax.random.split(key, 3)
+    # Each observation is visited once, in order: its z and row counts go through the scan as inputs and
+    # come out as outputs; only the cell counts are carried.
+    inputs = (
+        params["z"],
+        row_counts,
+        cells,
+        jax.random.randint(key_token, (n_obs,), 0, n_features, jnp.int32),
+        jax.random.randint(key_shift, (n_obs,), 1, n_clusters, jnp.int32),
+        jnp.log(jax.random.uniform(key_accept, (n_obs,))),
+    )
+
+    def move_row(carry, step):
+        cell_counts, col_totals = carry
+        z_row, row_count, row_cells, token, shift, log_u = step
+        a = z_row[token]
+        b = (a + shift) % n_clusters
+        in_a, in_b = z_row == a, z_row == b
+        n_cells, g_row = cell_counts[row_cells], g_cells[row_cells]  # (P, S)
+
+        def log_weight(s, own):
+            """log w_s of each feature's token, without the token when it sits in s (own)."""
+            return jnp.log(g_row[:, s] + n_cells[:, s] - own) - jnp.log(g_totals[:, s] + col_totals[:, s] - own)
+
+        log_w_a, log_w_b = log_weight(a, in_a), log_weight(b, in_b)
+        log_ratio = jnp.sum(jnp.where(in_a, log_w_b - log_w_a, 0.0) + jnp.where(in_b, log_w_a - log_w_b, 0.0))
+        accept = log_u < log_ratio
+        to_b = (accept & in_a).astype(jnp.int32) - (accept & in_b).astype(jnp.int32)  # +1 moves a -> b
+        swap = jax.nn.one_hot(b, n_clusters, dtype=jnp.int32) - jax.nn.one_hot(a, n_clusters, dtype=jnp.int32)
+        delta = to_b[:, None] * swap  # (P, S)
+        z_row = jnp.where(accept & in_a, b, jnp.where(accept & in_b, a, z_row))
+        row_count = row_count + jnp.where(accept, (row_count[a] - row_count[b]) * swap, 0)
+        return (cell_counts.at[row_cells].add(delta), col_totals + delta), (z_row, row_count, accept)
+
+    (cell_counts, _), (z, row_counts, accepted) = jax.lax.scan(move_row, (cell_counts, col_totals), inputs)
+    return {**params, "z": z}, row_counts, cell_counts, accepted.mean()
 
 def _omega_and_prototype_blocks(problem: _Problem, key, params, cell_counts):
     """omega by eq. (2), then the prototypes by their conditional, each block all at once.
@@ -271,8 +337,9 @@ def _omega_and_prototype_blocks(problem: _Problem, key, params, cell_counts):
 
 
 def sweep(problem: _Problem, state: BCMState) -> BCMState:
-    """One Gibbs sweep: all z (eq. (1)), all omega (eq. (2)), all prototypes."""
-    key, key_z, key_blocks = jax.random.split(state.rng_key, 3)
+    """One sweep: all z (eq. (1)), a swap move per observation, all omega (eq. (2)), all prototypes."""
+    key, key_z, key_rows, key_blocks = jax.random.split(state.rng_key, 4)
     params, row_counts, cell_counts = _z_block(problem, key_z, state.params, state.row_counts, state.cell_counts)
+    params, row_counts, cell_counts, accepted = _row_swap_block(problem, key_rows, params, row_counts, cell_counts)
     params = _omega_and_prototype_blocks(problem, key_blocks, params, cell_counts)
-    return _finish(problem, key, params, row_counts, cell_counts)
+    return _finish(problem, key, params, row_counts, cell_counts, accepted)

@@ -15,6 +15,12 @@ words); a rule's captures are ``truth AND uncaught`` and its label counts popula
 holds for; after a move the positions before the first changed one are read from this cache and the
 later ones are recomputed from it (as a fixed-shape prefix-OR scan, so vectorized chains stay fused).
 The log target is :func:`models.brl.log_prior` + :func:`models.brl.log_marginal_likelihood`.
+
+Parallel tempering (an option of the kernel): each chain runs K copies, copy k targeting
+p(d) p(y | d)^beta_k with 1 = beta_0 > beta_1 > ... (the prior untempered, so the hottest copies
+approach the prior), each updated by the moves above, then neighbouring copies exchange lists with
+the exact replica-exchange acceptance; only the copy at beta = 1 is reported. One iteration's
+uniforms are drawn together, and ``steps_per_sample`` iterations run per reported draw.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import numpy as np
 from jax import lax, random
 from numpyro.infer.mcmc import MCMCKernel
 
+from interpretable_zoo.inference.mcmc import check_positive_int
 from interpretable_zoo.models import brl
 
 INSERT, DELETE, SWAP = 0, 1, 2
@@ -202,10 +209,26 @@ def random_list(spec: TargetSpec, rng_key):
     return jnp.where(jnp.arange(spec.capacity) < length, order, -1), length
 
 
-def mh_step(spec: TargetSpec, data: BitData, state: BRLState) -> BRLState:
-    """One Metropolis-Hastings step with the exact Hastings ratio Q(d | d*) / Q(d* | d)."""
+def tempered_log_target(log_prior, log_likelihood, inverse_temperature):
+    """log p(d) + beta log p(y | d): the posterior at beta = 1, the prior at beta = 0."""
+    return log_prior + inverse_temperature * log_likelihood
+
+
+UNIFORMS_PER_STEP = 5
+"""Uniforms one Metropolis-Hastings step consumes: four for :func:`propose`, one for the acceptance."""
+
+
+def mh_step(spec: TargetSpec, data: BitData, state: BRLState, inverse_temperature=1.0) -> BRLState:
+    """One Metropolis-Hastings step (:func:`mh_update`) with uniforms drawn from the state's key."""
     rng_key, key_step = random.split(state.rng_key)
-    uniforms = random.uniform(key_step, (5,))
+    uniforms = random.uniform(key_step, (UNIFORMS_PER_STEP,))
+    return mh_update(spec, data, state._replace(rng_key=rng_key), uniforms, inverse_temperature)
+
+
+def mh_update(spec: TargetSpec, data: BitData, state: BRLState, uniforms, inverse_temperature=1.0) -> BRLState:
+    """One Metropolis-Hastings step with the exact Hastings ratio Q(d | d*) / Q(d* | d), targeting
+    :func:`tempered_log_target` at ``inverse_temperature`` (the posterior by default), driven by
+    ``uniforms`` (UNIFORMS_PER_STEP,) in [0, 1); the state's ``rng_key`` is left as it is."""
     rules, length = state.z["rules"], state.z["length"]
     move, new_rules, new_length, changed = propose(uniforms[:4], rules, length, spec.n_antecedents)
     uncaught, rule_counts, default_counts = recount(data, new_rules, new_length, state.uncaught, changed)
@@ -213,7 +236,11 @@ def mh_step(spec: TargetSpec, data: BitData, state: BRLState) -> BRLState:
     log_hastings = log_proposal_probability(REVERSE_MOVE[move], new_length, spec.n_antecedents, spec.capacity) - (
         log_proposal_probability(move, length, spec.n_antecedents, spec.capacity)
     )
-    log_ratio = log_prior + log_likelihood + state.potential_energy + log_hastings
+    log_ratio = (
+        tempered_log_target(log_prior, log_likelihood, inverse_temperature)
+        - tempered_log_target(state.log_prior, state.log_likelihood, inverse_temperature)
+        + log_hastings
+    )
     accept_prob = jnp.minimum(1.0, jnp.exp(log_ratio))
     accept = uniforms[4] < accept_prob
     proposal = BRLState(
@@ -223,10 +250,96 @@ def mh_step(spec: TargetSpec, data: BitData, state: BRLState) -> BRLState:
         log_likelihood=log_likelihood,
         potential_energy=-(log_prior + log_likelihood),
         accept_prob=accept_prob,
-        rng_key=rng_key,
+        rng_key=state.rng_key,
     )
-    kept = state._replace(accept_prob=accept_prob, rng_key=rng_key)
+    kept = state._replace(accept_prob=accept_prob)
     return jax.tree.map(lambda new, old: jnp.where(accept, new, old), proposal, kept)
+
+
+class LadderState(NamedTuple):
+    """One chain of parallel tempering: ``ladder`` is a :class:`BRLState` batched over the inverse
+    temperatures (the first is 1); ``z``, ``potential_energy`` and ``accept_prob`` are those of the
+    temperature-1 copy, the only one reported."""
+
+    z: dict
+    ladder: BRLState
+    potential_energy: jnp.ndarray
+    accept_prob: jnp.ndarray
+    rng_key: jnp.ndarray
+
+
+def check_inverse_temperatures(inverse_temperatures) -> tuple[float, ...]:
+    """A ladder 1 = beta_0 > beta_1 > ... >= 0, or a ValueError naming ``inverse_temperatures``."""
+    try:
+        betas = tuple(float(b) for b in inverse_temperatures)
+    except TypeError:
+        raise ValueError(f"inverse_temperatures must be a sequence of numbers, got {inverse_temperatures!r}") from None
+    if not betas or betas[0] != 1.0 or any(b <= c for b, c in zip(betas, betas[1:])) or betas[-1] < 0:
+        raise ValueError(f"inverse_temperatures must start at 1 and decrease strictly to >= 0, got {inverse_temperatures!r}")
+    return betas
+
+
+def geometric_ladder(n_temperatures: int, hottest: float) -> tuple[float, ...]:
+    """``n_temperatures`` inverse temperatures from 1 down to ``hottest`` in a geometric progression."""
+    if n_temperatures == 1:
+        return (1.0,)
+    return tuple(float(hottest ** (k / (n_temperatures - 1))) for k in range(n_temperatures))
+
+
+def swap_step(ladder: BRLState, inverse_temperatures, uniforms, parity) -> BRLState:
+    """Replica exchange between the neighbouring copies (k, k + 1) with k of the given ``parity``
+    (disjoint pairs, swapped independently). The prior is not tempered, so the acceptance
+    probability of a swap is min(1, exp((beta_k - beta_k+1)(log L_k+1 - log L_k))).
+    ``uniforms`` (K,): entry k decides the pair whose lower copy is k."""
+    betas = jnp.asarray(inverse_temperatures)
+    copies = jnp.arange(betas.shape[0])
+    is_lower = (copies % 2 == parity) & (copies + 1 < betas.shape[0])
+    is_upper = ((copies + 1) % 2 == parity) & (copies >= 1)
+    partner = jnp.where(is_lower, copies + 1, jnp.where(is_upper, copies - 1, copies))
+    log_likelihood = ladder.log_likelihood
+    log_ratio = (betas - betas[partner]) * (log_likelihood[partner] - log_likelihood)
+    accept = (partner != copies) & (uniforms[jnp.minimum(copies, partner)] < jnp.exp(log_ratio))
+    source = jnp.where(accept, partner, copies)
+    moved = jax.tree.map(lambda x: x[source], (ladder.z, ladder.uncaught, ladder.log_prior, log_likelihood, ladder.potential_energy))
+    return ladder._replace(z=moved[0], uncaught=moved[1], log_prior=moved[2], log_likelihood=moved[3], potential_energy=moved[4])
+
+
+UNIFORMS_PER_COPY = UNIFORMS_PER_STEP + 1
+"""Uniforms one copy of the ladder consumes per iteration: its MH step, and one for the swaps."""
+
+
+def tempered_update(spec: TargetSpec, data: BitData, state: LadderState, uniforms, inverse_temperatures) -> LadderState:
+    """One parallel-tempering iteration driven by ``uniforms`` (K, UNIFORMS_PER_COPY): an MH step in
+    every copy at its own temperature, then swaps between neighbours of a random parity. Every part
+    leaves the product of the tempered targets invariant, so the temperature-1 copy samples the
+    posterior exactly. (The copies' own ``rng_key`` fields are not used.)"""
+    if len(inverse_temperatures) == 1:  # plain MH: no batch axis over copies inside the step (faster gathers)
+        cold = mh_update(spec, data, jax.tree.map(lambda x: x[0], state.ladder), uniforms[0, :UNIFORMS_PER_STEP])
+        return _ladder_state(jax.tree.map(lambda x: x[None], cold), state.rng_key)
+    betas = jnp.asarray(inverse_temperatures)
+    ladder = jax.vmap(lambda copy, u, beta: mh_update(spec, data, copy, u, beta))(state.ladder, uniforms[:, :UNIFORMS_PER_STEP], betas)
+    swap_uniforms = uniforms[:, UNIFORMS_PER_STEP]  # entries 0..K-2 decide the pairs, entry K-1 the parity
+    ladder = swap_step(ladder, betas, swap_uniforms, swap_uniforms[-1] < 0.5)
+    return _ladder_state(ladder, state.rng_key)
+
+
+def tempered_steps(spec: TargetSpec, data: BitData, state: LadderState, inverse_temperatures, n_steps: int) -> LadderState:
+    """``n_steps`` iterations of :func:`tempered_update` with all their uniforms drawn at once; the
+    returned ``accept_prob`` is the temperature-1 copy's mean over them."""
+    rng_key, key_steps = random.split(state.rng_key)
+    uniforms = random.uniform(key_steps, (n_steps, len(inverse_temperatures), UNIFORMS_PER_COPY))
+
+    def one(chain_state, step_uniforms):
+        chain_state = tempered_update(spec, data, chain_state, step_uniforms, inverse_temperatures)
+        return chain_state, chain_state.accept_prob
+
+    state, accept_probs = lax.scan(one, state, uniforms)
+    return state._replace(accept_prob=accept_probs.mean(), rng_key=rng_key)
+
+
+def _ladder_state(ladder: BRLState, rng_key) -> LadderState:
+    cold = jax.tree.map(lambda x: x[0], ladder)
+    return LadderState(cold.z, ladder, cold.potential_energy, cold.accept_prob, rng_key)
 
 
 def _is_batched(rng_key) -> bool:
@@ -239,13 +352,21 @@ class BRLMetropolisHastings(MCMCKernel):
     """NumPyro kernel over rule lists; run it with ``model_args = (truth_table, cardinalities, n_classes, y)``
     and ``model_kwargs = {"priors": ..., "max_length": ...}`` of :func:`models.brl.collapsed_model`.
 
-    Chains start from :func:`random_list` unless ``init_params = {"rules", "length"}`` is given
-    (batched over chains when running vectorized chains).
+    ``inverse_temperatures``: a parallel-tempering ladder (1 first, then decreasing, e.g.
+    :func:`geometric_ladder`); each chain then runs one tempered copy per entry, the likelihood raised
+    to that power, with swaps between neighbours (:func:`tempered_update`), and reports the copy at 1.
+    The default (1,) is plain Metropolis-Hastings. ``steps_per_sample``: iterations per draw (thinning
+    inside the compiled kernel; the reported ``accept_prob`` is their mean).
+
+    Chains start from :func:`random_list` (each copy independently) unless ``init_params = {"rules",
+    "length"}`` is given (batched over chains when running vectorized chains; every copy starts there).
     """
 
     sample_field = "z"
 
-    def __init__(self):
+    def __init__(self, inverse_temperatures=(1.0,), steps_per_sample: int = 1):
+        self.inverse_temperatures = check_inverse_temperatures(inverse_temperatures)
+        self.steps_per_sample = check_positive_int(steps_per_sample, "steps_per_sample")
         self._spec = None
         self._data = None
 
@@ -261,18 +382,26 @@ class BRLMetropolisHastings(MCMCKernel):
         capacity = brl.list_capacity(len(cardinalities), model_kwargs.get("max_length"))
         self._spec = TargetSpec(priors, cardinalities, int(n_classes), capacity)
         self._data = bit_data(truth_table, y, int(n_classes))
+        n_copies = len(self.inverse_temperatures)
 
-        def init_one(key, params):
+        def init_copy(key, params):
             key, key_prior = random.split(key)
             rules, length = random_list(self._spec, key_prior) if params is None else (params["rules"], params["length"])
             return init_chain(self._spec, self._data, key, jnp.asarray(rules), jnp.asarray(length))
+
+        def init_one(key, params):
+            key, key_copies = random.split(key)
+            ladder = jax.vmap(init_copy, in_axes=(0, None))(random.split(key_copies, n_copies), params)
+            return _ladder_state(ladder, key)
 
         if _is_batched(rng_key):
             init_one = jax.vmap(init_one)
         return jax.jit(init_one)(rng_key, init_params)
 
     def sample(self, state, model_args, model_kwargs):
-        step = lambda chain_state: mh_step(self._spec, self._data, chain_state)  # noqa: E731
+        def step(chain_state):
+            return tempered_steps(self._spec, self._data, chain_state, self.inverse_temperatures, self.steps_per_sample)
+
         if _is_batched(state.rng_key):
             return jax.vmap(step)(state)
         return step(state)

@@ -181,9 +181,9 @@ class MGMResult:
         return self.predict_proba(X).argmax(1)
 
 
-def _kmeans_onehots(X: np.ndarray, n_clusters: int, seeds) -> np.ndarray:
-    """The k-means runs behind the data-driven proposals, one per restart, as one-hot (R, N, K)."""
-    eye = np.eye(n_clusters, dtype=np.float32)
+def _kmeans_onehots(X: np.ndarray, n_clusters: int, seeds, width: int) -> np.ndarray:
+    """The k-means runs behind the data-driven proposals, one per restart, as one-hot (R, N, width)."""
+    eye = np.eye(n_clusters, width, dtype=np.float32)
     return np.stack([eye[KMeans(n_clusters, n_init=1, random_state=s).fit_predict(X)] for s in seeds])
 
 
@@ -192,10 +192,11 @@ def _result_from(search: mgm_vi.SearchResult, best: int, n_clusters, names, prio
     ext, params = jax.tree.map(take, search.ext), jax.tree.map(take, search.params)
     slots = np.flatnonzero(ext.sizes > 0)
     groups = [tuple(int(d) for d in np.flatnonzero(ext.assignment == g)) for g in slots]
-    lam = params.lam[slots].astype(float)
+    lam = params.lam[slots, :n_clusters].astype(float)
     eta = params.eta[slots].astype(float)
-    phi = params.phi[slots].astype(float)
-    occupied = np.isin(np.arange(n_clusters), params.nu.argmax(1))
+    phi = params.phi[slots, :n_clusters].astype(float)
+    nu, tau = params.nu[:, :n_clusters], params.tau[:n_clusters]
+    occupied = np.isin(np.arange(n_clusters), nu.argmax(1))
     all_equal = np.prod(lam[:, occupied], 1) + np.prod(1 - lam[:, occupied], 1)
     traces = [np.asarray(t[: int(n) + 1], float) for t, n in zip(np.asarray(search.trace), np.asarray(search.n_iterations))]
     return MGMResult(
@@ -209,12 +210,12 @@ def _result_from(search: mgm_vi.SearchResult, best: int, n_clusters, names, prio
         distinguishing=eta * (1 - all_equal),
         presence=phi[..., 0] / phi.sum(-1),
         high_mode=lam,
-        responsibilities=params.nu.astype(float),
-        cluster_weights=params.tau / params.tau.sum(),
+        responsibilities=nu.astype(float),
+        cluster_weights=tau / tau.sum(),
         priors=priors,
         exact_or=exact_or,
         _phi=phi,
-        _tau=params.tau.astype(float),
+        _tau=tau.astype(float),
     )
 
 
@@ -228,17 +229,24 @@ def fit_mgm(
     seed: int = 0,
     feature_names=None,
     n_proposals: int = 20,
-    rel_tol: float = 1e-3,
+    rel_tol: float = 0.1,
     exact_or: bool = False,
+    max_clusters: int | None = None,
 ) -> MGMResult:
     """Fit MGM with ``n_clusters`` clusters: agglomerative extraction + coordinate-ascent ELBO, best of ``restarts``.
 
     ``X`` is a binary (N, D) array or DataFrame; ``rel_tol`` stops a restart once an iteration improves
-    the ELBO by less than that fraction (the paper's "0.1", read as 0.1 %); ``exact_or`` uses the exact
-    OR of eq. 2 instead of the relaxed one of eq. 3.
+    the ELBO by less than that fraction of the first iteration's improvement (the paper's "0.1 relative",
+    see ``interpretable_zoo.inference.mgm_vi``); ``exact_or`` uses the exact
+    OR of eq. 2 instead of the relaxed one of eq. 3. The search is compiled for ``max_clusters`` clusters
+    (default ``n_clusters``), the ones past ``n_clusters`` masked out: fits of one data shape sharing
+    ``max_clusters`` share one compilation (``fit_mgm_sweep`` passes the largest number of its sweep).
     """
     array, columns = check_binary_matrix(X)
     n_clusters = _check_n_clusters(n_clusters, array.shape[0])
+    width = n_clusters if max_clusters is None else _check_n_clusters(max_clusters, array.shape[0])
+    if width < n_clusters:
+        raise ValueError(f"max_clusters: {max_clusters} is below n_clusters ({n_clusters})")
     restarts = check_positive_int(restarts, "restarts")
     max_iter = check_positive_int(max_iter, "max_iter", minimum=0)
     n_proposals = check_positive_int(n_proposals, "n_proposals")
@@ -248,10 +256,11 @@ def fit_mgm(
     priors = Priors() if priors is None else priors
     config = mgm_vi.SearchConfig(max_iter=max_iter, n_proposals=n_proposals, rel_tol=rel_tol, exact_or=exact_or)
     seeds = [seed * 1000 + r for r in range(restarts)]
-    onehots = _kmeans_onehots(array, n_clusters, seeds)
+    onehots = _kmeans_onehots(array, n_clusters, seeds, width)
     keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds))
-    search = mgm_vi.search_restarts(keys, jnp.asarray(array, jnp.float32), jnp.asarray(onehots),
-                                    n_clusters=n_clusters, priors=priors, config=config)  # fmt: skip
+    active = jnp.arange(width) < n_clusters
+    search = mgm_vi.search_restarts(keys, jnp.asarray(array, jnp.float32), jnp.asarray(onehots), active,
+                                    priors=priors, config=config)  # fmt: skip
     elbos = np.asarray(search.elbo)
     return _result_from(search, int(np.nanargmax(elbos)), n_clusters, names, priors, exact_or)
 
@@ -259,14 +268,15 @@ def fit_mgm(
 def fit_mgm_sweep(X, n_clusters=range(4, 17), **kwargs) -> MGMResult:
     """``fit_mgm`` for every number of clusters in ``n_clusters`` (paper: 4 to 16), keeping the best ELBO.
 
-    The result's ``sweep_elbo`` maps each number of clusters to its best ELBO.
+    The result's ``sweep_elbo`` maps each number of clusters to its best ELBO. All fits share one
+    compiled search (``max_clusters`` = the largest number of clusters).
     """
     candidates = [int(k) for k in n_clusters]
     if not candidates:
         raise ValueError("n_clusters: the sweep needs at least one number of clusters")
     best, sweep = None, {}
     for k in candidates:
-        result = fit_mgm(X, k, **kwargs)
+        result = fit_mgm(X, k, max_clusters=max(candidates), **kwargs)
         sweep[k] = result.elbo
         if best is None or result.elbo > best.elbo:
             best = result
@@ -278,7 +288,7 @@ class MGMClusterer(ClusterMixin, BaseEstimator):
     """scikit-learn clusterer: MGM with the paper's protocol; ``explain()`` gives the distinguishing groups."""
 
     def __init__(self, n_clusters: int = 4, *, priors: Priors | None = None, restarts: int = 5, max_iter: int = 40,
-                 seed: int = 0, rel_tol: float = 1e-3):  # fmt: skip
+                 seed: int = 0, rel_tol: float = 0.1):  # fmt: skip
         self.n_clusters = n_clusters
         self.priors = priors
         self.restarts = restarts

@@ -38,8 +38,8 @@ class ItemEncoder:
     """How a table becomes binary items; fitted by :func:`fit_item_encoder`, applied by :meth:`transform`.
 
     ``columns[k]`` is a source column label with either ``values`` (categorical: items ``col=v``, plus
-    ``col!=v`` when the column has more than two values) or ``thresholds`` (numeric: items ``col<=t``
-    and ``col>t``).
+    ``col!=v`` when the column has more than two values and ``negations``) or ``thresholds`` (numeric:
+    items ``col<=t`` and ``col>t``).
     """
 
     columns: tuple
@@ -47,6 +47,7 @@ class ItemEncoder:
     thresholds: tuple  # per column: tuple of cut points, or None for categorical columns
     item_names: tuple[str, ...]
     item_columns: np.ndarray  # source column position of each item
+    negations: bool = True
 
     def transform(self, frame) -> np.ndarray:
         """The (n, n_items) uint8 item matrix of a table with the fitted columns."""
@@ -61,7 +62,7 @@ class ItemEncoder:
                 raise ValueError(f"X has missing values (NaN) in column {column!r}")
             if values is not None:
                 equal = np.stack([(series == value).to_numpy() for value in values], axis=1)
-                blocks += [equal] if len(values) <= 2 else [equal, ~equal]
+                blocks += [equal, ~equal] if len(values) > 2 and self.negations else [equal]
             else:
                 numbers_ = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
                 if np.isnan(numbers_).any():
@@ -84,13 +85,15 @@ def _format_number(value: float) -> str:
     return f"{value:.4g}"
 
 
-def fit_item_encoder(X, *, n_bins: int = 4) -> ItemEncoder:
+def fit_item_encoder(X, *, n_bins: int = 4, negations: bool = True) -> ItemEncoder:
     """Items of a DataFrame (or array) with mixed columns.
 
     Categorical, object, boolean and two-valued numeric columns give one item per value (``sex=male``)
-    and, for more than two values, its negation (``c1!=x``); other numeric columns give
-    ``n_bins - 1`` quantile thresholds, each as ``age<=30`` and ``age>30``.
+    and, for more than two values and ``negations``, its negation (``c1!=x``); other numeric columns
+    give ``n_bins - 1`` quantile thresholds, each as ``age<=30`` and ``age>30``.
     """
+    if not isinstance(negations, (bool, np.bool_)):
+        raise ValueError(f"negations must be True or False, got {negations!r}")
     if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral) or n_bins < 2:
         raise ValueError(f"n_bins must be an integer of at least 2, got {n_bins!r}")
     frame = _as_frame(X, "X")
@@ -112,7 +115,8 @@ def fit_item_encoder(X, *, n_bins: int = 4) -> ItemEncoder:
             column_names = [f"{column}<={_format_number(c)}" for c in cuts] + [f"{column}>{_format_number(c)}" for c in cuts]
         else:
             values, thresholds = tuple(distinct), None
-            column_names = [f"{column}={v}" for v in values] + ([f"{column}!={v}" for v in values] if len(values) > 2 else [])
+            negated = [f"{column}!={v}" for v in values] if len(values) > 2 and negations else []
+            column_names = [f"{column}={v}" for v in values] + negated
         columns.append(column)
         values_per_column.append(values)
         thresholds_per_column.append(thresholds)
@@ -121,7 +125,7 @@ def fit_item_encoder(X, *, n_bins: int = 4) -> ItemEncoder:
     if not names:
         raise ValueError("X has no column with two or more distinct values")
     return ItemEncoder(
-        tuple(columns), tuple(values_per_column), tuple(thresholds_per_column), tuple(names), np.array(item_columns)
+        tuple(columns), tuple(values_per_column), tuple(thresholds_per_column), tuple(names), np.array(item_columns), bool(negations)
     )
 
 

@@ -13,7 +13,7 @@ warnings.filterwarnings("ignore", message="ArviZ is undergoing a major refactor"
 from interpretable_zoo import datasets, diagnostics, inference, models  # noqa: E402
 from interpretable_zoo.inference.bayesian_sets import BayesianSets  # noqa: E402
 from interpretable_zoo.inference.bcm import BCMClusterer, fit_bcm  # noqa: E402
-from interpretable_zoo.inference.brl import BayesianRuleListClassifier, BRLResult, fit_brl  # noqa: E402
+from interpretable_zoo.inference.brl import TEMPERED_LADDER, BayesianRuleListClassifier, BRLResult, fit_brl  # noqa: E402
 from interpretable_zoo.inference.mgm import MGMClusterer, MGMResult, fit_mgm, fit_mgm_sweep  # noqa: E402
 from interpretable_zoo.inference.prototype_selection import (  # noqa: E402
     PrototypeClassifier,
@@ -32,6 +32,7 @@ __all__ = [
     "MGMResult",
     "PrototypeClassifier",
     "PrototypeSelection",
+    "TEMPERED_LADDER",
     "datasets",
     "diagnostics",
     "fit_bcm",

@@ -56,8 +56,8 @@ class Priors:
     Attributes:
         alpha_l: DP concentration of the group assignments l_d (pi_l ~ DP(alpha_l), weak limit
             Dirichlet(alpha_l / G)). Larger values favour more, smaller groups (about
-            alpha_l log(1 + D / alpha_l) groups a priori); with many dimensions (recipes, 147) a value
-            near 20 keeps unrelated features apart.
+            alpha_l log(1 + D / alpha_l) groups a priori). The ELBO's data terms dominate this prior
+            (recipes, 147 dimensions: 47 groups at 1, 57 at 20, the same 4 categories separated).
         alpha_f: Dirichlet concentration of the formula proportions pi_f over (OR, AND).
         rho: prior probability that a group is important, y_g ~ Bernoulli(rho).
         sigma1, sigma2: gamma_g ~ Beta(sigma1, sigma2), the share of clusters in the high mode of an

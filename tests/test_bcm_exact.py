@@ -1,5 +1,7 @@
-"""BCM collapsed Gibbs: exact against enumeration, log target equal to the NumPyro density, big counts."""
+"""BCM collapsed Gibbs: exact against enumeration (the whole sweep, and the whole-observation swap move
+alone), log target equal to the NumPyro density, big counts."""
 
+import functools
 import itertools
 
 import jax
@@ -10,7 +12,14 @@ from jax import enable_x64
 from numpyro.infer.util import log_density
 
 from interpretable_zoo.diagnostics.exact import enumerate_posterior, exact_gof_test, state_index
-from interpretable_zoo.inference.bcm_gibbs import BCMGibbs, _counts, initial_state, problem_from_model_args, sweep
+from interpretable_zoo.inference.bcm_gibbs import (
+    BCMGibbs,
+    _counts,
+    _row_swap_block,
+    initial_state,
+    problem_from_model_args,
+    sweep,
+)
 from interpretable_zoo.inference.mcmc import run_mcmc
 from interpretable_zoo.models import bcm
 
@@ -41,6 +50,7 @@ def label_free_statistics(states):
     return stats
 
 
+@functools.cache
 def exact_probabilities(priors):
     states = all_states(*X_TINY.shape, N_CLUSTERS)
     with enable_x64():
@@ -94,6 +104,37 @@ def test_a_wrong_prior_fails_the_same_check(exact_priors, wrong_priors):
     assert not result.passed(alpha=1e-3), result
 
 
+def row_swap_of_exact_draws(exact_priors, move_priors, num_draws=40000, seed=0):
+    """Draw states i.i.d. from the enumerated posterior, apply one whole-observation swap move (built
+    with ``move_priors``) to each, and test the moved states against the same posterior: an exact move
+    leaves it invariant."""
+    states, probs = exact_probabilities(exact_priors)
+    key_draw, key_move = jax.random.split(jax.random.PRNGKey(seed))
+    start = np.asarray(jax.random.choice(key_draw, len(probs), (num_draws,), p=jnp.asarray(probs)))
+    params = {name: jnp.asarray(value[start], jnp.int32) for name, value in states.items()}
+    problem = problem_from_model_args((X_TINY, N_CLUSTERS), {"priors": move_priors})
+
+    def move(key, params):
+        row_counts, cell_counts = _counts(problem, params["z"])
+        return _row_swap_block(problem, key, params, row_counts, cell_counts)[0]
+
+    moved = jax.jit(jax.vmap(move))(jax.random.split(key_move, num_draws), params)
+    moved = {name: np.asarray(value) for name, value in moved.items()}
+    assert np.mean(np.any(moved["z"] != np.asarray(params["z"]), axis=(1, 2))) > 0.05  # the move does move
+    indices = state_index(moved, states).reshape(8, -1)
+    return exact_gof_test(indices, probs, statistics=label_free_statistics(states))
+
+
+@pytest.mark.parametrize(
+    "exact_priors, move_priors",
+    [(OTHER_PRIORS, OTHER_PRIORS), (OTHER_PRIORS, bcm.Priors(alpha=1.0, lam=0.5, c=50.0, q=0.3))],
+    ids=["exact", "wrong_c_must_fail"],
+)
+def test_whole_observation_swap_keeps_the_posterior_invariant(exact_priors, move_priors):
+    result = row_swap_of_exact_draws(exact_priors, move_priors)
+    assert result.passed(alpha=1e-3) == (exact_priors == move_priors), result
+
+
 def random_states(problem, key, num):
     n_obs, n_features = problem.shape
     k1, k2, k3 = jax.random.split(key, 3)
@@ -129,9 +170,9 @@ def test_kernel_log_target_differs_from_log_density_by_a_constant(priors):
 def test_thousands_of_tokens_in_one_cell_stay_finite():
     x = np.zeros((2500, 2), int)
     x[::7, 1] = 1
-    problem = problem_from_model_args((x, 4), {"n_values": np.array([2, 2])})
+    problem = problem_from_model_args((x, 2), {"n_values": np.array([2, 2])})
     state = initial_state(problem, jax.random.PRNGKey(0), {
-        "omega": np.ones((4, 2), int), "prototype": np.zeros(4, int), "z": np.zeros((2500, 2), int)})
+        "omega": np.ones((2, 2), int), "prototype": np.zeros(2, int), "z": np.zeros((2500, 2), int)})
     step = jax.jit(lambda s: sweep(problem, s))
     for _ in range(3):
         state = step(state)

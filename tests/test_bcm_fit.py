@@ -1,6 +1,8 @@
 """BCM public layer: fit_bcm's trace and summaries, explanations, mixture weights, the scikit-learn
 wrapper, bad input, and the paper's smiley-face and recipe examples."""
 
+from argparse import Namespace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -8,7 +10,7 @@ import pytest
 from interpretable_zoo.datasets import load_recipes
 from interpretable_zoo.datasets.smiley_faces import SMILEY_SUBSPACES
 from interpretable_zoo.diagnostics import summary
-from interpretable_zoo.inference.bcm import BCMClusterer, corrupt_half_labels, fit_bcm, format_demo, smiley_demo
+from interpretable_zoo.inference.bcm import BCMClusterer, cli_fit, corrupt_half_labels, fit_bcm, format_demo, smiley_demo
 from interpretable_zoo.models import bcm
 
 RNG = np.random.default_rng(0)
@@ -35,6 +37,12 @@ def test_trace_holds_the_sites_and_label_free_summaries(small_fit):
     sizes = posterior["sorted_cluster_size"].values
     assert np.all(np.diff(sizes, axis=-1) <= 0) and np.all(sizes.sum(-1) == 12 * 5)
     np.testing.assert_array_equal(posterior["n_subspace_features"].values, posterior["omega"].values.sum((-2, -1)))
+    labels = np.arange(12) % 3
+    by_observation, by_token = (small_fit.unsupervised_accuracy(labels, per=per) for per in ("observation", "token"))
+    assert by_observation.shape == by_token.shape == (2, 30)
+    assert np.all((by_token >= 0) & (by_token <= 1)) and np.all(by_observation * 12 == np.round(by_observation * 12))
+    with pytest.raises(ValueError, match="per"):
+        small_fit.unsupervised_accuracy(labels, per="pixel")
     table = summary(small_fit)
     assert {"log_joint", "n_subspace_features", "sorted_cluster_size"} == {name.split("[")[0] for name in table.index}
     assert np.all(np.isfinite(table["r_hat"]))
@@ -45,8 +53,10 @@ def test_same_seed_same_chains_other_seed_other_chains(small_fit):
     assert "z" not in again.idata.posterior
     for name in ("omega", "prototype", "log_joint"):
         np.testing.assert_array_equal(again.idata.posterior[name], small_fit.idata.posterior[name])
-    other = fit_bcm(X_SMALL, 3, seed=6, store_z=False, **QUICK)
-    assert not np.array_equal(other.idata.posterior["omega"], small_fit.idata.posterior["omega"])
+    # the `izoo fit bcm` path, with another seed
+    other = cli_fit(X_SMALL, None, Namespace(n_clusters=3, seed=6, **QUICK)).posterior
+    assert other["z"].shape == small_fit.idata.posterior["z"].shape and "log_joint" in other
+    assert not np.array_equal(other["omega"], small_fit.idata.posterior["omega"])
 
 
 def test_explain_and_transform_on_a_dataframe():
@@ -67,9 +77,20 @@ def test_explain_and_transform_on_a_dataframe():
     weights = result.transform()
     assert weights.shape == (12, 2)
     np.testing.assert_allclose(weights.sum(1), 1.0, rtol=1e-5)
-    np.testing.assert_allclose(result.transform(frame), weights)
-    with pytest.raises(ValueError, match="X"):
-        result.transform(frame.iloc[:5])
+    new_rows = pd.DataFrame({"colour": ["green", "red", "red"], "size": [2, 0, 1]})
+    folded = result.transform(new_rows)
+    assert folded.shape == (3, 2) and np.all(folded > 0)
+    np.testing.assert_allclose(folded.sum(1), 1.0, rtol=1e-5)
+    np.testing.assert_array_equal(result.transform(new_rows), folded)  # same seed, same weights
+    for bad in (
+        new_rows[["size", "colour"]],  # other columns
+        new_rows.assign(colour=["green", "purple", "red"]),  # a value not seen when fitting
+        np.array([[0, 1, 2]]),  # three features
+        np.array([[0, 3]]),  # a code beyond the fitted range
+        np.array([[0.5, 1]]),
+    ):
+        with pytest.raises(ValueError, match="X"):
+            result.transform(bad)
 
 
 def test_clusterer_follows_the_scikit_learn_protocol():
@@ -100,6 +121,9 @@ def test_clusterer_follows_the_scikit_learn_protocol():
         (X_SMALL, 2, {"init": np.full(12, 2)}, "init"),
         (X_SMALL, 2, {"priors": {"alpha": 1}}, "priors"),
         (X_SMALL, 2, {"num_samples": 0}, "num_samples"),
+        (X_SMALL, 2, {"n_values": np.full(5, 2)}, "n_values"),  # codes up to 2 need 3 values
+        (X_SMALL, 2, {"n_values": np.full(4, 3)}, "n_values"),
+        (pd.DataFrame({"a": ["x", "y", "y"]}), 1, {"n_values": [3]}, "n_values"),
     ],
 )
 def test_bad_input_gets_a_value_error_naming_the_argument(X, n_clusters, options, name):
@@ -132,6 +156,16 @@ def test_smiley_faces_planted_subspaces_are_recovered(demo):
     for s, subspace in enumerate(SMILEY_SUBSPACES):
         row = table["subspace"].iloc[found.index(frozenset(subspace))]
         assert all(f"{feature}={truth.iloc[s][feature]}" in row for feature in subspace)
+
+
+def test_transform_folds_in_new_rows_like_the_posterior_of_training_rows(demo):
+    """Folding the training faces back in gives nearly their posterior-mean mixture weights."""
+    faces, result = demo
+    folded, stored = result.transform(faces.X), result.transform()
+    assert folded.shape == stored.shape == (240, 3)
+    np.testing.assert_allclose(folded.sum(1), 1.0, rtol=1e-5)
+    assert np.abs(folded - stored).mean() < 0.05
+    assert np.mean(folded.argmax(1) == stored.argmax(1)) >= 0.95
 
 
 def test_demo_text_has_the_explanation_and_r_hat(demo):

@@ -48,6 +48,11 @@ def test_item_encoder_names_values_negations_and_thresholds():
     items = encoder.transform(frame)
     np.testing.assert_array_equal(items[:, -2], [1, 1, 0, 0])
     np.testing.assert_array_equal(items[:, 4] + items[:, 7], 1)
+    positive = fit_item_encoder(frame, n_bins=2, negations=False)
+    assert positive.item_names == ("sex=female", "sex=male", "cell=b", "cell=o", "cell=x", "age<=25", "age>25")
+    np.testing.assert_array_equal(positive.transform(frame), items[:, [0, 1, 2, 3, 4, 8, 9]])
+    with pytest.raises(ValueError, match="negations"):
+        fit_item_encoder(frame, negations="no")
     items_binary, names, _ = binary_items(np.array([[1, 0], [0, 1]]), ["a", "b"])
     assert names == ("a", "b", "not a", "not b") and items_binary.tolist() == [[1, 0, 0, 1], [0, 1, 1, 0]]
 
@@ -66,6 +71,8 @@ def test_item_encoder_names_values_negations_and_thresholds():
         (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0, 5)]}, "antecedents"),
         (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "priors": brl.Priors(alpha=(1, 1, 1))}, "alpha"),
         (np.ones((2, 2, 2)), [0, 1], {}, "2-D"),
+        (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "inverse_temperatures": (0.5, 0.1)}, "inverse_temperatures"),
+        (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "steps_per_sample": 0}, "steps_per_sample"),
     ],
 )
 def test_bad_input_gets_a_clear_value_error(X, y, options, name):

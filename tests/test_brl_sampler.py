@@ -70,7 +70,7 @@ def test_list_count_and_prior_normalises():
     assert len(states["length"]) == 326
     with enable_x64():
         for priors in (brl.Priors(), OTHER_PRIORS):
-            log_p = jax.vmap(lambda r, m: brl.log_prior(r, m, CARDINALITIES, priors, 5))(
+            log_p = jax.jit(jax.vmap(lambda r, m: brl.log_prior(r, m, CARDINALITIES, priors, 5)))(
                 jnp.asarray(states["rules"]), jnp.asarray(states["length"])
             )
             assert float(jnp.exp(log_p).sum()) == pytest.approx(1.0, abs=1e-12)
@@ -80,8 +80,8 @@ def test_cardinality_normaliser_drops_exhausted_cardinalities():
     # three cardinality-1 antecedents used up: the 4th rule must have cardinality 2 with probability 1
     rules = jnp.array([0, 1, 2, 3, -1])
     with enable_x64():
-        log_p4 = brl.log_prior(rules, 4, CARDINALITIES, brl.Priors(), 5)
-        log_p3 = brl.log_prior(rules, 3, CARDINALITIES, brl.Priors(), 5)
+        log_prior = jax.jit(lambda length: brl.log_prior(rules, length, CARDINALITIES, brl.Priors(), 5))
+        log_p4, log_p3 = log_prior(4), log_prior(3)
         length_prior = brl.log_length_prior(brl.Priors(), 5)
         # p(c=2 | none of cardinality 1 left) = 1, then 1/2 for the antecedent
         expected = float(log_p3 - length_prior[3] + length_prior[4] + np.log(1 / 2))
@@ -203,10 +203,10 @@ def test_proposals_are_drawn_with_those_probabilities(rules, n_antecedents, capa
 # ---------------------------------------------------------------- exactness against enumeration
 
 
-def run_on_tiny_problem(priors, seed, num_samples=12000, num_chains=24):
+def run_on_tiny_problem(priors, seed, num_samples=12000, num_chains=24, kernel=None):
     truth_table, y = tiny_problem()
     mcmc = run_mcmc(
-        brl_mh.BRLMetropolisHastings(),
+        kernel or brl_mh.BRLMetropolisHastings(),
         num_warmup=200,
         num_samples=num_samples,
         num_chains=num_chains,
@@ -257,6 +257,57 @@ def test_negative_control_hastings_ratio_without_edge_move_probabilities_fails(m
 
     monkeypatch.setattr(brl_mh, "log_proposal_probability", without_move_probability)
     result = gof_against_enumeration(run_on_tiny_problem(brl.Priors(), seed=11), brl.Priors())
+    assert not result.passed(alpha=1e-3), result
+
+
+# ---------------------------------------------------------------- parallel tempering
+
+LADDER = (1.0, 0.3, 0.05)
+
+
+def test_swaps_pair_neighbours_of_one_parity_with_the_exact_acceptance():
+    capacity, n_copies = 5, 4
+    rules = jnp.tile(jnp.arange(n_copies)[:, None], (1, capacity))
+    log_likelihood = jnp.array([-10.0, -4.0, -9.0, -12.0])
+    ladder = brl_mh.BRLState(
+        z={"rules": rules, "length": jnp.full(n_copies, capacity)},
+        uncaught=jnp.zeros((n_copies, capacity + 1, 1), jnp.uint32),
+        log_prior=jnp.zeros(n_copies),
+        log_likelihood=log_likelihood,
+        potential_energy=-log_likelihood,
+        accept_prob=jnp.zeros(n_copies),
+        rng_key=jax.random.split(jax.random.PRNGKey(0), n_copies),
+    )
+    betas = jnp.array([1.0, 0.5, 0.25, 0.1])
+    swap = jax.jit(brl_mh.swap_step)
+    for parity, pairs in ((0, [(0, 1), (2, 3)]), (1, [(1, 2)])):
+        for u in (0.0, 0.3, 0.9):
+            swapped = swap(ladder, betas, jnp.full(n_copies, u), jnp.asarray(parity))
+            expected = list(range(n_copies))
+            for k, j in pairs:
+                ratio = math.exp((betas[k] - betas[j]) * (log_likelihood[j] - log_likelihood[k]))
+                if u < ratio:
+                    expected[k], expected[j] = j, k
+            assert np.asarray(swapped.z["rules"][:, 0]).tolist() == expected
+            np.testing.assert_array_equal(swapped.log_likelihood, log_likelihood[np.array(expected)])
+    with pytest.raises(ValueError, match="inverse_temperatures"):
+        brl_mh.BRLMetropolisHastings(inverse_temperatures=(0.5, 1.0))
+    assert brl_mh.geometric_ladder(3, 0.04) == pytest.approx((1.0, 0.2, 0.04))
+
+
+def test_parallel_tempering_matches_the_enumerated_posterior():
+    """The temperature-1 copy of a three-temperature ladder, two iterations per draw."""
+    kernel = brl_mh.BRLMetropolisHastings(inverse_temperatures=LADDER, steps_per_sample=2)
+    draws = run_on_tiny_problem(brl.Priors(), seed=11, num_samples=3000, kernel=kernel)
+    result = gof_against_enumeration(draws, brl.Priors())
+    assert result.passed(alpha=1e-3), result
+
+
+def test_negative_control_swaps_always_accepted_fails(monkeypatch):
+    exact_swap = brl_mh.swap_step
+    monkeypatch.setattr(brl_mh, "swap_step", lambda ladder, betas, uniforms, parity: exact_swap(ladder, betas, 0.0 * uniforms, parity))
+    kernel = brl_mh.BRLMetropolisHastings(inverse_temperatures=LADDER, steps_per_sample=2)
+    result = gof_against_enumeration(run_on_tiny_problem(brl.Priors(), seed=11, num_samples=1500, kernel=kernel), brl.Priors())
     assert not result.passed(alpha=1e-3), result
 
 

@@ -150,8 +150,7 @@ def test_recipes_a_few_groups_separate_the_categories(data_home):
     from interpretable_zoo.datasets import load_recipes
 
     recipes = load_recipes(data_home)
-    # 147 dimensions: a larger DP concentration keeps unrelated ingredients out of each other's groups
-    result = fit_mgm(recipes.X, 4, feature_names=recipes.feature_names, restarts=5, seed=0, priors=Priors(alpha_l=20.0))
+    result = fit_mgm(recipes.X, 4, feature_names=recipes.feature_names, restarts=5, seed=0)  # default priors
     names = result.majority_names(recipes.y, recipes.target_names)
     text = result.explain(cluster_names=names, max_members=6)
     print(text)
@@ -167,7 +166,9 @@ def test_zoo_animals_distinguishing_features(data_home):
     from interpretable_zoo.datasets import load_zoo
 
     zoo = load_zoo(data_home)
-    result = fit_mgm(zoo.X, 7, feature_names=zoo.feature_names, restarts=5, seed=0)
+    # 20 restarts (the best ELBO, -1025): with 5, seeds 0 and 1 stop in local optima (ELBO -1069 and -1056) whose
+    # milk group also holds catsize or domestic, present in a quarter of the birds
+    result = fit_mgm(zoo.X, 7, feature_names=zoo.feature_names, restarts=20, seed=0)
     names = result.majority_names(zoo.y, zoo.target_names)
     assert {"mammal", "bird", "fish"} <= {names[k] for k in result.occupied_clusters}
     text = result.explain(cluster_names=names)

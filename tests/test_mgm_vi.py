@@ -71,6 +71,51 @@ def test_every_cavi_update_never_decreases_the_elbo(priors):
                     previous = value
 
 
+def pad_clusters(params, width, rng):
+    """``params`` with clusters appended up to ``width``, inactive (nu = 0) and with arbitrary blocks."""
+    n_groups, n_clusters = params.lam.shape
+    extra = width - n_clusters
+    return vi.VariationalParams(
+        nu=jnp.concatenate([params.nu, jnp.zeros((params.nu.shape[0], extra))], 1),
+        tau=jnp.concatenate([params.tau, jnp.asarray(rng.uniform(0.5, 5, extra))]),
+        phi=jnp.concatenate([params.phi, jnp.asarray(rng.uniform(0.3, 6, (n_groups, extra, 2)))], 1),
+        lam=jnp.concatenate([params.lam, jnp.asarray(rng.uniform(0.05, 0.95, (n_groups, extra)))], 1),
+        eta=params.eta,
+        ell=params.ell,
+        active=jnp.arange(width) < n_clusters,
+    )
+
+
+def test_padded_clusters_change_nothing_and_fused_sweeps_equal_the_updates():
+    """Inactive (padding) clusters leave the ELBO and every update of the active ones unchanged; the search's
+    fused sweep (shared counts) equals the six updates in order; run_cavi's ELBO is ``elbo``."""
+    priors = OTHER_PRIORS  # alpha_z != 1: the Dirichlet normaliser depends on the number of active clusters
+    rng = np.random.default_rng(6)
+    with enable_x64():
+        W = data_with_an_and_group(rng, 30, 7)
+        ext = vi.make_extraction(W, jnp.array([0, 0, 2, 2, 5, 2, 6]), jnp.array([AND, OR, OR, OR, OR, OR, OR]))
+        params = random_state(rng, 30, 7, 3)
+        padded = pad_clusters(params, 5, rng)
+        assert float(vi.elbo(padded, ext, priors)) == pytest.approx(float(vi.elbo(params, ext, priors)), rel=1e-12)
+        for _ in range(3):
+            params, padded = vi.cavi_sweep(params, ext, priors), vi.cavi_sweep(padded, ext, priors)
+            np.testing.assert_allclose(padded.nu[:, :3], params.nu, rtol=1e-10)
+            np.testing.assert_allclose(padded.tau[:3], params.tau, rtol=1e-10)
+            np.testing.assert_allclose(padded.phi[:, :3], params.phi, rtol=1e-10)
+            np.testing.assert_allclose(padded.lam[:, :3], params.lam, rtol=1e-10)
+            np.testing.assert_allclose(np.asarray(padded.nu)[:, 3:], 0.0)
+            np.testing.assert_allclose(padded.eta, params.eta, rtol=1e-10)
+            np.testing.assert_allclose(padded.ell, params.ell, rtol=1e-10)
+            assert float(vi.elbo(padded, ext, priors)) == pytest.approx(float(vi.elbo(params, ext, priors)), rel=1e-12)
+        fused, counts = vi._sweep_with_counts(padded, ext, priors, vi.cluster_counts(padded.nu, ext.present))
+        reference = vi.cavi_sweep(padded, ext, priors)
+        for got, want in zip(jax.tree.leaves(fused), jax.tree.leaves(reference)):
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+        np.testing.assert_allclose(counts, vi.cluster_counts(reference.nu, ext.present), rtol=1e-12)
+        swept, value = vi.run_cavi(padded, ext, priors, tol=0.0, max_sweeps=4)
+        assert float(value) == pytest.approx(float(vi.elbo(swept, ext, priors)), rel=1e-12)
+
+
 # ---- exact log evidence by enumeration (independent of the library) ----
 
 
