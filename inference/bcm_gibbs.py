@@ -305,6 +305,7 @@ def _row_swap_block(problem: _Problem, key, params, row_counts, cell_counts):
     (cell_counts, _), (z, row_counts, accepted) = jax.lax.scan(move_row, (cell_counts, col_totals), inputs)
     return {**params, "z": z}, row_counts, cell_counts, accepted.mean()
 
+
 def _omega_and_prototype_blocks(problem: _Problem, key, params, cell_counts):
     """omega by eq. (2), then the prototypes by their conditional, each block all at once.
 

@@ -313,9 +313,6 @@ def tempered_update(spec: TargetSpec, data: BitData, state: LadderState, uniform
     every copy at its own temperature, then swaps between neighbours of a random parity. Every part
     leaves the product of the tempered targets invariant, so the temperature-1 copy samples the
     posterior exactly. (The copies' own ``rng_key`` fields are not used.)"""
-    if len(inverse_temperatures) == 1:  # plain MH: no batch axis over copies inside the step (faster gathers)
-        cold = mh_update(spec, data, jax.tree.map(lambda x: x[0], state.ladder), uniforms[0, :UNIFORMS_PER_STEP])
-        return _ladder_state(jax.tree.map(lambda x: x[None], cold), state.rng_key)
     betas = jnp.asarray(inverse_temperatures)
     ladder = jax.vmap(lambda copy, u, beta: mh_update(spec, data, copy, u, beta))(state.ladder, uniforms[:, :UNIFORMS_PER_STEP], betas)
     swap_uniforms = uniforms[:, UNIFORMS_PER_STEP]  # entries 0..K-2 decide the pairs, entry K-1 the parity
@@ -334,6 +331,19 @@ def tempered_steps(spec: TargetSpec, data: BitData, state: LadderState, inverse_
         return chain_state, chain_state.accept_prob
 
     state, accept_probs = lax.scan(one, state, uniforms)
+    return state._replace(accept_prob=accept_probs.mean(), rng_key=rng_key)
+
+
+def plain_steps(spec: TargetSpec, data: BitData, state: BRLState, n_steps: int) -> BRLState:
+    """``n_steps`` Metropolis-Hastings steps (:func:`mh_update`) with all their uniforms drawn at once;
+    the returned ``accept_prob`` is their mean."""
+    rng_key, key_steps = random.split(state.rng_key)
+
+    def one(chain_state, step_uniforms):
+        chain_state = mh_update(spec, data, chain_state, step_uniforms)
+        return chain_state, chain_state.accept_prob
+
+    state, accept_probs = lax.scan(one, state, random.uniform(key_steps, (n_steps, UNIFORMS_PER_STEP)))
     return state._replace(accept_prob=accept_probs.mean(), rng_key=rng_key)
 
 
@@ -390,6 +400,8 @@ class BRLMetropolisHastings(MCMCKernel):
             return init_chain(self._spec, self._data, key, jnp.asarray(rules), jnp.asarray(length))
 
         def init_one(key, params):
+            if n_copies == 1:  # plain Metropolis-Hastings: a BRLState, no axis over copies
+                return init_copy(key, params)
             key, key_copies = random.split(key)
             ladder = jax.vmap(init_copy, in_axes=(0, None))(random.split(key_copies, n_copies), params)
             return _ladder_state(ladder, key)
@@ -400,6 +412,8 @@ class BRLMetropolisHastings(MCMCKernel):
 
     def sample(self, state, model_args, model_kwargs):
         def step(chain_state):
+            if len(self.inverse_temperatures) == 1:
+                return plain_steps(self._spec, self._data, chain_state, self.steps_per_sample)
             return tempered_steps(self._spec, self._data, chain_state, self.inverse_temperatures, self.steps_per_sample)
 
         if _is_batched(state.rng_key):
