@@ -3,7 +3,7 @@
 Usage: ``python -m benchmarks [-k SUBSTRING] [--list]``. Benchmark modules are the files
 ``benchmarks/bench_*.py``; a benchmark whose peer is not installed is reported and skipped
 (install the peers with ``pip install -e '.[bench]'``, which ``make bench`` does), and so is one
-whose data file is missing (set INTERPRETABLE_ZOO_DATA).
+whose data folder or file is missing (set INTERPRETABLE_ZOO_DATA).
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import importlib
 import os
 import sys
 from pathlib import Path
+
+from interpretable_zoo.datasets import DataHomeMissing
 
 from benchmarks.runner import REGISTRY, PeerUnavailable, command_line, render_section, update_results
 
@@ -40,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         load_before = os.getloadavg()[0]
         try:
             rows = bench.function()
-        except (PeerUnavailable, FileNotFoundError) as reason:  # a peer or a data file is missing
+        except (PeerUnavailable, FileNotFoundError, DataHomeMissing) as reason:  # a peer or the data is missing
             print(f"skipped: {reason}")
             failed.append(bench.name)
             continue

@@ -1,7 +1,7 @@
 """Data for the zoo: real data sets (bundled, or read from the data folder), synthetic data drawn from the
 models, and preprocessing helpers."""
 
-from .base import Dataset, resolve_data_home
+from .base import DataHomeMissing, Dataset, resolve_data_home
 from .bundled import load_breast_cancer, load_digits, load_titanic_table, load_wine
 from .cartoon_faces import FACE_CLUSTERS, FACE_FEATURES, make_cartoon_faces
 from .gaussian_mixture import make_gaussian_mixture
@@ -23,6 +23,7 @@ from .real import (
 from .smiley_faces import conditioned_model, load_usps_bcm, make_smiley_faces
 
 __all__ = [
+    "DataHomeMissing",
     "Dataset",
     "FACE_CLUSTERS",
     "FACE_FEATURES",

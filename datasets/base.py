@@ -47,12 +47,17 @@ class Dataset:
         return f"Dataset({self.name!r}, X {type(self.X).__name__} {self.X.shape}, {labels})"
 
 
+class DataHomeMissing(ValueError):
+    """Neither ``data_home`` nor the ``INTERPRETABLE_ZOO_DATA`` environment variable names a data folder."""
+
+
 def resolve_data_home(data_home: str | os.PathLike | None = None) -> Path:
-    """The real-data folder: ``data_home`` if given, else the ``INTERPRETABLE_ZOO_DATA`` environment variable."""
+    """The real-data folder: ``data_home`` if given, else the ``INTERPRETABLE_ZOO_DATA`` environment
+    variable; :class:`DataHomeMissing` (a ValueError) naming both when neither is set."""
     if data_home is None:
         data_home = os.environ.get(DATA_HOME_ENV) or None
     if data_home is None:
-        raise ValueError(
+        raise DataHomeMissing(
             f"no data folder: pass data_home= or set the {DATA_HOME_ENV} environment variable "
             "to the folder of real datasets"
         )

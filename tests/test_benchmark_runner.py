@@ -2,7 +2,9 @@
 
 import pytest
 
+from benchmarks import __main__ as benchmarks_main
 from benchmarks import runner
+from interpretable_zoo.datasets import load_usps
 
 
 def test_update_results_replaces_only_the_sections_it_ran(tmp_path):
@@ -41,3 +43,13 @@ def test_time_call_runs_warmup_then_repeats():
     assert len(calls) == 5 and seconds >= 0
     with pytest.raises(ValueError, match="repeat"):
         runner.time_call(lambda: None, repeat=0)
+
+
+def test_a_benchmark_without_its_data_folder_is_skipped_with_the_reason(monkeypatch, capsys):
+    monkeypatch.delenv("INTERPRETABLE_ZOO_DATA", raising=False)
+    monkeypatch.setattr(runner, "REGISTRY", {})
+    monkeypatch.setattr(benchmarks_main, "REGISTRY", runner.REGISTRY)
+    monkeypatch.setattr(benchmarks_main, "discover", lambda: None)
+    runner.benchmark("needs_usps")(lambda: [runner.Comparison("t", 1.0, "p", 1.0, str(load_usps().X.shape))])
+    assert benchmarks_main.main(["-k", "needs_usps"]) == 1
+    assert "skipped: no data folder" in capsys.readouterr().out

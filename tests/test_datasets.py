@@ -20,8 +20,9 @@ def test_data_home_argument_beats_environment(monkeypatch, tmp_path):
 
 def test_data_home_unset_names_argument_and_variable(monkeypatch):
     monkeypatch.delenv("INTERPRETABLE_ZOO_DATA", raising=False)
-    with pytest.raises(ValueError, match="data_home") as error:
+    with pytest.raises(ds.DataHomeMissing, match="data_home") as error:  # a ValueError
         ds.resolve_data_home()
+    assert isinstance(error.value, ValueError)
     assert "INTERPRETABLE_ZOO_DATA" in str(error.value)
 
 
