@@ -320,30 +320,17 @@ def tempered_update(spec: TargetSpec, data: BitData, state: LadderState, uniform
     return _ladder_state(ladder, state.rng_key)
 
 
-def tempered_steps(spec: TargetSpec, data: BitData, state: LadderState, inverse_temperatures, n_steps: int) -> LadderState:
-    """``n_steps`` iterations of :func:`tempered_update` with all their uniforms drawn at once; the
-    returned ``accept_prob`` is the temperature-1 copy's mean over them."""
-    rng_key, key_steps = random.split(state.rng_key)
-    uniforms = random.uniform(key_steps, (n_steps, len(inverse_temperatures), UNIFORMS_PER_COPY))
-
-    def one(chain_state, step_uniforms):
-        chain_state = tempered_update(spec, data, chain_state, step_uniforms, inverse_temperatures)
-        return chain_state, chain_state.accept_prob
-
-    state, accept_probs = lax.scan(one, state, uniforms)
-    return state._replace(accept_prob=accept_probs.mean(), rng_key=rng_key)
-
-
-def plain_steps(spec: TargetSpec, data: BitData, state: BRLState, n_steps: int) -> BRLState:
-    """``n_steps`` Metropolis-Hastings steps (:func:`mh_update`) with all their uniforms drawn at once;
-    the returned ``accept_prob`` is their mean."""
+def run_steps(update, state, n_steps: int, uniforms_per_step: tuple):
+    """``n_steps`` iterations of ``update(state, uniforms)`` (:func:`mh_update` or :func:`tempered_update`)
+    with all their uniforms, ``uniforms_per_step`` each, drawn at once from the state's key; the returned
+    ``accept_prob`` is the mean over the iterations (for a ladder, the temperature-1 copy's)."""
     rng_key, key_steps = random.split(state.rng_key)
 
     def one(chain_state, step_uniforms):
-        chain_state = mh_update(spec, data, chain_state, step_uniforms)
+        chain_state = update(chain_state, step_uniforms)
         return chain_state, chain_state.accept_prob
 
-    state, accept_probs = lax.scan(one, state, random.uniform(key_steps, (n_steps, UNIFORMS_PER_STEP)))
+    state, accept_probs = lax.scan(one, state, random.uniform(key_steps, (n_steps, *uniforms_per_step)))
     return state._replace(accept_prob=accept_probs.mean(), rng_key=rng_key)
 
 
@@ -412,9 +399,12 @@ class BRLMetropolisHastings(MCMCKernel):
 
     def sample(self, state, model_args, model_kwargs):
         def step(chain_state):
-            if len(self.inverse_temperatures) == 1:
-                return plain_steps(self._spec, self._data, chain_state, self.steps_per_sample)
-            return tempered_steps(self._spec, self._data, chain_state, self.inverse_temperatures, self.steps_per_sample)
+            betas, spec, data = self.inverse_temperatures, self._spec, self._data
+            if len(betas) == 1:
+                update, shape = (lambda s, u: mh_update(spec, data, s, u)), (UNIFORMS_PER_STEP,)
+            else:
+                update, shape = (lambda s, u: tempered_update(spec, data, s, u, betas)), (len(betas), UNIFORMS_PER_COPY)
+            return run_steps(update, chain_state, self.steps_per_sample, shape)
 
         if _is_batched(state.rng_key):
             return jax.vmap(step)(state)
