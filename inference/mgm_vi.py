@@ -359,7 +359,7 @@ def run_cavi(params, ext, priors, *, tol, max_sweeps, exact_or=False):
 
 def random_responsibilities(key, W, active):
     """nu from distinct random observations as centres of the active clusters: each observation to its
-    nearest centre in Hamming distance (0.9), the rest spread over the active clusters."""
+    nearest centre in Hamming distance (:func:`soft_responsibilities`)."""
     width = active.shape[0]
     centres = W[jax.random.permutation(key, W.shape[0])[:width]]
     distance = W @ (1 - centres).T + (1 - W) @ centres.T
@@ -367,6 +367,12 @@ def random_responsibilities(key, W, active):
     noise = jax.vmap(lambda k: jax.random.uniform(jax.random.fold_in(noise_key, k), W.shape[:1], W.dtype, 0, 1e-3),
                      out_axes=1)(jnp.arange(width))  # fmt: skip
     hard = jax.nn.one_hot(jnp.argmin(jnp.where(active, distance + noise, jnp.inf), 1), width, dtype=W.dtype)
+    return soft_responsibilities(hard, active)
+
+
+def soft_responsibilities(hard, active):
+    """nu from a hard clustering (N, K) one-hot: 0.9 on each observation's cluster, the remaining 0.1
+    spread over the active clusters, 0 on the others."""
     return jnp.where(active, 0.9 * hard + 0.1 / active.sum(), 0.0)
 
 
@@ -550,7 +556,7 @@ def best_singleton_start(key, W, kmeans_onehot, active, priors: Priors, config: 
     ``config.start_sweeps`` coordinate-ascent sweeps (the search's first iteration runs the chosen one to
     convergence)."""
     ext = singleton_extraction(W)
-    kmeans_nu = jnp.where(active, 0.9 * kmeans_onehot + 0.1 / active.sum(), 0.0)
+    kmeans_nu = soft_responsibilities(kmeans_onehot, active)
     random_nus = jax.vmap(lambda k: random_responsibilities(k, W, active))(jax.random.split(key, config.n_init - 1))
 
     def fit(nu):
