@@ -22,7 +22,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 
 from interpretable_zoo.diagnostics import summary, to_inference_data
 from interpretable_zoo.inference.bcm_gibbs import BCMGibbs
-from interpretable_zoo.inference.mcmc import check_positive_int, run_mcmc
+from interpretable_zoo.inference.mcmc import check_positive_int, default_chain_method, run_mcmc
 from interpretable_zoo.models import bcm
 
 SUMMARY_VARS = ("log_joint", "sorted_cluster_size", "n_subspace_features")
@@ -305,9 +305,10 @@ def fit_bcm(
     with the exact collapsed Gibbs sampler.
 
     ``init``: "random" (uniform cluster indices), or an (N,) array of initial clusters, one per
-    observation (see :func:`corrupt_half_labels` for the paper's digits scheme). ``n_values``: for
-    integer codes, the number of values V_j of each feature (P,), e.g. 7 for every pixel of 7-bin digits;
-    by default 1 + the largest code seen (at least 2).
+    observation (see :func:`corrupt_half_labels` for the paper's digits scheme), or a (num_chains, N)
+    array, one start per chain (vectorized chains only), e.g. to compare starts in one compiled run.
+    ``n_values``: for integer codes, the number of values V_j of each feature (P,), e.g. 7 for every pixel
+    of 7-bin digits; by default 1 + the largest code seen (at least 2).
     """
     data = _with_n_values(encode_categorical(X), n_values, isinstance(X, pd.DataFrame))
     n_obs = data.codes.shape[0]
@@ -321,8 +322,11 @@ def fit_bcm(
         init_labels = None
     else:
         init_labels = np.asarray(init)
-        if init_labels.shape != (n_obs,) or not np.issubdtype(init_labels.dtype, np.integer):
-            raise ValueError(f"init: expected 'random' or integer clusters of shape ({n_obs},), got {init_labels.shape}")
+        shapes = [(n_obs,), (num_chains, n_obs)]
+        if init_labels.shape not in shapes or not np.issubdtype(init_labels.dtype, np.integer):
+            raise ValueError(f"init: expected 'random' or integer clusters of shape {shapes}, got {init_labels.shape}")
+        if init_labels.ndim == 2 and (chain_method or default_chain_method(num_chains)) != "vectorized":
+            raise ValueError("init: one start per chain needs chain_method='vectorized'")
         if init_labels.min() < 0 or init_labels.max() >= n_clusters:
             raise ValueError(f"init: initial clusters must lie in 0..{n_clusters - 1}")
     extra = ("potential_energy", "row_counts", "sorted_cluster_size")

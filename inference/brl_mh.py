@@ -14,7 +14,11 @@ words); a rule's captures are ``truth AND uncaught`` and its label counts popula
 (Yang et al.'s speed trick). The state keeps ``uncaught[j]``, the samples no rule before position j
 holds for; after a move the positions before the first changed one are read from this cache and the
 later ones are recomputed from it (as a fixed-shape prefix-OR scan, so vectorized chains stay fused).
-The log target is :func:`models.brl.log_prior` + :func:`models.brl.log_marginal_likelihood`.
+The log target is :func:`models.brl.log_prior` + :func:`models.brl.log_marginal_likelihood`, evaluated
+from the model file's lookup tables (:func:`models.brl.prior_tables`, folded into constants of the
+compiled step, and :func:`models.brl.likelihood_tables`, built with the data in :func:`target_data`):
+the state keeps how many rules of each cardinality the list holds, and a step gathers and adds
+instead of evaluating log Gamma.
 
 Parallel tempering (an option of the kernel): each chain runs K copies, copy k targeting
 p(d) p(y | d)^beta_k with 1 = beta_0 > beta_1 > ... (the prior untempered, so the hottest copies
@@ -41,12 +45,18 @@ REVERSE_MOVE = jnp.array([DELETE, INSERT, SWAP])
 LENGTH_CHANGE = jnp.array([1, -1, 0])
 
 
-class BitData(NamedTuple):
-    """The data as bit vectors: ``truth_bits`` (|A|, W), ``label_bits`` (L, W), ``sample_bits`` (W,)."""
+class TargetData(NamedTuple):
+    """The data a step reads, as arrays: bit vectors ``truth_bits`` (|A| + 1, W, the last row empty:
+    the truth table of the padding -1), ``label_bits`` (L + 1, W: each class, then all samples) and
+    ``sample_bits`` (W,); ``cardinality_index`` (|A|,): c - 1 for an antecedent of cardinality c;
+    the model file's ``likelihood`` tables for n samples. (The prior and proposal tables depend only
+    on the :class:`TargetSpec`; they are built inside the compiled step, where XLA folds them.)"""
 
     truth_bits: jnp.ndarray
     label_bits: jnp.ndarray
     sample_bits: jnp.ndarray
+    cardinality_index: jnp.ndarray
+    likelihood: brl.LikelihoodTables
 
 
 class BRLState(NamedTuple):
@@ -54,11 +64,16 @@ class BRLState(NamedTuple):
 
     z: dict
     uncaught: jnp.ndarray  # (capacity + 1, W): samples not captured by the rules before position j
+    cardinality_counts: jnp.ndarray  # (C,): rules of the list of each cardinality
     log_prior: jnp.ndarray
     log_likelihood: jnp.ndarray
-    potential_energy: jnp.ndarray
     accept_prob: jnp.ndarray
     rng_key: jnp.ndarray
+
+    @property
+    def potential_energy(self):
+        """-(log prior + log likelihood), NumPyro's name for the negative log target."""
+        return -(self.log_prior + self.log_likelihood)
 
 
 class TargetSpec(NamedTuple):
@@ -73,29 +88,54 @@ class TargetSpec(NamedTuple):
     def n_antecedents(self) -> int:
         return len(self.cardinalities)
 
+    @property
+    def cardinalities_can_run_out(self) -> bool:
+        return brl.cardinalities_can_run_out(self.cardinalities, self.capacity)
 
-def pack_bits(bits) -> jnp.ndarray:
-    """Pack the last axis of a boolean array into uint32 words (bit k of word w is element 32 w + k)."""
-    bits = jnp.asarray(bits, dtype=bool)
+
+def pack_bits(bits):
+    """Pack the last axis of a boolean array into uint32 words (bit k of word w is element 32 w + k);
+    with NumPy for concrete input (no compilation), with JAX for traced input."""
+    xp = jnp if isinstance(bits, jax.core.Tracer) else np
+    bits = xp.asarray(bits, dtype=bool)
     n = bits.shape[-1]
     n_words = max(1, -(-n // 32))
-    padded = jnp.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, n_words * 32 - n)])
-    words = padded.reshape(*bits.shape[:-1], n_words, 32).astype(jnp.uint32)
-    return (words << jnp.arange(32, dtype=jnp.uint32)).sum(axis=-1, dtype=jnp.uint32)
+    padded = xp.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, n_words * 32 - n)])
+    words = padded.reshape(*bits.shape[:-1], n_words, 32).astype(xp.uint32)
+    return (words << xp.arange(32, dtype=xp.uint32)).sum(axis=-1, dtype=xp.uint32)
 
 
-def bit_data(truth_table, y, n_classes: int) -> BitData:
+def target_data(spec: TargetSpec, truth_table, y) -> TargetData:
     """Pack a (n, |A|) truth table and labels 0..L-1 (y may be traced, e.g. vmapped over data sets)."""
-    y = jnp.asarray(y)
-    return BitData(
-        truth_bits=pack_bits(jnp.asarray(truth_table, dtype=bool).T),
-        label_bits=pack_bits(y[None, :] == jnp.arange(n_classes)[:, None]),
-        sample_bits=pack_bits(jnp.ones(y.shape[-1], bool)),
+    n_samples = np.shape(y)[-1]
+    if isinstance(y, jax.core.Tracer):
+        classes = y[None, :] == jnp.arange(spec.n_classes)[:, None]
+        labels = jnp.concatenate([classes, jnp.ones((1, n_samples), bool)])
+    else:
+        classes = np.asarray(y)[None, :] == np.arange(spec.n_classes)[:, None]
+        labels = np.concatenate([classes, np.ones((1, n_samples), bool)])
+    return TargetData(
+        truth_bits=jnp.asarray(pack_bits(np.pad(np.asarray(truth_table, dtype=bool), ((0, 0), (0, 1))).T)),
+        label_bits=jnp.asarray(pack_bits(labels)),
+        sample_bits=jnp.asarray(pack_bits(np.ones(n_samples, bool))),
+        cardinality_index=jnp.asarray(np.asarray(spec.cardinalities, np.int32) - 1),
+        likelihood=brl.likelihood_tables(spec.priors.alpha_vector(spec.n_classes), n_samples),
     )
 
 
+def log_proposal_table(spec: TargetSpec) -> jnp.ndarray:
+    """(3, capacity + 1): :func:`log_proposal_probability` of each move type at each list length."""
+    def at_every_length(move):
+        return jax.vmap(lambda m: log_proposal_probability(move, m, spec.n_antecedents, spec.capacity))(jnp.arange(spec.capacity + 1))
+
+    return jnp.stack([at_every_length(move) for move in (INSERT, DELETE, SWAP)])
+
+
 def _popcount(words) -> jnp.ndarray:
-    return lax.population_count(words).astype(jnp.int32).sum(axis=-1, dtype=jnp.int32)
+    """Set bits summed over the last axis; the sum is a matrix-vector product (exact in float32 below
+    2**24 samples), which XLA runs faster on CPU than a small integer reduction."""
+    bits = lax.population_count(words).astype(jnp.float32)
+    return (bits @ jnp.ones(words.shape[-1], jnp.float32)).astype(jnp.int32)
 
 
 def move_log_probabilities(length, capacity: int) -> jnp.ndarray:
@@ -123,79 +163,104 @@ def _uniform_index(u, count):
 def propose(uniforms, rules, length, n_antecedents: int):
     """Draw a move for one padded list from four uniforms in [0, 1).
 
-    Returns (move, new_rules, new_length, first_changed_position); the move type is drawn from
-    :func:`move_log_probabilities` with capacity ``rules.shape[0]``, then the rule and positions
-    uniformly as in the module docstring.
+    Returns (move, new_rules, new_length, first_changed_position, inserted_rule, deleted_rule); the
+    move type is drawn from :func:`move_log_probabilities` with capacity ``rules.shape[0]`` (the
+    k-th of the feasible moves: insert, delete, swap in that order, insert infeasible only at a full
+    list), then the rule and positions uniformly as in the module docstring. ``inserted_rule`` and
+    ``deleted_rule`` are those the move would insert or delete, whichever move is drawn.
     """
     capacity = rules.shape[0]
     positions = jnp.arange(capacity)
-    feasible = jnp.isfinite(move_log_probabilities(length, capacity))
-    move = jnp.argmax(jnp.cumsum(feasible) > _uniform_index(uniforms[0], feasible.sum()))
+    length = jnp.asarray(length, jnp.int32)
+    n_moves = (length < capacity).astype(jnp.int32) + (length >= 1) + (length >= 2)
+    move = _uniform_index(uniforms[0], n_moves) + (length == capacity)
 
-    # the rank-th antecedent not in the list: with the listed ones sorted, s_i <= answer iff s_i - i <= rank
+    # the rank-th antecedent not in the list: a listed s is below it iff s - #(listed below s) <= rank
+    listed = positions < length
+    listed_below = (listed[None, :] & (rules[None, :] < rules[:, None])).sum(axis=1)
     rank = _uniform_index(uniforms[1], n_antecedents - length)
-    listed = jnp.sort(jnp.where(rules >= 0, rules, n_antecedents + capacity))
-    new_rule = rank + jnp.sum(listed - positions <= rank)
+    new_rule = rank + jnp.sum(listed & (rules - listed_below <= rank))
+
     insert_at = _uniform_index(uniforms[2], length + 1)
-    before = rules[jnp.maximum(positions - 1, 0)]
-    inserted = jnp.where(positions < insert_at, rules, jnp.where(positions == insert_at, new_rule, before))
-
-    delete_at = _uniform_index(uniforms[2], length)
-    after = jnp.where(positions + 1 < capacity, rules[jnp.minimum(positions + 1, capacity - 1)], -1)
-    deleted = jnp.where(positions < delete_at, rules, after)
-
-    first = _uniform_index(uniforms[2], length)
+    delete_at = _uniform_index(uniforms[2], length)  # also the first position of a swap
     other = _uniform_index(uniforms[3], length - 1)
-    other = other + (other >= first)
-    swapped = rules.at[first].set(rules[other]).at[other].set(rules[first])
-
+    other = other + (other >= delete_at)
+    shifted_right = jnp.concatenate([rules[:1], rules[:-1]])
+    shifted_left = jnp.concatenate([rules[1:], jnp.full(1, -1, rules.dtype)])
+    inserted = jnp.where(positions < insert_at, rules, jnp.where(positions == insert_at, new_rule, shifted_right))
+    deleted = jnp.where(positions < delete_at, rules, shifted_left)
+    swapped = jnp.where(positions == delete_at, rules[other], jnp.where(positions == other, rules[delete_at], rules))
+    # indexing by the move (rather than selecting) makes XLA compute these once, not inside every consumer
     new_rules = jnp.stack([inserted, deleted, swapped])[move]
-    changed = jnp.stack([insert_at, delete_at, jnp.minimum(first, other)])[move]
-    return move, new_rules, length + LENGTH_CHANGE[move], changed
+    changed = jnp.stack([insert_at, delete_at, jnp.minimum(delete_at, other)])[move]
+    new_length = length + LENGTH_CHANGE[move]
+    return move, new_rules, new_length, changed, new_rule, rules[delete_at]
 
 
-def recount(data: BitData, rules, length, uncaught, start):
+def _exclusive_prefix_or(words):
+    """(capacity + 1, W): row j is the OR of rows 0..j-1 of ``words`` (capacity, W); a Hillis-Steele
+    scan of log2(capacity) shifted ORs."""
+    covered = jnp.concatenate([jnp.zeros_like(words[:1]), words])
+    shift = 1
+    while shift < words.shape[0]:
+        covered = covered | jnp.pad(covered[:-shift], ((shift, 0), (0, 0)))
+        shift *= 2
+    return covered
+
+
+def recount(data: TargetData, rules, length, uncaught, start):
     """Captures and label counts after a change at position ``start``.
 
     The samples uncaught before position j are read from the cache ``uncaught`` for j <= ``start``
     (the rules before ``start`` are unchanged); beyond it they are the cached ``uncaught[start]`` minus
-    the union of the truth tables of rules ``start``..j-1 (a prefix OR over positions, computed as a
-    fixed-shape scan so that vectorized chains stay fused). Counts are population counts of
-    ``truth(rule j) AND uncaught[j] AND label``; counts beyond ``length`` are zero.
-    Returns (uncaught, rule_counts, default_counts).
+    the union of the truth tables of rules ``start``..j-1 (a fixed-shape prefix OR, so that vectorized
+    chains stay fused). Counts are population counts of ``truth(rule j) AND uncaught[j] AND label``.
+    Returns (uncaught, counts): counts (capacity + 1, L + 1) holds the rules' counts in rows j <
+    ``length``, the default rule's (all samples still uncaught) in row ``length``, zeros after it,
+    and each row's total in the last column.
     """
-    positions = jnp.arange(rules.shape[0])
-    truth = data.truth_bits[jnp.maximum(rules, 0)]  # (capacity, W)
-    changed = ((positions >= start) & (positions < length))[:, None]
-    covered = lax.associative_scan(jnp.bitwise_or, jnp.where(changed, truth, jnp.uint32(0)), axis=0)
-    covered_before = jnp.concatenate([jnp.zeros_like(covered[:1]), covered])  # OR of changed rules before j
-    cached = uncaught[jnp.minimum(jnp.arange(rules.shape[0] + 1), start)]
-    uncaught = cached & ~covered_before
-    rule_counts = _popcount(truth[:, None, :] & uncaught[:-1, None, :] & data.label_bits[None])
-    rule_counts = jnp.where((positions < length)[:, None], rule_counts, 0)
-    return uncaught, rule_counts, _popcount(uncaught[length] & data.label_bits)
+    rows = jnp.arange(rules.shape[0] + 1)
+    empty = data.truth_bits.shape[0] - 1
+    listed = jnp.concatenate([jnp.where(rules >= 0, rules, empty), jnp.full(1, empty, rules.dtype)])
+    truth = data.truth_bits[listed]  # (capacity + 1, W), the last row and those beyond ``length`` empty
+    covered_before = _exclusive_prefix_or(jnp.where((rows[:-1] >= start)[:, None], truth[:-1], jnp.uint32(0)))
+    uncaught = uncaught[jnp.minimum(rows, start)] & ~covered_before
+    rule_bits = jnp.where((rows == length)[:, None], ~jnp.uint32(0), truth)
+    return uncaught, _popcount(rule_bits[:, None, :] & uncaught[:, None, :] & data.label_bits[None])
 
 
-def log_target_terms(spec: TargetSpec, rules, length, rule_counts, default_counts):
-    """(log prior, log likelihood) of a list, from the model file's formulas."""
+def list_cardinality_counts(data: TargetData, rules, length, n_cardinalities: int):
+    """n_c: how many of the list's rules have cardinality c, for c = 1..C."""
+    index = jnp.where(jnp.arange(rules.shape[0]) < length, data.cardinality_index[jnp.maximum(rules, 0)], -1)
+    return (index[:, None] == jnp.arange(n_cardinalities)).sum(axis=0, dtype=jnp.int32)
+
+
+def log_target_terms(spec: TargetSpec, data: TargetData, rules, length, cardinality_counts, counts):
+    """(log prior, log likelihood) of a list from the model file's tables (see
+    :func:`models.brl.log_prior_from_counts`; the normaliser correction is added only when a
+    cardinality can run out)."""
     cardinalities = np.asarray(spec.cardinalities)
-    log_prior = brl.log_prior(rules, length, cardinalities, spec.priors, spec.capacity)
-    alpha = spec.priors.alpha_vector(spec.n_classes)
-    return log_prior, brl.log_marginal_likelihood(rule_counts, default_counts, length, alpha)
+    tables = brl.prior_tables(cardinalities, spec.priors, spec.capacity)
+    log_prior = brl.log_prior_from_counts(tables, length, cardinality_counts)
+    if spec.cardinalities_can_run_out:
+        log_prior = log_prior + brl.cardinality_normaliser_correction(rules, length, cardinalities, spec.priors)
+    return log_prior, brl.log_marginal_likelihood_from_tables(data.likelihood, counts)
 
 
-def init_chain(spec: TargetSpec, data: BitData, rng_key, rules, length) -> BRLState:
+def init_chain(spec: TargetSpec, data: TargetData, rng_key, rules, length) -> BRLState:
     """The chain state of a given padded list (captures computed from position 0)."""
+    rules, length = rules.astype(jnp.int32), jnp.asarray(length, jnp.int32)
     n_words = data.sample_bits.shape[0]
     uncaught = jnp.zeros((spec.capacity + 1, n_words), jnp.uint32).at[0].set(data.sample_bits)
-    uncaught, rule_counts, default_counts = recount(data, rules, length, uncaught, 0)
-    log_prior, log_likelihood = log_target_terms(spec, rules, length, rule_counts, default_counts)
+    uncaught, counts = recount(data, rules, length, uncaught, 0)
+    cardinality_counts = list_cardinality_counts(data, rules, length, int(max(spec.cardinalities)))
+    log_prior, log_likelihood = log_target_terms(spec, data, rules, length, cardinality_counts, counts)
     return BRLState(
-        z={"rules": rules.astype(jnp.int32), "length": jnp.asarray(length, jnp.int32)},
+        z={"rules": rules, "length": length},
         uncaught=uncaught,
+        cardinality_counts=cardinality_counts,
         log_prior=log_prior,
         log_likelihood=log_likelihood,
-        potential_energy=-(log_prior + log_likelihood),
         accept_prob=jnp.zeros((), log_prior.dtype),
         rng_key=rng_key,
     )
@@ -218,24 +283,29 @@ UNIFORMS_PER_STEP = 5
 """Uniforms one Metropolis-Hastings step consumes: four for :func:`propose`, one for the acceptance."""
 
 
-def mh_step(spec: TargetSpec, data: BitData, state: BRLState, inverse_temperature=1.0) -> BRLState:
+def mh_step(spec: TargetSpec, data: TargetData, state: BRLState, inverse_temperature=1.0) -> BRLState:
     """One Metropolis-Hastings step (:func:`mh_update`) with uniforms drawn from the state's key."""
     rng_key, key_step = random.split(state.rng_key)
     uniforms = random.uniform(key_step, (UNIFORMS_PER_STEP,))
     return mh_update(spec, data, state._replace(rng_key=rng_key), uniforms, inverse_temperature)
 
 
-def mh_update(spec: TargetSpec, data: BitData, state: BRLState, uniforms, inverse_temperature=1.0) -> BRLState:
+def mh_update(spec: TargetSpec, data: TargetData, state: BRLState, uniforms, inverse_temperature=1.0) -> BRLState:
     """One Metropolis-Hastings step with the exact Hastings ratio Q(d | d*) / Q(d* | d), targeting
     :func:`tempered_log_target` at ``inverse_temperature`` (the posterior by default), driven by
     ``uniforms`` (UNIFORMS_PER_STEP,) in [0, 1); the state's ``rng_key`` is left as it is."""
     rules, length = state.z["rules"], state.z["length"]
-    move, new_rules, new_length, changed = propose(uniforms[:4], rules, length, spec.n_antecedents)
-    uncaught, rule_counts, default_counts = recount(data, new_rules, new_length, state.uncaught, changed)
-    log_prior, log_likelihood = log_target_terms(spec, new_rules, new_length, rule_counts, default_counts)
-    log_hastings = log_proposal_probability(REVERSE_MOVE[move], new_length, spec.n_antecedents, spec.capacity) - (
-        log_proposal_probability(move, length, spec.n_antecedents, spec.capacity)
+    move, new_rules, new_length, changed, inserted, deleted = propose(uniforms[:4], rules, length, spec.n_antecedents)
+    cardinalities = jnp.arange(state.cardinality_counts.shape[0])
+    cardinality_counts = (
+        state.cardinality_counts
+        + ((move == INSERT) & (cardinalities == data.cardinality_index[inserted]))
+        - ((move == DELETE) & (cardinalities == data.cardinality_index[deleted]))
     )
+    uncaught, counts = recount(data, new_rules, new_length, state.uncaught, changed)
+    log_prior, log_likelihood = log_target_terms(spec, data, new_rules, new_length, cardinality_counts, counts)
+    log_proposal = log_proposal_table(spec)
+    log_hastings = log_proposal[REVERSE_MOVE[move], new_length] - log_proposal[move, length]
     log_ratio = (
         tempered_log_target(log_prior, log_likelihood, inverse_temperature)
         - tempered_log_target(state.log_prior, state.log_likelihood, inverse_temperature)
@@ -246,9 +316,9 @@ def mh_update(spec: TargetSpec, data: BitData, state: BRLState, uniforms, invers
     proposal = BRLState(
         z={"rules": new_rules, "length": new_length},
         uncaught=uncaught,
+        cardinality_counts=cardinality_counts.astype(jnp.int32),
         log_prior=log_prior,
         log_likelihood=log_likelihood,
-        potential_energy=-(log_prior + log_likelihood),
         accept_prob=accept_prob,
         rng_key=state.rng_key,
     )
@@ -263,9 +333,12 @@ class LadderState(NamedTuple):
 
     z: dict
     ladder: BRLState
-    potential_energy: jnp.ndarray
     accept_prob: jnp.ndarray
     rng_key: jnp.ndarray
+
+    @property
+    def potential_energy(self):
+        return self.ladder.potential_energy[..., 0]
 
 
 def check_inverse_temperatures(inverse_temperatures) -> tuple[float, ...]:
@@ -300,15 +373,15 @@ def swap_step(ladder: BRLState, inverse_temperatures, uniforms, parity) -> BRLSt
     log_ratio = (betas - betas[partner]) * (log_likelihood[partner] - log_likelihood)
     accept = (partner != copies) & (uniforms[jnp.minimum(copies, partner)] < jnp.exp(log_ratio))
     source = jnp.where(accept, partner, copies)
-    moved = jax.tree.map(lambda x: x[source], (ladder.z, ladder.uncaught, ladder.log_prior, log_likelihood, ladder.potential_energy))
-    return ladder._replace(z=moved[0], uncaught=moved[1], log_prior=moved[2], log_likelihood=moved[3], potential_energy=moved[4])
+    moved = jax.tree.map(lambda x: x[source], ladder._replace(accept_prob=None, rng_key=None))
+    return moved._replace(accept_prob=ladder.accept_prob, rng_key=ladder.rng_key)
 
 
 UNIFORMS_PER_COPY = UNIFORMS_PER_STEP + 1
 """Uniforms one copy of the ladder consumes per iteration: its MH step, and one for the swaps."""
 
 
-def tempered_update(spec: TargetSpec, data: BitData, state: LadderState, uniforms, inverse_temperatures) -> LadderState:
+def tempered_update(spec: TargetSpec, data: TargetData, state: LadderState, uniforms, inverse_temperatures) -> LadderState:
     """One parallel-tempering iteration driven by ``uniforms`` (K, UNIFORMS_PER_COPY): an MH step in
     every copy at its own temperature, then swaps between neighbours of a random parity. Every part
     leaves the product of the tempered targets invariant, so the temperature-1 copy samples the
@@ -326,17 +399,19 @@ def run_steps(update, state, n_steps: int, uniforms_per_step: tuple):
     ``accept_prob`` is the mean over the iterations (for a ladder, the temperature-1 copy's)."""
     rng_key, key_steps = random.split(state.rng_key)
 
-    def one(chain_state, step_uniforms):
+    def one(carry, step_uniforms):
+        chain_state, accept_total = carry
         chain_state = update(chain_state, step_uniforms)
-        return chain_state, chain_state.accept_prob
+        return (chain_state, accept_total + chain_state.accept_prob), None
 
-    state, accept_probs = lax.scan(one, state, random.uniform(key_steps, (n_steps, *uniforms_per_step)))
-    return state._replace(accept_prob=accept_probs.mean(), rng_key=rng_key)
+    uniforms = random.uniform(key_steps, (n_steps, *uniforms_per_step))
+    (state, accept_total), _ = lax.scan(one, (state, jnp.zeros_like(state.accept_prob)), uniforms)
+    return state._replace(accept_prob=accept_total / n_steps, rng_key=rng_key)
 
 
 def _ladder_state(ladder: BRLState, rng_key) -> LadderState:
     cold = jax.tree.map(lambda x: x[0], ladder)
-    return LadderState(cold.z, ladder, cold.potential_energy, cold.accept_prob, rng_key)
+    return LadderState(cold.z, ladder, cold.accept_prob, rng_key)
 
 
 def _is_batched(rng_key) -> bool:
@@ -378,7 +453,7 @@ class BRLMetropolisHastings(MCMCKernel):
         cardinalities = tuple(int(c) for c in np.asarray(cardinalities))
         capacity = brl.list_capacity(len(cardinalities), model_kwargs.get("max_length"))
         self._spec = TargetSpec(priors, cardinalities, int(n_classes), capacity)
-        self._data = bit_data(truth_table, y, int(n_classes))
+        self._data = target_data(self._spec, truth_table, y)
         n_copies = len(self.inverse_temperatures)
 
         def init_copy(key, params):

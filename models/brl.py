@@ -8,7 +8,10 @@ program, and the two formulas the fast sampler uses, defined once here:
 - :func:`log_prior`: log p(d | A, lam, eta) of a padded list (truncated Poisson length, truncated
   Poisson cardinalities among those still available, uniform antecedent among the remaining ones);
 - :func:`log_marginal_likelihood`: the Dirichlet-multinomial log p(y | x, d, alpha) with every
-  theta_j integrated out.
+  theta_j integrated out;
+- the same two as table lookups (:func:`prior_tables` with :func:`log_prior_from_counts`,
+  :func:`likelihood_tables` with :func:`log_marginal_likelihood_from_tables`), built once per target
+  so that a sampler step gathers and adds instead of evaluating log Gamma.
 
 A list is stored padded: ``rules`` (max_length,) int antecedent indices, -1 after position ``length``.
 Antecedents are described by their truth table over the samples (n, |A|) and their cardinalities.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -25,6 +29,7 @@ import numpyro
 import numpyro.distributions as dist
 from jax.scipy.special import gammaln, logsumexp
 from numpyro import handlers
+from scipy import special
 
 
 @dataclass(frozen=True)
@@ -95,12 +100,9 @@ def log_cardinality_prior(priors: Priors, remaining) -> jnp.ndarray:
     return jnp.where(remaining > 0, weights - jnp.where(jnp.isfinite(norm), norm, 0.0), -jnp.inf)
 
 
-def log_prior(rules, length, cardinalities, priors: Priors, max_length: int):
-    """log p(d | A, lam, eta) of one padded list (Letham eqs. 2-4).
-
-    log p(m) + sum_{j<m} [log p(c_j | c_<j) - log #(unused antecedents of cardinality c_j before j)].
-    ``cardinalities`` must be concrete (a NumPy array); ``rules`` and ``length`` may be traced.
-    """
+def _per_rule_prior_terms(rules, length, cardinalities, priors: Priors):
+    """Per position j of a padded list: whether j < length, log p(c_j | c_<j) and the number of unused
+    antecedents of cardinality c_j before j (Letham eqs. 3-4)."""
     counts = jnp.asarray(cardinality_counts(cardinalities))
     cards = jnp.asarray(np.asarray(cardinalities))
     positions = jnp.arange(rules.shape[-1])
@@ -112,8 +114,73 @@ def log_prior(rules, length, cardinalities, priors: Priors, max_length: int):
     index = jnp.maximum(rule_cards - 1, 0)[:, None]
     log_card = jnp.take_along_axis(log_cardinality_prior(priors, remaining), index, axis=1)[:, 0]
     left = jnp.take_along_axis(remaining, index, axis=1)[:, 0]
+    return valid, index[:, 0], log_card, left
+
+
+def log_prior(rules, length, cardinalities, priors: Priors, max_length: int):
+    """log p(d | A, lam, eta) of one padded list (Letham eqs. 2-4).
+
+    log p(m) + sum_{j<m} [log p(c_j | c_<j) - log #(unused antecedents of cardinality c_j before j)].
+    ``cardinalities`` must be concrete (a NumPy array); ``rules`` and ``length`` may be traced.
+    """
+    valid, _, log_card, left = _per_rule_prior_terms(rules, length, cardinalities, priors)
     per_rule = jnp.where(valid, log_card - jnp.log(jnp.maximum(left, 1)), 0.0)
     return log_length_prior(priors, max_length)[length] + per_rule.sum()
+
+
+class PriorTables(NamedTuple):
+    """:func:`log_prior` regrouped into lookups (:func:`log_prior_from_counts`), for lists of at most
+    ``capacity`` rules. With n_c rules of cardinality c in the list, the uniform antecedent choices
+    multiply to prod_c 1 / (K_c (K_c - 1) ... (K_c - n_c + 1)) whatever their order, and while every
+    cardinality still has unused antecedents each log p(c_j | c_<j) is log p(c_j | all available).
+
+    length (capacity + 1,): log p(m); cardinality (C,): log p(c | every cardinality available);
+    choice (C, capacity + 1): -log(K_c (K_c - 1) ... (K_c - n + 1)) for n = 0..capacity.
+    """
+
+    length: jnp.ndarray
+    cardinality: jnp.ndarray
+    choice: jnp.ndarray
+
+
+def prior_tables(cardinalities, priors: Priors, capacity: int) -> PriorTables:
+    """The :class:`PriorTables` of antecedents with these (concrete) cardinalities."""
+    counts = cardinality_counts(cardinalities)
+    taken = np.arange(capacity)
+    left = counts[:, None] - taken[None, :]  # unused antecedents of cardinality c after taking `taken`
+    with np.errstate(divide="ignore"):
+        step = np.where(left > 0, -np.log(np.maximum(left, 1)), -np.inf)
+    choice = np.concatenate([np.zeros((counts.size, 1)), np.cumsum(step, axis=1)], axis=1)
+    return PriorTables(
+        length=jnp.asarray(log_length_prior(priors, capacity)),
+        cardinality=jnp.asarray(log_cardinality_prior(priors, jnp.asarray(counts))),
+        choice=jnp.asarray(choice),
+    )
+
+
+def cardinalities_can_run_out(cardinalities, capacity: int) -> bool:
+    """Whether a list of at most ``capacity`` rules can use up every antecedent of some cardinality
+    before its last rule (0 < K_c < capacity), which changes the normaliser of p(c_j | c_<j)."""
+    counts = cardinality_counts(cardinalities)
+    return bool(((counts > 0) & (counts < capacity)).any())
+
+
+def log_prior_from_counts(tables: PriorTables, length, rule_cardinality_counts):
+    """log p(m) + sum_c [n_c log p(c | all available) + log of the n_c antecedent choices]: equal to
+    :func:`log_prior` when :func:`cardinalities_can_run_out` is False, else to it minus
+    :func:`cardinality_normaliser_correction`. ``rule_cardinality_counts`` (C,): n_c of the list."""
+    total = tables.length[length]
+    for c in range(tables.cardinality.shape[0]):
+        n_c = rule_cardinality_counts[..., c]
+        total = total + jnp.where(n_c > 0, n_c * tables.cardinality[c], 0.0) + tables.choice[c, n_c]
+    return total
+
+
+def cardinality_normaliser_correction(rules, length, cardinalities, priors: Priors):
+    """sum_{j<m} [log p(c_j | c_<j) - log p(c_j | all available)]: zero until some cardinality runs out."""
+    valid, card_index, log_card, _ = _per_rule_prior_terms(rules, length, cardinalities, priors)
+    full = log_cardinality_prior(priors, jnp.asarray(cardinality_counts(cardinalities)))
+    return jnp.where(valid, log_card - full[card_index], 0.0).sum()
 
 
 def _log_multivariate_beta(a):
@@ -131,6 +198,32 @@ def log_marginal_likelihood(rule_counts, default_counts, length, alpha):
     valid = jnp.arange(rule_counts.shape[-2]) < length
     rule_terms = jnp.where(valid, _log_multivariate_beta(alpha + rule_counts) - base, 0.0)
     return rule_terms.sum() + _log_multivariate_beta(alpha + default_counts) - base
+
+
+class LikelihoodTables(NamedTuple):
+    """log Gamma differences for :func:`log_marginal_likelihood_from_tables`, for counts k = 0..n:
+    ``terms`` (n + 1, L + 1): column l < L holds log Gamma(alpha_l + k) - log Gamma(alpha_l), column L
+    holds -(log Gamma(A + k) - log Gamma(A)) with A = sum_l alpha_l."""
+
+    terms: jnp.ndarray
+
+
+def likelihood_tables(alpha, n_samples: int) -> LikelihoodTables:
+    """The :class:`LikelihoodTables` of concentration ``alpha`` (L,) for up to ``n_samples`` captures."""
+    alpha = np.asarray(alpha, dtype=np.float64)
+    k = np.arange(n_samples + 1, dtype=np.float64)[:, None]
+    class_terms = special.gammaln(alpha[None, :] + k) - special.gammaln(alpha)[None, :]
+    total_terms = special.gammaln(alpha.sum() + k) - special.gammaln(alpha.sum())
+    return LikelihoodTables(jnp.asarray(np.hstack([class_terms, -total_terms])))
+
+
+def log_marginal_likelihood_from_tables(tables: LikelihoodTables, counts_and_totals):
+    """:func:`log_marginal_likelihood` as lookups. ``counts_and_totals`` (rows, L + 1): N_j and its
+    total sum_l N_jl in the last column, one row for each rule in use and the default rule (any other
+    rows all zero: they add 0). Returns sum_j log B(alpha + N_j) - log B(alpha)."""
+    width = counts_and_totals.shape[-1]
+    per_row = sum(tables.terms[counts_and_totals[..., l], l] for l in range(width))
+    return per_row.sum()
 
 
 def capture_index(truth_table, rules, length):

@@ -19,6 +19,7 @@ from interpretable_zoo.inference.bcm_gibbs import (
     initial_state,
     problem_from_model_args,
     sweep,
+    sweep_chains,
 )
 from interpretable_zoo.inference.mcmc import run_mcmc
 from interpretable_zoo.models import bcm
@@ -114,11 +115,11 @@ def row_swap_of_exact_draws(exact_priors, move_priors, num_draws=40000, seed=0):
     params = {name: jnp.asarray(value[start], jnp.int32) for name, value in states.items()}
     problem = problem_from_model_args((X_TINY, N_CLUSTERS), {"priors": move_priors})
 
-    def move(key, params):
-        row_counts, cell_counts = _counts(problem, params["z"])
-        return _row_swap_block(problem, key, params, row_counts, cell_counts)[0]
+    def move(keys, params):  # every draw is a chain of its own
+        row_counts, cell_counts = jax.vmap(lambda z: _counts(problem, z))(params["z"])
+        return _row_swap_block(problem, keys, params, row_counts, cell_counts)[0]
 
-    moved = jax.jit(jax.vmap(move))(jax.random.split(key_move, num_draws), params)
+    moved = jax.jit(move)(jax.random.split(key_move, num_draws), params)
     moved = {name: np.asarray(value) for name, value in moved.items()}
     assert np.mean(np.any(moved["z"] != np.asarray(params["z"]), axis=(1, 2))) > 0.05  # the move does move
     indices = state_index(moved, states).reshape(8, -1)
@@ -157,6 +158,10 @@ def test_kernel_log_target_differs_from_log_density_by_a_constant(priors):
         # states built from scratch, and states reached by sweeps (counts updated incrementally)
         fresh = jax.jit(jax.vmap(lambda k, p: initial_state(problem, k, p)))(jax.random.split(jax.random.PRNGKey(1), 50), states)
         swept = jax.jit(jax.vmap(lambda s: jax.lax.fori_loop(0, 3, lambda i, t: sweep(problem, t), s)))(fresh)
+        # the vectorized sweep (stacked count tables) gives every chain exactly its single-chain draws
+        chained = jax.jit(lambda s: jax.lax.fori_loop(0, 3, lambda i, t: sweep_chains(problem, t), s))(fresh)
+        for name in ("omega", "prototype", "z"):
+            np.testing.assert_array_equal(chained.params[name], swept.params[name])
         density_of = jax.jit(jax.vmap(lambda p: log_density(bcm.collapsed_model, args, kwargs, p)[0]))
         for state in (fresh, swept):
             density = density_of(state.params)

@@ -3,6 +3,7 @@ wrapper, bad input, and the paper's smiley-face and recipe examples."""
 
 from argparse import Namespace
 
+import jax
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,6 +12,7 @@ from interpretable_zoo.datasets import load_recipes
 from interpretable_zoo.datasets.smiley_faces import SMILEY_SUBSPACES
 from interpretable_zoo.diagnostics import summary
 from interpretable_zoo.inference.bcm import BCMClusterer, cli_fit, corrupt_half_labels, fit_bcm, format_demo, smiley_demo
+from interpretable_zoo.inference.bcm_gibbs import BCMGibbs
 from interpretable_zoo.models import bcm
 
 RNG = np.random.default_rng(0)
@@ -119,6 +121,8 @@ def test_clusterer_follows_the_scikit_learn_protocol():
         (X_SMALL, 2, {"init": "kmeans"}, "init"),
         (X_SMALL, 2, {"init": np.zeros(5, int)}, "init"),
         (X_SMALL, 2, {"init": np.full(12, 2)}, "init"),
+        (X_SMALL, 2, {"init": np.zeros((3, 12), int)}, "init"),  # one start per chain, but 2 chains
+        (X_SMALL, 2, {"init": np.zeros((2, 12), int), "chain_method": "sequential"}, "init"),
         (X_SMALL, 2, {"priors": {"alpha": 1}}, "priors"),
         (X_SMALL, 2, {"num_samples": 0}, "num_samples"),
         (X_SMALL, 2, {"n_values": np.full(5, 2)}, "n_values"),  # codes up to 2 need 3 values
@@ -185,3 +189,15 @@ def test_recipes_prototypes_and_accuracy(data_home):
     print(f"accuracy via prototype labels: {accuracy:.3f}\n{table.to_string()}")
     assert accuracy >= 0.6
     assert {0, 1} <= {recipes.y[p] for p in table["prototype"]}  # pasta and chili prototypes
+
+
+def test_each_chain_can_start_from_its_own_labels():
+    """``init_labels`` with one row per chain: every token of observation i in chain c starts in cluster
+    ``starts[c, i]`` (used to run chains from several starts in one compiled sampler)."""
+    starts = np.stack([np.arange(12) % 3, np.zeros(12, int)])
+    keys = jax.random.split(jax.random.PRNGKey(0), 2)
+    state = BCMGibbs(init_labels=starts).init(keys, 0, None, (X_SMALL, 3), {})
+    np.testing.assert_array_equal(state.params["z"], np.broadcast_to(starts[:, :, None], (2, 12, 5)))
+    np.testing.assert_array_equal(state.row_counts.argmax(-1), starts)
+    with pytest.raises(ValueError, match="init_labels"):
+        BCMGibbs(init_labels=starts).init(jax.random.PRNGKey(0), 0, None, (X_SMALL, 3), {})

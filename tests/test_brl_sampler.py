@@ -104,7 +104,7 @@ def test_prior_and_likelihood_match_the_numpyro_program(priors, n_classes):
         key = jax.random.PRNGKey(3)
         alpha = priors.alpha_vector(n_classes)
         spec = brl_mh.TargetSpec(priors, tuple(CARDINALITIES), n_classes, capacity)
-        data = brl_mh.bit_data(truth_table, y, n_classes)
+        data = brl_mh.target_data(spec, truth_table, y)
         params = random_params(np.random.default_rng(5), 40, capacity, alpha)
         args = (truth_table, CARDINALITIES, n_classes, y)
 
@@ -128,6 +128,29 @@ def test_prior_and_likelihood_match_the_numpyro_program(priors, n_classes):
             )
 
         differences = jax.jit(jax.vmap(differences))(params)
+        np.testing.assert_allclose(np.asarray(differences), 0.0, atol=1e-9)
+
+
+def test_lookup_tables_equal_the_model_formulas_when_no_cardinality_runs_out():
+    """Lists of at most 2 of the 5 antecedents (3 of cardinality 1, 2 of cardinality 2) cannot use up
+    a cardinality: the kernel leaves the cardinality-normaliser correction out (it is zero), and its
+    table-based log target equals log_prior + log_marginal_likelihood on every list. (With capacity 5,
+    where the correction is added, test_prior_and_likelihood_match_the_numpyro_program checks it.)"""
+    truth_table, y = tiny_problem()
+    capacity, priors = 2, OTHER_PRIORS
+    states = all_lists(5, capacity)
+    with enable_x64():
+        spec = brl_mh.TargetSpec(priors, tuple(CARDINALITIES), 2, capacity)
+        assert not spec.cardinalities_can_run_out and brl_mh.TargetSpec(priors, tuple(CARDINALITIES), 2, 5).cardinalities_can_run_out
+        data = brl_mh.target_data(spec, truth_table, y)
+        exact = exact_log_joint(truth_table, y, 2, priors, capacity)
+
+        def differences(rules, length):
+            state = brl_mh.init_chain(spec, data, jax.random.PRNGKey(0), rules, length)
+            correction = brl.cardinality_normaliser_correction(rules, length, CARDINALITIES, priors)
+            return jnp.stack([-state.potential_energy - exact({"rules": rules, "length": length}), correction])
+
+        differences = jax.jit(jax.vmap(differences))(jnp.asarray(states["rules"]), jnp.asarray(states["length"]))
         np.testing.assert_allclose(np.asarray(differences), 0.0, atol=1e-9)
 
 
@@ -169,13 +192,18 @@ def padded(rules, capacity):
 def test_proposal_probabilities_forward_and_reverse_at_every_edge(rules, n_antecedents, capacity):
     forward = neighbours(rules, n_antecedents, capacity)
     assert sum(forward.values()) == pytest.approx(1.0)
+    table = np.asarray(brl_mh.log_proposal_table(brl_mh.TargetSpec(brl.Priors(), (1,) * n_antecedents, 2, capacity)))
     for new_rules, q in forward.items():
         move = {1: brl_mh.INSERT, -1: brl_mh.DELETE, 0: brl_mh.SWAP}[len(new_rules) - len(rules)]
         log_q = brl_mh.log_proposal_probability(move, len(rules), n_antecedents, capacity)
         assert float(log_q) == pytest.approx(math.log(q), abs=1e-6)
         reverse = neighbours(new_rules, n_antecedents, capacity)[rules]
-        log_q_reverse = brl_mh.log_proposal_probability(brl_mh.REVERSE_MOVE[move], len(new_rules), n_antecedents, capacity)
+        reverse_move = brl_mh.REVERSE_MOVE[move]
+        log_q_reverse = brl_mh.log_proposal_probability(reverse_move, len(new_rules), n_antecedents, capacity)
         assert float(log_q_reverse) == pytest.approx(math.log(reverse), abs=1e-6)
+        # the kernel reads both from its table
+        assert table[move, len(rules)] == pytest.approx(math.log(q), abs=1e-6)
+        assert table[reverse_move, len(new_rules)] == pytest.approx(math.log(reverse), abs=1e-6)
 
 
 @pytest.mark.parametrize("rules, n_antecedents, capacity", EDGE_CASES)
@@ -187,11 +215,13 @@ def test_proposals_are_drawn_with_those_probabilities(rules, n_antecedents, capa
     n_draws = 20000
     uniforms = jax.random.uniform(jax.random.PRNGKey(len(rules) + 7 * capacity), (n_draws, 4))
     draw = jax.jit(jax.vmap(lambda u: brl_mh.propose(u, padded(rules, capacity), len(rules), n_antecedents)))
-    moves, new_rules, new_lengths, changed = (np.asarray(a) for a in draw(uniforms))
+    moves, new_rules, new_lengths, changed, inserted, deleted = (np.asarray(a) for a in draw(uniforms))
     drawn = [tuple(r[:m]) for r, m in zip(new_rules.tolist(), new_lengths.tolist())]
     assert set(drawn) <= set(outcomes)
-    for r, m, c in zip(new_rules[:200], new_lengths[:200], changed[:200]):  # nothing changes before `changed`
-        assert tuple(r[:c]) == tuple(rules[:c]) and (r[m:] == -1).all()
+    for move, r, m, c, a, d in zip(moves[:200], new_rules[:200], new_lengths[:200], changed[:200], inserted[:200], deleted[:200]):
+        assert tuple(r[:c]) == tuple(rules[:c]) and (r[m:] == -1).all()  # nothing changes before `changed`
+        assert move != brl_mh.INSERT or r[c] == a  # the reported inserted / deleted rule
+        assert move != brl_mh.DELETE or rules[c] == d
     counts = np.array([drawn.count(o) for o in outcomes])
     expected = n_draws * np.array([forward[o] for o in outcomes])
     if len(outcomes) > 1:
@@ -272,9 +302,9 @@ def test_swaps_pair_neighbours_of_one_parity_with_the_exact_acceptance():
     ladder = brl_mh.BRLState(
         z={"rules": rules, "length": jnp.full(n_copies, capacity)},
         uncaught=jnp.zeros((n_copies, capacity + 1, 1), jnp.uint32),
+        cardinality_counts=jnp.tile(jnp.arange(n_copies)[:, None], (1, 2)),
         log_prior=jnp.zeros(n_copies),
         log_likelihood=log_likelihood,
-        potential_energy=-log_likelihood,
         accept_prob=jnp.zeros(n_copies),
         rng_key=jax.random.split(jax.random.PRNGKey(0), n_copies),
     )
@@ -290,6 +320,7 @@ def test_swaps_pair_neighbours_of_one_parity_with_the_exact_acceptance():
                     expected[k], expected[j] = j, k
             assert np.asarray(swapped.z["rules"][:, 0]).tolist() == expected
             np.testing.assert_array_equal(swapped.log_likelihood, log_likelihood[np.array(expected)])
+            np.testing.assert_array_equal(swapped.cardinality_counts[:, 0], expected)
     with pytest.raises(ValueError, match="inverse_temperatures"):
         brl_mh.BRLMetropolisHastings(inverse_temperatures=(0.5, 1.0))
     assert brl_mh.geometric_ladder(3, 0.04) == pytest.approx((1.0, 0.2, 0.04))
@@ -322,7 +353,7 @@ def test_simulation_based_calibration_on_lists_drawn_from_the_model():
     num_warmup, num_draws, thin = 100, 60, 10
 
     def fit(rng_key, data):
-        bits = brl_mh.bit_data(truth_table, data["y"], 2)
+        bits = brl_mh.target_data(spec, truth_table, data["y"])
         key_init, key_chain = jax.random.split(rng_key)
         state = brl_mh.init_chain(spec, bits, key_chain, *brl_mh.random_list(spec, key_init))
         step = lambda s, _: (brl_mh.mh_step(spec, bits, s),) * 2  # noqa: E731
