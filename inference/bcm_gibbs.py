@@ -112,7 +112,7 @@ def problem_from_model_args(model_args, model_kwargs) -> _Problem:
         prior_g = bcm.g(values[None, None, :], np.arange(2)[:, None, None], values, priors)  # (2, 1, V, V)
         prior_g = np.where(mask[None, :, None, :], np.asarray(prior_g), 0.0).astype(np.float32)
     table, g_offsets, g_total_offsets = _log_gamma_tables(prior_g, x.shape[0])
-    log_beta_prior = table[g_offsets].sum(-1) - table[g_total_offsets]  # log B(g): counts 0
+    log_beta_prior = _log_beta_from_table(table, g_offsets, g_total_offsets, np.zeros_like(g_offsets))
     return _Problem(
         x, int(bound.arguments["n_clusters"]), priors, n_values, mask, rows, cols, indicators, table, g_offsets,
         g_total_offsets, log_beta_prior,
@@ -129,6 +129,13 @@ def _log_gamma_tables(prior_g: np.ndarray, n_obs: int):
     table[concentrations == 0] = 0.0
     offsets = (index * (n_obs + 1)).astype(np.int32)
     return table.ravel(), offsets[: entries.size].reshape(entries.shape), offsets[entries.size :].reshape(entries.shape[:-1])
+
+
+def _log_beta_from_table(table, g_offsets, total_offsets, counts):
+    """log B(g + n) over the last (value) axis, from the log Gamma table of :func:`_log_gamma_tables`:
+    ``g_offsets`` (..., V) and ``total_offsets`` (...) locate g and its sum, ``counts`` n broadcasts to
+    (..., V). Works on NumPy and JAX arrays alike."""
+    return table[g_offsets + counts].sum(-1) - table[total_offsets + counts.sum(-1)]
 
 
 class BCMGibbs(MCMCKernel):
@@ -387,10 +394,9 @@ def _log_polya_of_cells(problem: _Problem, omega, prototype_values, cells):
     with phi_sj integrated out), read from the log Gamma tables. ``omega`` and ``prototype_values`` broadcast
     to a shape (..., P) ending with the feature axis; ``cells`` (counts per value) to that shape + (V,)."""
     features = jnp.arange(problem.mask.shape[0])
-    table = jnp.asarray(problem.log_gamma_table)
     g_offsets = jnp.asarray(problem.g_offsets)[omega, features, prototype_values]  # (..., P, V)
     total_offsets = jnp.asarray(problem.g_total_offsets)[omega, features, prototype_values]  # (..., P)
-    log_beta = table[g_offsets + cells].sum(-1) - table[total_offsets + cells.sum(-1)]
+    log_beta = _log_beta_from_table(jnp.asarray(problem.log_gamma_table), g_offsets, total_offsets, cells)
     return log_beta - jnp.asarray(problem.log_beta_prior)[omega, features, prototype_values]
 
 

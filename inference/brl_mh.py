@@ -108,12 +108,9 @@ def pack_bits(bits):
 def target_data(spec: TargetSpec, truth_table, y) -> TargetData:
     """Pack a (n, |A|) truth table and labels 0..L-1 (y may be traced, e.g. vmapped over data sets)."""
     n_samples = np.shape(y)[-1]
-    if isinstance(y, jax.core.Tracer):
-        classes = y[None, :] == jnp.arange(spec.n_classes)[:, None]
-        labels = jnp.concatenate([classes, jnp.ones((1, n_samples), bool)])
-    else:
-        classes = np.asarray(y)[None, :] == np.arange(spec.n_classes)[:, None]
-        labels = np.concatenate([classes, np.ones((1, n_samples), bool)])
+    xp = jnp if isinstance(y, jax.core.Tracer) else np
+    classes = xp.asarray(y)[None, :] == xp.arange(spec.n_classes)[:, None]
+    labels = xp.concatenate([classes, xp.ones((1, n_samples), bool)])
     return TargetData(
         truth_bits=jnp.asarray(pack_bits(np.pad(np.asarray(truth_table, dtype=bool), ((0, 0), (0, 1))).T)),
         label_bits=jnp.asarray(pack_bits(labels)),
