@@ -199,29 +199,23 @@ def bench_accuracy() -> list[Comparison]:
     items = fit_item_encoder(tictactoe.X).transform(tictactoe.X)
     rows.append(_compare_on_folds("tic-tac-toe, 5-fold", tictactoe.X, tictactoe.y, _cv_folds(tictactoe.y), items, min_support=0.05))
     positive_items = fit_item_encoder(tictactoe.X, negations=False).transform(tictactoe.X)
-    rows.append(
-        _compare_on_folds(
-            "tic-tac-toe, 5-fold, antecedents of up to 3 items (SBRL's setting)",
-            tictactoe.X,
-            tictactoe.y,
-            _cv_folds(tictactoe.y),
-            positive_items,
-            min_support=0.05,
-            ours_options=TICTACTOE_CARDINALITY_3,
-            imodels_options={"maxcardinality": 3},
-        )
+    sbrl_setting = (
+        ("tic-tac-toe, 5-fold, antecedents of up to 3 items (SBRL's setting)", 4, positive_items),
+        ("tic-tac-toe, 5-fold, SBRL's setting, 16 chains (imodels not run)", 16, None),
     )
-    rows.append(
-        _compare_on_folds(
-            "tic-tac-toe, 5-fold, SBRL's setting, 16 chains (imodels not run)",
-            tictactoe.X,
-            tictactoe.y,
-            _cv_folds(tictactoe.y),
-            None,
-            min_support=0.05,
-            ours_options={**TICTACTOE_CARDINALITY_3, "num_chains": 16},
+    for name, num_chains, items_for_imodels in sbrl_setting:
+        rows.append(
+            _compare_on_folds(
+                name,
+                tictactoe.X,
+                tictactoe.y,
+                _cv_folds(tictactoe.y),
+                items_for_imodels,
+                min_support=0.05,
+                ours_options={**TICTACTOE_CARDINALITY_3, "num_chains": num_chains},
+                imodels_options={"maxcardinality": 3},
+            )
         )
-    )
     mushroom = load_mushroom()
     rows.append(_compare_on_folds("mushroom, 5-fold (imodels not run)", mushroom.X, mushroom.y, _cv_folds(mushroom.y), None, min_support=0.3))
     return rows

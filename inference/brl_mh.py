@@ -12,10 +12,11 @@ the edges and enter the Hastings ratio:
 Each antecedent's truth table over the samples and each class's label set are bit vectors (uint32
 words); a rule's captures are ``truth AND uncaught`` and its label counts population counts
 (Yang et al.'s speed trick), where ``uncaught[j]``, the samples no rule before position j holds for,
-is the complement of a running OR of the list's truth tables. A proposal's captures are computed for the whole padded
-list: in a fixed-shape compiled step that is the same arithmetic as recomputing only the positions
-from the first changed one onward (masking the others skips no work), and on CPU it ran about 1.3x
-faster than keeping a cache of ``uncaught`` in the state and reading the unchanged positions from it.
+is the complement of a running OR of the list's truth tables. A proposal's captures are computed for
+the whole padded list: in a fixed-shape compiled step that is the same arithmetic as recomputing only
+the positions from the first changed one onward (masking the others skips no work), and on CPU it ran
+about 1.3x faster than keeping a cache of ``uncaught`` in the state and reading the unchanged
+positions from it.
 The log target is :func:`models.brl.log_prior` + :func:`models.brl.log_marginal_likelihood`, evaluated
 from the model file's lookup tables (:func:`models.brl.prior_tables`, folded into constants of the
 compiled step, and :func:`models.brl.likelihood_tables`, built with the data in :func:`target_data`):
@@ -50,10 +51,10 @@ LENGTH_CHANGE = jnp.array([1, -1, 0])
 class TargetData(NamedTuple):
     """The data a step reads, as arrays: bit vectors ``truth_bits`` (|A| + 1, W, the last row empty:
     the truth table of the padding -1), ``label_bits`` (L, W: classes 0..L-2, then all samples; the
-    last class is counted as the rest) and
-    ``sample_bits`` (W,); ``cardinality_index`` (|A|,): c - 1 for an antecedent of cardinality c;
-    the model file's ``likelihood`` tables for n samples. (The prior and proposal tables depend only
-    on the :class:`TargetSpec`; they are built inside the compiled step, where XLA folds them.)"""
+    last class is counted as the rest) and ``sample_bits`` (W,); ``cardinality_index`` (|A|,): c - 1
+    for an antecedent of cardinality c; the model file's ``likelihood`` tables for n samples. (The
+    prior and proposal tables depend only on the :class:`TargetSpec`; they are built inside the
+    compiled step, where XLA folds them.)"""
 
     truth_bits: jnp.ndarray
     label_bits: jnp.ndarray
@@ -160,10 +161,10 @@ def _uniform_index(u, count):
 def propose(uniforms, rules, length, n_antecedents: int):
     """Draw a move for one padded list from four uniforms in [0, 1).
 
-    Returns (move, new_rules, new_length, inserted_rule, deleted_rule); the
-    move type is drawn from :func:`move_log_probabilities` with capacity ``rules.shape[0]`` (the
-    k-th of the feasible moves: insert, delete, swap in that order, insert infeasible only at a full
-    list), then the rule and positions uniformly as in the module docstring. ``inserted_rule`` and
+    Returns (move, new_rules, new_length, inserted_rule, deleted_rule); the move type is drawn from
+    :func:`move_log_probabilities` with capacity ``rules.shape[0]`` (the k-th of the feasible moves:
+    insert, delete, swap in that order, insert infeasible only at a full list), then the rule and
+    positions uniformly as in the module docstring. ``inserted_rule`` and
     ``deleted_rule`` are those the move would insert or delete, whichever move is drawn.
     """
     capacity = rules.shape[0]
