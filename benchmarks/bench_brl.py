@@ -112,6 +112,8 @@ def bench_speed() -> list[Comparison]:
     peer = (timings[11000] - timings[1000]) / (10000 * 3)
     notes = f"imodels mined {len(model.itemsets)} antecedents"
     rows.append(Comparison("s / iteration / chain, 1 chain (imodels: 3 serial)", ours_1, "imodels", peer, notes))
+    ours_4 = ours_seconds_per_iteration(table, data.y, antecedents, 4, 20000)
+    rows.append(Comparison("s / iteration / chain, 4 chains (fit_brl's default)", ours_4, "imodels", peer, notes))
     rows.append(Comparison("s / iteration / chain, 10 chains", ours_10, "imodels", peer, notes))
     ours_100 = ours_seconds_per_iteration(table, data.y, antecedents, 100, 5000)
     rows.append(Comparison("s / iteration / chain, 100 chains", ours_100, "imodels", peer, notes))
