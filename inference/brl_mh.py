@@ -194,13 +194,29 @@ def propose(uniforms, rules, length, n_antecedents: int):
     return move, new_rules, new_length, new_rule, rules[delete_at]
 
 
+SEQUENTIAL_PREFIX_ROWS = 32
+"""Lists up to this capacity get their running OR one row after the other, longer ones a log-depth scan."""
+
+
 def _exclusive_prefix_or(words):
-    """(capacity + 1, W): row j is the OR of rows 0..j-1 of ``words`` (capacity, W), one row after
-    the other (on CPU faster than a log-depth scan, which ORs every row log2(capacity) times)."""
-    rows = [jnp.zeros_like(words[0])]
-    for j in range(words.shape[0]):
-        rows.append(rows[-1] | words[j])
-    return jnp.stack(rows)
+    """(capacity + 1, W): row j is the OR of rows 0..j-1 of ``words`` (capacity, W).
+
+    Up to :data:`SEQUENTIAL_PREFIX_ROWS` rows, one row after the other: on CPU about 1.4x faster per
+    step than the log-depth scan at 20 rows. The compiled program grows with the rows, though (at 300
+    rows it took 20 s to compile), so longer lists get a Hillis-Steele scan of log2(capacity) shifted
+    ORs."""
+    n_rows = words.shape[0]
+    if n_rows <= SEQUENTIAL_PREFIX_ROWS:
+        rows = [jnp.zeros_like(words[0])]
+        for j in range(n_rows):
+            rows.append(rows[-1] | words[j])
+        return jnp.stack(rows)
+    covered = jnp.concatenate([jnp.zeros_like(words[:1]), words])
+    shift = 1
+    while shift < n_rows:
+        covered = covered | jnp.pad(covered[:-shift], ((shift, 0), (0, 0)))
+        shift *= 2
+    return covered
 
 
 def label_counts(data: TargetData, rules, length):

@@ -154,6 +154,28 @@ def test_lookup_tables_equal_the_model_formulas_when_no_cardinality_runs_out():
         np.testing.assert_allclose(np.asarray(differences), 0.0, atol=1e-9)
 
 
+@pytest.mark.parametrize("capacity", [20, brl_mh.SEQUENTIAL_PREFIX_ROWS + 8], ids=["row-by-row", "log-depth-scan"])
+def test_bit_vector_label_counts_equal_the_model_files_captures(capacity):
+    """The kernel's packed captures (both ways of forming the running OR) give the model file's
+    per-rule and default label counts, with the last class counted as the rest, for 3 classes and a
+    sample count that is not a multiple of the 32-bit word."""
+    rng = np.random.default_rng(4)
+    n_samples, n_antecedents, n_classes = 77, 60, 3
+    truth_table = rng.random((n_samples, n_antecedents)) < 0.15
+    y = rng.integers(0, n_classes, n_samples)
+    spec = brl_mh.TargetSpec(brl.Priors(), (1,) * n_antecedents, n_classes, capacity)
+    data = brl_mh.target_data(spec, truth_table, y)
+    lengths = np.arange(40) % (capacity + 1)
+    rules = np.stack([np.where(np.arange(capacity) < m, rng.permutation(n_antecedents)[:capacity], -1) for m in lengths])
+    counts = jax.jit(jax.vmap(lambda r, m: brl_mh.label_counts(data, r, m)))(rules, lengths)
+    for r, m, got in zip(rules, lengths, np.asarray(counts)):
+        rule_counts, default_counts = (np.asarray(c) for c in brl.capture_counts(truth_table, y, n_classes, r, m))
+        np.testing.assert_array_equal(got[:m, :n_classes], rule_counts[:m])
+        np.testing.assert_array_equal(got[m, :n_classes], default_counts)
+        np.testing.assert_array_equal(got[:, n_classes], got[:, :n_classes].sum(axis=1))
+        assert not got[m + 1 :].any()
+
+
 # ---------------------------------------------------------------- proposals
 
 
