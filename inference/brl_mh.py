@@ -45,7 +45,6 @@ from interpretable_zoo.models import brl
 
 INSERT, DELETE, SWAP = 0, 1, 2
 REVERSE_MOVE = jnp.array([DELETE, INSERT, SWAP])
-LENGTH_CHANGE = jnp.array([1, -1, 0])
 
 
 class TargetData(NamedTuple):
@@ -183,14 +182,18 @@ def propose(uniforms, rules, length, n_antecedents: int):
     delete_at = _uniform_index(uniforms[2], length)  # also the first position of a swap
     other = _uniform_index(uniforms[3], length - 1)
     other = other + (other >= delete_at)
-    shifted_right = jnp.concatenate([rules[:1], rules[:-1]])
-    shifted_left = jnp.concatenate([rules[1:], jnp.full(1, -1, rules.dtype)])
-    inserted = jnp.where(positions < insert_at, rules, jnp.where(positions == insert_at, new_rule, shifted_right))
-    deleted = jnp.where(positions < delete_at, rules, shifted_left)
-    swapped = jnp.where(positions == delete_at, rules[other], jnp.where(positions == other, rules[delete_at], rules))
-    # indexing by the move (rather than selecting) makes XLA compute these once, not inside every consumer
-    new_rules = jnp.stack([inserted, deleted, swapped])[move]
-    new_length = length + LENGTH_CHANGE[move]
+    # every position reads one position of the old list (the capacity-th is the padding -1)
+    source = jnp.where(
+        move == INSERT,
+        positions - (positions > insert_at),
+        jnp.where(
+            move == DELETE,
+            positions + (positions >= delete_at),
+            jnp.where(positions == delete_at, other, jnp.where(positions == other, delete_at, positions)),
+        ),
+    )
+    new_rules = jnp.where((move == INSERT) & (positions == insert_at), new_rule, jnp.append(rules, -1)[source])
+    new_length = length + (move == INSERT) - (move == DELETE)
     return move, new_rules, new_length, new_rule, rules[delete_at]
 
 
