@@ -163,8 +163,8 @@ def propose(uniforms, rules, length, n_antecedents: int):
     Returns (move, new_rules, new_length, inserted_rule, deleted_rule); the move type is drawn from
     :func:`move_log_probabilities` with capacity ``rules.shape[0]`` (the k-th of the feasible moves:
     insert, delete, swap in that order, insert infeasible only at a full list), then the rule and
-    positions uniformly as in the module docstring. ``inserted_rule`` and
-    ``deleted_rule`` are those the move would insert or delete, whichever move is drawn.
+    positions uniformly as in the module docstring. ``inserted_rule`` and ``deleted_rule`` are those
+    the move would insert or delete, whichever move is drawn.
     """
     capacity = rules.shape[0]
     positions = jnp.arange(capacity)
