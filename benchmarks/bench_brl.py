@@ -28,6 +28,9 @@ from interpretable_zoo.models import brl
 SEED = 0
 FIT = {"num_warmup": 2000, "num_samples": 5000, "num_chains": 4}
 IMODELS_ITERATIONS = 10000  # per chain, 3 chains (its default chain count)
+SPEED_ROUNDS = 3
+"""The speed benchmark times every configuration and peer once per round, rounds interleaved, and reports
+medians: the machine's speed drifts, and interleaving exposes both sides to the same drift."""
 
 
 def _imodels():
@@ -42,16 +45,24 @@ def tictactoe_antecedents(min_support=0.05):
     return data, items, antecedents
 
 
-def ours_seconds_per_iteration(table, y, antecedents, num_chains, num_iterations, capacity=20, ladder=(1.0,), block=100):
-    """Seconds per iteration per chain of the compiled kernel (``BRLMetropolisHastings.sample`` with
-    ``block`` iterations per call, vectorized chains, no trace kept). An iteration is one MH step of
-    every copy of the ``ladder`` plus the swaps: one MH step with the plain kernel."""
+def ours_timer(table, y, antecedents, num_chains, num_iterations, capacity=20, ladder=(1.0,), block=100):
+    """A function timing ``num_iterations`` iterations of the compiled kernel (``BRLMetropolisHastings.sample``
+    with ``block`` iterations per call, vectorized chains, no trace kept; compiled here) and returning
+    seconds per iteration per chain. An iteration is one MH step of every copy of the ``ladder`` plus
+    the swaps: one MH step with the plain kernel."""
     kernel = brl_mh.BRLMetropolisHastings(inverse_temperatures=ladder, steps_per_sample=block)
     cardinalities = np.array([len(a) for a in antecedents])
     keys = jax.random.split(jax.random.PRNGKey(SEED), num_chains)
     states = kernel.init(keys, 0, None, (table, cardinalities, 2, y), {"priors": brl.Priors(), "max_length": capacity})
     run = jax.jit(lambda states: jax.lax.fori_loop(0, num_iterations // block, lambda _, s: kernel.sample(s, (), {}), states))
-    return time_call(lambda: jax.block_until_ready(run(states)), repeat=3) / (num_iterations // block * block * num_chains)
+    jax.block_until_ready(run(states))
+
+    def seconds_per_iteration():
+        start = time.perf_counter()
+        jax.block_until_ready(run(states))
+        return (time.perf_counter() - start) / (num_iterations // block * block * num_chains)
+
+    return seconds_per_iteration
 
 
 def write_sbrl_files(table, y, directory):
@@ -78,51 +89,83 @@ def write_sbrl_files(table, y, directory):
         "MAP lists, ours a posterior) with 10 vectorized chains on CPU; on a GPU, 1,000 vectorized chains. Ours: "
         "lists of at most 20 rules, the kernel's compiled sample step (100 iterations per call, uniforms drawn "
         "once per call) without trace collection; plain Metropolis-Hastings (fit_brl's default) unless the row "
-        "names the 4-temperature ladder TEMPERED_LADDER (4 MH steps and a swap per iteration)."
+        "names the 4-temperature ladder TEMPERED_LADDER (4 MH steps and a swap per iteration). Every "
+        "configuration and peer is timed once per round, in 3 interleaved rounds; the table gives medians and "
+        "the notes the lowest and highest ratio of a round."
     ),
 )
 def bench_speed() -> list[Comparison]:
     data, items, antecedents = tictactoe_antecedents()
     table = truth_table(items, antecedents)
-    rows = []
-    ours_10 = ours_seconds_per_iteration(table, data.y, antecedents, 10, 20000)
-    ours_1 = ours_seconds_per_iteration(table, data.y, antecedents, 1, 20000)
+    ours = {
+        "1 chain": ours_timer(table, data.y, antecedents, 1, 200000),
+        "4 chains (fit_brl's default)": ours_timer(table, data.y, antecedents, 4, 100000),
+        "10 chains": ours_timer(table, data.y, antecedents, 10, 50000),
+        "100 chains": ours_timer(table, data.y, antecedents, 100, 5000),
+        "10 chains, 4-temperature ladder": ours_timer(table, data.y, antecedents, 10, 10000, ladder=TEMPERED_LADDER),
+    }
+    against_pysbrl = ["10 chains"]
+    if jax.default_backend() == "gpu":
+        ours["1,000 chains on GPU"] = ours_timer(table, data.y, antecedents, 1000, 2000)
+        against_pysbrl.append("1,000 chains on GPU")
+    imodels = ImodelsTimer(items, data.y)
+    peers, missing = {"imodels": imodels}, {}
     try:
-        pysbrl = import_peer("pysbrl", "see the module docstring")
-        with tempfile.TemporaryDirectory() as directory:
-            data_path, label_path = write_sbrl_files(table, data.y, directory)
-            iterations = 30000
-            peer = time_call(
-                lambda: pysbrl.train_sbrl(data_path, label_path, lambda_=3, eta=1, max_iters=iterations, n_chains=10, alpha=1, seed=SEED),
-                repeat=3,
-            )
-        rows.append(Comparison("s / iteration / chain, 10 chains", ours_10, "pysbrl", peer / (iterations * 10), "same antecedents"))
+        peers["pysbrl"] = PysbrlTimer(table, data.y)
     except PeerUnavailable as error:
-        rows.append(Comparison("s / iteration / chain, 10 chains", ours_10, "pysbrl", None, str(error)))
-    imodels = _imodels()
-    features = np.asarray(items)
-    timings = {}
-    for iterations in (1000, 11000):
-        model = imodels.BayesianRuleListClassifier(max_iter=iterations, n_chains=3, minsupport=0.05, random_state=SEED)
+        missing["pysbrl"] = str(error)
+    rounds = [{name: timer() for name, timer in {**ours, **peers}.items()} for _ in range(SPEED_ROUNDS)]
+
+    def compare(task, peer, notes):
+        ours_seconds = float(np.median([r[task] for r in rounds]))
+        if peer in missing:
+            return Comparison(f"s / iteration / chain, {task}", ours_seconds, peer, None, missing[peer])
+        ratios = [r[peer] / r[task] for r in rounds]
+        peer_seconds = float(np.median([r[peer] for r in rounds]))
+        notes = f"ratio per round {min(ratios):.2f}x-{max(ratios):.2f}x; {notes}"
+        return Comparison(f"s / iteration / chain, {task}", ours_seconds, peer, peer_seconds, notes)
+
+    rows = [compare(task, "pysbrl", "same antecedents; pysbrl (CPU) runs 10 chains") for task in against_pysbrl]
+    notes = f"imodels (3 serial chains) mined {imodels.n_antecedents} antecedents"
+    return rows + [compare(task, "imodels", notes) for task in ours]
+
+
+class PysbrlTimer:
+    """Times pysbrl's ``train_sbrl`` (10 chains, the same antecedents, ``iterations`` each), seconds per
+    iteration per chain; its input files live as long as the timer."""
+
+    def __init__(self, table, y, iterations=30000):
+        self.pysbrl = import_peer("pysbrl", "see the module docstring")
+        self.directory = tempfile.TemporaryDirectory()
+        self.paths = write_sbrl_files(table, y, self.directory.name)
+        self.iterations = iterations
+
+    def __call__(self):
+        start = time.perf_counter()
+        self.pysbrl.train_sbrl(*self.paths, lambda_=3, eta=1, max_iters=self.iterations, n_chains=10, alpha=1, seed=SEED)
+        return (time.perf_counter() - start) / (self.iterations * 10)
+
+
+class ImodelsTimer:
+    """Times imodels' sampler, seconds per iteration per chain: the difference between fits of 11,000
+    and 1,000 iterations (3 chains), so that its mining and set-up cancel out."""
+
+    def __init__(self, items, y):
+        self.imodels = _imodels()
+        self.features, self.y = np.asarray(items), y
+        self.n_antecedents = None
+
+    def _fit_seconds(self, iterations):
+        model = self.imodels.BayesianRuleListClassifier(max_iter=iterations, n_chains=3, minsupport=0.05, random_state=SEED)
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model.fit(features, data.y)
-        timings[iterations] = time.perf_counter() - start
-    peer = (timings[11000] - timings[1000]) / (10000 * 3)
-    notes = f"imodels mined {len(model.itemsets)} antecedents"
-    rows.append(Comparison("s / iteration / chain, 1 chain (imodels: 3 serial)", ours_1, "imodels", peer, notes))
-    ours_4 = ours_seconds_per_iteration(table, data.y, antecedents, 4, 20000)
-    rows.append(Comparison("s / iteration / chain, 4 chains (fit_brl's default)", ours_4, "imodels", peer, notes))
-    rows.append(Comparison("s / iteration / chain, 10 chains", ours_10, "imodels", peer, notes))
-    ours_100 = ours_seconds_per_iteration(table, data.y, antecedents, 100, 5000)
-    rows.append(Comparison("s / iteration / chain, 100 chains", ours_100, "imodels", peer, notes))
-    ours_ladder = ours_seconds_per_iteration(table, data.y, antecedents, 10, 5000, ladder=TEMPERED_LADDER)
-    rows.append(Comparison("s / iteration / chain, 10 chains, 4-temperature ladder", ours_ladder, "imodels", peer, notes))
-    if jax.default_backend() == "gpu":
-        ours_gpu = ours_seconds_per_iteration(table, data.y, antecedents, 1000, 2000)
-        rows.append(Comparison("s / iteration / chain, 1,000 chains on GPU", ours_gpu, "pysbrl (CPU, 10 chains)", rows[0].peer_seconds, ""))
-    return rows
+            model.fit(self.features, self.y)
+        self.n_antecedents = len(model.itemsets)
+        return time.perf_counter() - start
+
+    def __call__(self):
+        return (self._fit_seconds(11000) - self._fit_seconds(1000)) / (10000 * 3)
 
 
 def _metrics(y, probabilities):
