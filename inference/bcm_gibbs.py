@@ -175,8 +175,8 @@ class BCMGibbs(MCMCKernel):
             self._sample_fn = lambda state: sweep(problem, state)  # noqa: E731
             return jax.jit(init_one)(rng_key, init_params, labels)
         self._sample_fn = lambda states: sweep_chains(problem, states)  # noqa: E731
-        per_chain = lambda value, batched: 0 if value is not None and batched else None  # noqa: E731
-        in_axes = (0, per_chain(init_params, True), per_chain(labels, labels is not None and labels.ndim == 2))
+        labels_per_chain = labels is not None and labels.ndim == 2
+        in_axes = (0, None if init_params is None else 0, 0 if labels_per_chain else None)
         return jax.jit(jax.vmap(init_one, in_axes=in_axes))(rng_key, init_params, labels)
 
     def sample(self, state, model_args, model_kwargs):

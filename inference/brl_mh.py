@@ -124,8 +124,10 @@ def target_data(spec: TargetSpec, truth_table, y) -> TargetData:
 
 def log_proposal_table(spec: TargetSpec) -> jnp.ndarray:
     """(3, capacity + 1): :func:`log_proposal_probability` of each move type at each list length."""
+    lengths = jnp.arange(spec.capacity + 1)
+
     def at_every_length(move):
-        return jax.vmap(lambda m: log_proposal_probability(move, m, spec.n_antecedents, spec.capacity))(jnp.arange(spec.capacity + 1))
+        return jax.vmap(lambda m: log_proposal_probability(move, m, spec.n_antecedents, spec.capacity))(lengths)
 
     return jnp.stack([at_every_length(move) for move in (INSERT, DELETE, SWAP)])
 
@@ -320,7 +322,7 @@ def mh_update(spec: TargetSpec, data: TargetData, state: BRLState, uniforms, inv
     accept = uniforms[4] < accept_prob
     proposal = BRLState(
         z={"rules": new_rules, "length": new_length},
-        cardinality_counts=cardinality_counts.astype(jnp.int32),
+        cardinality_counts=cardinality_counts,
         log_prior=log_prior,
         log_likelihood=log_likelihood,
         accept_prob=accept_prob,
