@@ -18,11 +18,12 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/izoo demo
 
-# The tests share a JAX compilation cache that lives for this run only: a program that several tests
-# or notebooks compile alike (same shapes and constants) is compiled once.
+# The tests (their workers and notebook kernels) share the package's compilation cache in a folder that
+# lives for this run only: a program that several tests or notebooks compile alike (same shapes and
+# constants) is compiled once, and nothing is read from or left in the user's cache.
 test: $(VENV)/.installed
 	cache=$$(mktemp -d) && trap 'rm -rf "$$cache"' EXIT && \
-	JAX_COMPILATION_CACHE_DIR=$$cache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0.5 \
+	INTERPRETABLE_ZOO_CACHE_DIR=$$cache \
 	INTERPRETABLE_ZOO_DATA=$${INTERPRETABLE_ZOO_DATA:-$(DATA)} $(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 bench: $(VENV)/.installed

@@ -12,6 +12,7 @@ import time
 import warnings
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_auc_score
@@ -19,14 +20,14 @@ from sklearn.model_selection import StratifiedKFold
 
 from benchmarks.runner import Comparison, PeerUnavailable, benchmark, import_peer, time_call
 from interpretable_zoo.datasets import load_adult, load_mushroom, load_tictactoe, load_titanic, load_titanic_table
-from interpretable_zoo.diagnostics import summary
-from interpretable_zoo.inference import brl_mh
-from interpretable_zoo.inference.brl import TEMPERED_LADDER, BayesianRuleListClassifier
+from interpretable_zoo.inference import brl_mh, tempering
+from interpretable_zoo.inference.brl import KERNEL, BayesianRuleListClassifier
 from interpretable_zoo.inference.rule_mining import fit_item_encoder, mine_antecedents, truth_table
 from interpretable_zoo.models import brl
 
 SEED = 0
-FIT = {"num_warmup": 2000, "num_samples": 5000, "num_chains": 4}
+FIT = {}
+"""Fits at the defaults: 4 chains, tempering, until converged (at most 60 s)."""
 IMODELS_ITERATIONS = 10000  # per chain, 3 chains (its default chain count)
 SPEED_ROUNDS = 3
 """The speed benchmark times every configuration and peer once per round, rounds interleaved, and reports
@@ -45,22 +46,35 @@ def tictactoe_antecedents(min_support=0.05):
     return data, items, antecedents
 
 
-def ours_timer(table, y, antecedents, num_chains, num_iterations, capacity=20, ladder=(1.0,), block=100):
-    """A function timing ``num_iterations`` iterations of the compiled kernel (``BRLMetropolisHastings.sample``
-    with ``block`` iterations per call, vectorized chains, no trace kept; compiled here) and returning
-    seconds per iteration per chain. An iteration is one MH step of every copy of the ``ladder`` plus
-    the swaps: one MH step with the plain kernel."""
-    kernel = brl_mh.BRLMetropolisHastings(inverse_temperatures=ladder, steps_per_sample=block)
+def ours_timer(table, y, antecedents, num_chains, num_iterations, capacity=20, n_rungs=1, block=100):
+    """A function timing ``num_iterations`` iterations of ``num_chains`` vectorized chains (compiled here)
+    and returning seconds per iteration per chain. One rung: the kernel's ``step``, ``block`` MH iterations
+    per call, no trace kept. More rungs: the tempering engine's scans (an MH step of every rung, a swap
+    round and the posterior rung's record per iteration)."""
     cardinalities = np.array([len(a) for a in antecedents])
     keys = jax.random.split(jax.random.PRNGKey(SEED), num_chains)
-    states = kernel.init(keys, 0, None, (table, cardinalities, 2, y), {"priors": brl.Priors(), "max_length": capacity})
-    run = jax.jit(lambda states: jax.lax.fori_loop(0, num_iterations // block, lambda _, s: kernel.sample(s, (), {}), states))
+    if n_rungs == 1:
+        static, data = brl_mh.make_target(table, cardinalities, 2, y, brl.Priors(), capacity, steps_per_call=block)
+        states = jax.vmap(lambda key: brl_mh.init(static, data, key))(keys)
+        calls = num_iterations // block
+
+        def call(i, states):
+            return brl_mh.step(static, data, states, jax.vmap(lambda key: jax.random.fold_in(key, i))(keys), jnp.ones(num_chains))
+
+        run = jax.jit(lambda states: jax.lax.fori_loop(0, calls, call, states))
+        iterations = calls * block
+    else:
+        static, data = brl_mh.make_target(table, cardinalities, 2, y, brl.Priors(), capacity)
+        states = tempering.initial_ladder(KERNEL, static, data, tempering.chain_keys(SEED, num_chains), n_rungs)
+        schedule = jnp.asarray(tempering.default_schedule(n_rungs))
+        run = lambda ladder: tempering.ladder_scans(KERNEL, static, data, ladder, schedule, num_iterations, num_iterations)  # noqa: E731
+        iterations = num_iterations
     jax.block_until_ready(run(states))
 
     def seconds_per_iteration():
         start = time.perf_counter()
         jax.block_until_ready(run(states))
-        return (time.perf_counter() - start) / (num_iterations // block * block * num_chains)
+        return (time.perf_counter() - start) / (iterations * num_chains)
 
     return seconds_per_iteration
 
@@ -88,8 +102,8 @@ def write_sbrl_files(table, y, directory):
         "own antecedents from the same items); at least 1x pysbrl (same antecedents, 10 chains; pysbrl keeps only "
         "MAP lists, ours a posterior) with 10 vectorized chains on CPU; on a GPU, 1,000 vectorized chains. Ours: "
         "lists of at most 20 rules, the kernel's compiled sample step (100 iterations per call, uniforms drawn "
-        "once per call) without trace collection; plain Metropolis-Hastings (fit_brl's default) unless the row "
-        "names the 4-temperature ladder TEMPERED_LADDER (4 MH steps and a swap per iteration). Every "
+        "once per call) without trace collection; plain Metropolis-Hastings (one rung) unless the row names "
+        "a 4-rung tempering ladder (the engine's scans: 4 MH steps, a swap round and a kept record). Every "
         "configuration and peer is timed once per round, in 3 interleaved rounds; the table gives medians and "
         "the notes the lowest and highest ratio of a round."
     ),
@@ -102,7 +116,7 @@ def bench_speed() -> list[Comparison]:
         "4 chains (fit_brl's default)": ours_timer(table, data.y, antecedents, 4, 100000),
         "10 chains": ours_timer(table, data.y, antecedents, 10, 50000),
         "100 chains": ours_timer(table, data.y, antecedents, 100, 5000),
-        "10 chains, 4-temperature ladder": ours_timer(table, data.y, antecedents, 10, 10000, ladder=TEMPERED_LADDER),
+        "10 chains, 4-temperature ladder": ours_timer(table, data.y, antecedents, 10, 10000, n_rungs=4),
     }
     against_pysbrl = ["10 chains"]
     if jax.default_backend() == "gpu":
@@ -205,9 +219,9 @@ def _compare_on_folds(name, X, y, folds, items_for_imodels, min_support=0.1, our
     return Comparison(name, ours_time, "imodels", peer_time, notes)
 
 
-TICTACTOE_CARDINALITY_3 = {"negations": False, "max_cardinality": 3, "num_warmup": 1000, "num_samples": 2000, "steps_per_sample": 10}
+TICTACTOE_CARDINALITY_3 = {"negations": False, "max_cardinality": 3}
 """SBRL's setting for tic-tac-toe: a win is three in a row, a conjunction of three ``cell=x`` items, so
-items without negations and antecedents of up to three items; 30,000 iterations per chain, every 10th kept."""
+items without negations and antecedents of up to three items."""
 
 
 def _cv_folds(y, n_splits=5):
@@ -220,12 +234,10 @@ def _cv_folds(y, n_splits=5):
     description=(
         "Reproductions: Titanic (Letham's split; the bundled 2201-passenger table, 5-fold), tic-tac-toe (5-fold; "
         "SBRL reaches accuracy 1.0; items with negations and antecedents of at most 2 items, then SBRL's setting: "
-        "items c1=x... without negations, antecedents of up to 3 items, both peers alike; once more with 16 chains, "
-        "as the posterior there has modes that 4 chains do not all reach) and mushroom (5-fold; imodels not "
-        "run: its pandas FP-growth over 223 items takes minutes per fold). Ours: BRL-point, 4 chains x (2000 + "
-        "5000) iterations of plain Metropolis-Hastings (cardinality-3 rows: 4 or 16 chains x 30000 iterations, "
-        "every 10th kept); imodels: 3 chains x 10000 iterations on the same items and folds. Times "
-        "are whole fits (mining included) summed over folds."
+        "items c1=x... without negations, antecedents of up to 3 items, both peers alike) and mushroom (5-fold; "
+        "imodels not run: its pandas FP-growth over 223 items takes minutes per fold). Ours: BRL-point at the "
+        "defaults (4 chains of parallel tempering, run until converged or 60 s); imodels: 3 chains x 10000 "
+        "iterations on the same items and folds. Times are whole fits (mining included) summed over folds."
     ),
 )
 def bench_accuracy() -> list[Comparison]:
@@ -244,67 +256,20 @@ def bench_accuracy() -> list[Comparison]:
     items = fit_item_encoder(tictactoe.X).transform(tictactoe.X)
     rows.append(_compare_on_folds("tic-tac-toe, 5-fold", tictactoe.X, tictactoe.y, _cv_folds(tictactoe.y), items, min_support=0.05))
     positive_items = fit_item_encoder(tictactoe.X, negations=False).transform(tictactoe.X)
-    sbrl_setting = (
-        ("tic-tac-toe, 5-fold, antecedents of up to 3 items (SBRL's setting)", 4, positive_items),
-        ("tic-tac-toe, 5-fold, SBRL's setting, 16 chains (imodels not run)", 16, None),
-    )
-    for name, num_chains, items_for_imodels in sbrl_setting:
-        rows.append(
-            _compare_on_folds(
-                name,
-                tictactoe.X,
-                tictactoe.y,
-                _cv_folds(tictactoe.y),
-                items_for_imodels,
-                min_support=0.05,
-                ours_options={**TICTACTOE_CARDINALITY_3, "num_chains": num_chains},
-                imodels_options={"maxcardinality": 3},
-            )
+    rows.append(
+        _compare_on_folds(
+            "tic-tac-toe, 5-fold, antecedents of up to 3 items (SBRL's setting)",
+            tictactoe.X,
+            tictactoe.y,
+            _cv_folds(tictactoe.y),
+            positive_items,
+            min_support=0.05,
+            ours_options=TICTACTOE_CARDINALITY_3,
+            imodels_options={"maxcardinality": 3},
         )
+    )
     mushroom = load_mushroom()
     rows.append(_compare_on_folds("mushroom, 5-fold (imodels not run)", mushroom.X, mushroom.y, _cv_folds(mushroom.y), None, min_support=0.3))
-    return rows
-
-
-def _mixing(classifier, X, y):
-    """Fit time and the R-hat and bulk ESS of list length and log posterior over the chains."""
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        classifier.fit(X, y)
-    seconds = time.perf_counter() - start
-    table = summary(classifier.result_)
-    stats = {name: (table.loc[name, "r_hat"], table.loc[name, "ess_bulk"]) for name in ("length", "log_posterior")}
-    return seconds, ", ".join(f"{name} R-hat {r_hat:.2f} ESS {ess:.0f}" for name, (r_hat, ess) in stats.items())
-
-
-@benchmark(
-    "brl_mixing",
-    peers=(),
-    description=(
-        "Mixing of parallel tempering (TEMPERED_LADDER: 4 inverse temperatures 1, 0.46, 0.22, 0.1 per chain; "
-        "swaps between neighbours) against plain Metropolis-Hastings (the default), same seed, chains and iterations: "
-        "R-hat and bulk ESS of the list length and log posterior over 4 chains. Peer column: the plain sampler; "
-        "times are whole fits (mining and compilation included)."
-    ),
-)
-def bench_mixing() -> list[Comparison]:
-    train = load_titanic("train")
-    bundled = load_titanic_table()
-    tictactoe = load_tictactoe()
-    cases = (
-        ("Titanic, Letham's training split, 4 x (2000 + 5000)", train.X, train.y, FIT),
-        ("Titanic, 2201 passengers, 4 x (2000 + 5000)", bundled.X, bundled.y, FIT),
-        ("Titanic, 2201 passengers, 4 x (1000 + 2000)", bundled.X, bundled.y, {**FIT, "num_warmup": 1000, "num_samples": 2000}),
-        ("tic-tac-toe, antecedents of up to 3 items, 4 x (10000 + 20000), every 10th kept", tictactoe.X, tictactoe.y,
-         {**FIT, **TICTACTOE_CARDINALITY_3, "min_support": 0.05}),
-    )  # fmt: skip
-    rows = []
-    for name, X, y, options in cases:
-        ladder = BayesianRuleListClassifier(seed=SEED, inverse_temperatures=TEMPERED_LADDER, **options)
-        tempered_seconds, tempered = _mixing(ladder, X, y)
-        plain_seconds, untempered = _mixing(BayesianRuleListClassifier(seed=SEED, **options), X, y)
-        rows.append(Comparison(name, tempered_seconds, "plain MH", plain_seconds, f"ladder: {tempered}; plain: {untempered}"))
     return rows
 
 
@@ -313,7 +278,7 @@ def bench_mixing() -> list[Comparison]:
     peers=(),
     description=(
         "Scale: UCI adult (32,561 rows; numeric columns cut at quartiles; antecedents at support 0.1 per class), "
-        "one stratified 80/20 split, BRL-point accuracy and AUC, 4 chains x (2000 + 5000) iterations, whole fit "
+        "one stratified 80/20 split, BRL-point accuracy and AUC at the defaults (until converged or 60 s), whole fit "
         "timed. No peer row: imodels' pure-Python sampler needs hours here."
     ),
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import math
 import os
 import platform
 import re
@@ -44,17 +45,21 @@ def import_peer(module: str, install_hint: str):
 
 @dataclass(frozen=True)
 class Comparison:
-    """One row: our time and the peer's on the same task, with free-form notes (accuracy, sizes...)."""
+    """One row: our time and the peer's on the same task, with free-form notes (accuracy, sizes...).
+
+    ``columns``: extra named cells, (name, text) pairs, shown between the ratio and the notes; a NaN
+    ``ours_seconds`` (a run that gave no time) shows as n/a."""
 
     task: str
     ours_seconds: float
     peer: str
     peer_seconds: float | None
     notes: str = ""
+    columns: tuple[tuple[str, str], ...] = ()
 
     @property
     def speedup(self) -> float | None:
-        if self.peer_seconds is None or self.ours_seconds <= 0:
+        if self.peer_seconds is None or not self.ours_seconds > 0:
             return None
         return self.peer_seconds / self.ours_seconds
 
@@ -133,8 +138,8 @@ def package_versions(extra: tuple[str, ...] = ()) -> str:
     return f"Python {platform.python_version()}; " + ", ".join(found)
 
 
-def _format_seconds(seconds: float | None) -> str:
-    if seconds is None:
+def format_seconds(seconds: float | None) -> str:
+    if seconds is None or math.isnan(seconds):
         return "n/a"
     if seconds >= 1:
         return f"{seconds:.2f} s"
@@ -157,14 +162,18 @@ def render_section(bench: Benchmark, rows: list[Comparison], command: str, load_
         f"- machine: {machine_description()}; 1-minute load average before the run: {load_before:.1f}",
         f"- versions: {package_versions(bench.peers)}",
         "",
-        "| task | ours | peer | peer time | peer / ours | notes |",
-        "|---|---|---|---|---|---|",
     ]
+    extra = list(dict.fromkeys(name for row in rows for name, _ in row.columns))
+    headers = ["task", "ours", "peer", "peer time", "peer / ours", *extra, "notes"]
+    lines += ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for row in rows:
         speedup = "n/a" if row.speedup is None else f"{row.speedup:.2f}x"
+        cells = dict(row.columns)
         lines.append(
-            f"| {row.task} | {_format_seconds(row.ours_seconds)} | {row.peer} | "
-            f"{_format_seconds(row.peer_seconds)} | {speedup} | {row.notes} |"
+            f"| {row.task} | {format_seconds(row.ours_seconds)} | {row.peer} | "
+            f"{format_seconds(row.peer_seconds)} | {speedup} | "
+            + "".join(f"{cells.get(name, '')} | " for name in extra)
+            + f"{row.notes} |"
         )
     lines += ["", f"<!-- end:{bench.name} -->", ""]
     return "\n".join(lines)

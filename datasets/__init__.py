@@ -1,28 +1,10 @@
 """Data for the zoo: real data sets (bundled, or read from the data folder), synthetic data drawn from the
-models, and preprocessing helpers."""
+models, and preprocessing helpers. Each loader's module is imported at first use."""
 
-from .base import DataHomeMissing, Dataset, resolve_data_home
-from .bundled import load_breast_cancer, load_digits, load_titanic_table, load_wine
-from .cartoon_faces import FACE_CLUSTERS, FACE_FEATURES, make_cartoon_faces
-from .gaussian_mixture import make_gaussian_mixture
-from .planted_rule_lists import planted_rule_lists
-from .preprocessing import bin_levels, binarize, one_hot
-from .real import (
-    SeedSet,
-    load_adult,
-    load_animals50,
-    load_movielens,
-    load_mushroom,
-    load_nell,
-    load_recipes,
-    load_tictactoe,
-    load_titanic,
-    load_usps,
-    load_zoo,
-)
-from .smiley_faces import conditioned_model, load_usps_bcm, make_smiley_faces
+from interpretable_zoo.lazy import lazy_attributes
 
 __all__ = [
+    "DataFileError",
     "DataHomeMissing",
     "Dataset",
     "FACE_CLUSTERS",
@@ -53,3 +35,29 @@ __all__ = [
     "planted_rule_lists",
     "resolve_data_home",
 ]
+
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    {
+        ".base": ("DataFileError", "DataHomeMissing", "Dataset", "resolve_data_home"),
+        ".bundled": ("load_breast_cancer", "load_digits", "load_titanic_table", "load_wine"),
+        ".cartoon_faces": ("FACE_CLUSTERS", "FACE_FEATURES", "make_cartoon_faces"),
+        ".gaussian_mixture": ("make_gaussian_mixture",),
+        ".planted_rule_lists": ("planted_rule_lists",),
+        ".preprocessing": ("bin_levels", "binarize", "one_hot"),
+        ".real": (
+            "SeedSet",
+            "load_adult",
+            "load_animals50",
+            "load_movielens",
+            "load_mushroom",
+            "load_nell",
+            "load_recipes",
+            "load_tictactoe",
+            "load_titanic",
+            "load_usps",
+            "load_zoo",
+        ),
+        ".smiley_faces": ("conditioned_model", "load_usps_bcm", "make_smiley_faces"),
+    },
+)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import zlib
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import scipy.io
 import scipy.sparse
 
 DATA_HOME_ENV = "INTERPRETABLE_ZOO_DATA"
@@ -45,6 +48,54 @@ class Dataset:
     def __repr__(self) -> str:
         labels = "no labels" if self.y is None else f"y {self.y.shape}"
         return f"Dataset({self.name!r}, X {type(self.X).__name__} {self.X.shape}, {labels})"
+
+
+class DataFileError(ValueError):
+    """A data file exists but does not hold what its loader expects: corrupt, truncated, or another file.
+
+    The message names the data set and the file.
+    """
+
+
+_PARSER_ERRORS = (
+    ValueError,
+    OSError,
+    EOFError,
+    KeyError,
+    IndexError,
+    TypeError,
+    zlib.error,
+    scipy.io.matlab.MatReadError,
+)
+"""What h5py, scipy.io, NumPy, pandas and gzip raise on a corrupt, truncated or foreign file."""
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One file of a named data set, whose checks raise a :class:`DataFileError` naming both."""
+
+    dataset: str
+    path: Path
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Errors of the parser reading this file become a :class:`DataFileError`."""
+        try:
+            yield
+        except DataFileError:
+            raise
+        except _PARSER_ERRORS as error:
+            message = " ".join(str(error).split())
+            raise DataFileError(
+                f"{self.dataset}: cannot read {self.path} ({type(error).__name__}: {message})"
+            ) from error
+
+    def require(self, condition, problem: str) -> None:
+        """:class:`DataFileError` "{dataset}: {path} {problem}; ..." unless ``condition`` holds."""
+        if not condition:
+            raise DataFileError(
+                f"{self.dataset}: {self.path} {problem}; the file is corrupt, truncated or not the expected one"
+            )
 
 
 class DataHomeMissing(ValueError):

@@ -1,14 +1,9 @@
 """Diagnostics: ArviZ conversion, summaries and trace plots; exact-enumeration, goodness-of-fit and SBC helpers."""
 
-from interpretable_zoo.diagnostics.exact import GOFResult, enumerate_posterior, exact_gof_test, state_index
-from interpretable_zoo.diagnostics.inference_data import (
-    add_posterior_variables,
-    default_var_names,
-    plot_trace,
-    summary,
-    to_inference_data,
-)
-from interpretable_zoo.diagnostics.sbc import SBCResult, simulation_based_calibration
+from interpretable_zoo.compilation_cache import configure
+from interpretable_zoo.lazy import lazy_attributes
+
+configure()  # the persistent compilation cache is set before any helper compiles
 
 __all__ = [
     "GOFResult",
@@ -23,3 +18,12 @@ __all__ = [
     "summary",
     "to_inference_data",
 ]
+
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    {
+        ".exact": ("GOFResult", "enumerate_posterior", "exact_gof_test", "state_index"),
+        ".inference_data": ("add_posterior_variables", "default_var_names", "plot_trace", "summary", "to_inference_data"),
+        ".sbc": ("SBCResult", "simulation_based_calibration"),
+    },
+)

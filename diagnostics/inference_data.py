@@ -48,6 +48,45 @@ def to_inference_data(
     return idata
 
 
+def tempered_inference_data(
+    run,
+    posterior: Mapping[str, np.ndarray],
+    *,
+    summary_var_names: Sequence[str],
+    coords: Mapping[str, Sequence] | None = None,
+    dims: Mapping[str, Sequence[str]] | None = None,
+) -> az.InferenceData:
+    """``arviz.InferenceData`` of a tempered run (``inference.convergence.TemperedRun``): the given
+    ``posterior`` variables (chain, draw, ...) of the posterior rung; ``sample_stats`` with ``lp`` (the
+    log joint) and ``swap_accept`` (mean acceptance of the swaps attempted at each kept scan); and the
+    run's tempering facts in ``posterior.attrs`` (schedule, communication barrier, round-trip rate,
+    stepping-stone log evidence and its standard error, converged, thinning, scans).
+    """
+    idata = az.from_dict(
+        posterior=dict(posterior),
+        sample_stats={"lp": run.summaries["log_joint"], "swap_accept": run.swap_accept},
+        coords=coords,
+        dims=dims,
+    )
+    missing = [name for name in summary_var_names if name not in idata.posterior]
+    if missing:
+        raise ValueError(f"summary_var_names: {missing} are not posterior variables")
+    idata.posterior.attrs.update(
+        {
+            SUMMARY_ATTR: list(summary_var_names),
+            "inverse_temperatures": [float(b) for b in run.schedule],
+            "communication_barrier": float(run.barrier),
+            "round_trip_rate": float(run.round_trip_rate),
+            "log_evidence": float(run.log_evidence),
+            "log_evidence_se": float(run.log_evidence_se),
+            "converged": int(run.converged),
+            "thin": int(run.thin),
+            "n_scans": int(run.n_scans),
+        }
+    )
+    return idata
+
+
 def add_posterior_variables(
     idata: az.InferenceData,
     arrays: Mapping[str, np.ndarray],

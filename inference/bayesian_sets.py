@@ -14,7 +14,7 @@ reads the prior and every score formula from :mod:`interpretable_zoo.models.baye
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from numbers import Integral
 
@@ -23,6 +23,7 @@ import scipy.optimize
 import scipy.sparse
 from scipy.special import expit
 
+from interpretable_zoo.inference import memory
 from interpretable_zoo.inference.mcmc import check_positive_int
 from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.models import bayesian_sets as bs_model
@@ -42,7 +43,10 @@ def _binary_matrix(X) -> np.ndarray | scipy.sparse.csr_matrix:
         matrix.sum_duplicates()
         values = matrix.data
     else:
-        array = np.asarray(X)
+        try:
+            array = np.asarray(X)
+        except ValueError as error:  # ragged nested sequences
+            raise ValueError(f"X: cannot be read as a 2-D array ({error})") from None
         if array.ndim != 2:
             raise ValueError(f"X: expected a 2-D array (items x features), got shape {array.shape}")
         if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool) or np.iscomplexobj(array):
@@ -189,7 +193,12 @@ class BayesianSets:
         self.X = _binary_matrix(X)
         self.priors = priors
         self.n_items, self.n_features = self.X.shape
-        self.item_names = resolve_names(item_names, self.n_items, argument="item_names", default_prefix="item_", counted="items")
+        for argument, names in (("item_names", item_names), ("feature_names", feature_names)):
+            if names is not None and (isinstance(names, (str, bytes)) or not isinstance(names, Iterable)):
+                raise ValueError(f"{argument}: expected a sequence of names, got {type(names).__name__}")
+        self.item_names = resolve_names(
+            item_names, self.n_items, argument="item_names", default_prefix="item_", counted="items"
+        )
         self.feature_names = resolve_names(
             feature_names, self.n_features, argument="feature_names", default_prefix="feature_", counted="features"
         )
@@ -199,16 +208,18 @@ class BayesianSets:
         self._terms_by_size: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     # -- queries -------------------------------------------------------------------------------------
+    def _index_of_names(self) -> dict[str, int | None]:
+        """Item name -> its index, or None for a name that several items share."""
+        if self._index_of_name is None:
+            index_of_name: dict[str, int | None] = {}
+            for index, name in enumerate(self.item_names):
+                index_of_name[name] = None if name in index_of_name else index
+            self._index_of_name = index_of_name
+        return self._index_of_name
+
     def _item_index(self, item) -> int:
         if isinstance(item, str):
-            if self._index_of_name is None:
-                index_of_name: dict[str, int | None] = {}
-                for index, name in enumerate(self.item_names):
-                    index_of_name[name] = None if name in index_of_name else index
-                self._index_of_name = index_of_name
-            if item not in self._index_of_name:
-                raise ValueError(f"query: no item named {item!r}")
-            index = self._index_of_name[item]
+            index = self._index_of_names()[item]
             if index is None:
                 raise ValueError(f"query: several items are named {item!r}; give its index instead")
             return index
@@ -225,6 +236,10 @@ class BayesianSets:
         items = query.tolist() if isinstance(query, np.ndarray) else list(query)
         if not items:
             raise ValueError("query: is empty; give at least one item")
+        unknown = [item for item in items if isinstance(item, str) and item not in self._index_of_names()]
+        if unknown:
+            plural = "s" if len(unknown) > 1 else ""
+            raise ValueError(f"query: no item{plural} named {', '.join(map(repr, unknown))} ({len(items)} query items)")
         indices = np.array([self._item_index(item) for item in items], dtype=np.int64)
         if np.unique(indices).size != indices.size:
             values, counts = np.unique(indices, return_counts=True)
@@ -278,6 +293,12 @@ class BayesianSets:
         queries, single = self._batch(query)
         if single:
             return self._score_one(queries[0])[2]
+        per_query = 8 * (self.n_items + 3 * self.n_features)  # a column of scores; q, its transpose and counts
+        memory.check_memory(
+            per_query * len(queries),
+            f"query: scoring a batch of {len(queries)} queries over {self.n_items} items",
+            f"score fewer queries per call (each needs {memory.format_bytes(per_query)})",
+        )
         c, q = self._coefficients(queries)
         scores = self.X @ np.ascontiguousarray(q.T)  # scipy's sparse x dense product wants C order
         scores += c
@@ -325,6 +346,8 @@ class BayesianSets:
         if top_k is not None:
             top_k = check_positive_int(top_k, "top_k")
         n_reasons = check_positive_int(n_reasons, "n_reasons", minimum=0)
+        if not isinstance(include_query, (bool, np.bool_)):
+            raise ValueError(f"include_query: expected True or False, got {include_query!r}")
         c, q, scores = self._score_one(indices)
 
         is_query = np.zeros(self.n_items, dtype=bool)

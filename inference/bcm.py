@@ -20,12 +20,17 @@ import pandas as pd
 from jax.scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 
-from interpretable_zoo.diagnostics import summary, to_inference_data
-from interpretable_zoo.inference.bcm_gibbs import BCMGibbs
-from interpretable_zoo.inference.mcmc import check_positive_int, default_chain_method, run_mcmc
+from interpretable_zoo.diagnostics.inference_data import summary, tempered_inference_data
+from interpretable_zoo.inference import bcm_gibbs, convergence, tempering
+from interpretable_zoo.inference.mcmc import check_positive_int
+from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.models import bcm
 
 SUMMARY_VARS = ("log_joint", "sorted_cluster_size", "n_subspace_features")
+SCANS_PER_CHUNK = 16
+"""Tempering scans per compiled call (each a sweep of every replica and a swap round)."""
+MAX_DRAWS = 500
+"""Draws kept per chain (a draw holds the (N, S) row counts)."""
 FOLD_IN_SWEEPS = 200
 """Gibbs sweeps of :func:`fold_in_mixture_weights` per call; the second half is averaged."""
 
@@ -95,8 +100,10 @@ def _with_n_values(data: CategoricalData, n_values, from_frame: bool) -> Categor
     if from_frame:
         raise ValueError("n_values: only for integer codes; a DataFrame's columns bring their own categories")
     n_values = np.asarray(n_values)
+    if n_values.ndim == 0:  # one number for every feature
+        n_values = np.full(data.n_values.shape, n_values)
     if n_values.shape != data.n_values.shape or not np.issubdtype(n_values.dtype, np.integer):
-        raise ValueError(f"n_values: expected {len(data.n_values)} integers, one per feature, got {n_values!r}")
+        raise ValueError(f"n_values: expected one integer, or {len(data.n_values)}, one per feature, got {n_values!r}")
     if np.any(n_values < np.maximum(data.codes.max(0) + 1, 2)):
         raise ValueError("n_values: every feature needs at least 2 values and more than its largest code")
     value_names = tuple(tuple(str(v) for v in range(n)) for n in n_values)
@@ -151,7 +158,7 @@ def fold_in_mixture_weights(key, token_log_likelihood, alpha_s, num_sweeps: int 
         log_gamma = jax.random.loggamma(key_pi, alpha_s + counts(z))
         log_pi = log_gamma - logsumexp(log_gamma, -1, keepdims=True)
         z = jax.random.categorical(key_z, log_pi[:, None, :] + token_log_likelihood)
-        return z, (alpha_s + counts(z)) / (n_clusters * alpha_s + n_features)
+        return z, (alpha_s + counts(z)) / (jnp.sum(alpha_s) + n_features)
 
     key_init, key_sweeps = jax.random.split(key)
     z = jax.random.categorical(key_init, token_log_likelihood)
@@ -176,49 +183,58 @@ def corrupt_half_labels(labels, n_clusters: int, seed: int = 0) -> np.ndarray:
     return shifted
 
 
-class BCMResult:
+class BCMResult(convergence.TemperedResult):
     """A fitted BCM: ``idata`` (posterior ``omega`` (chain, draw, S, P), ``prototype`` (chain, draw, S),
-    ``z`` (chain, draw, N, P) unless ``store_z=False``, and the label-free summaries), ``explain()``,
-    ``transform()`` and ``unsupervised_accuracy(y)``."""
+    ``z`` (chain, draw, N, P) with ``store_z=True``, and the label-free summaries; ``sample_stats`` with
+    the swap acceptance; the tempering facts in ``idata.posterior.attrs``), ``explain()``, ``transform()``,
+    ``unsupervised_accuracy(y)``, ``converged``, ``diagnostics``, ``log_evidence`` and :meth:`extend`."""
 
-    def __init__(
-        self,
-        mcmc,
-        data: CategoricalData,
-        n_clusters: int,
-        priors: bcm.Priors,
-        idata: az.InferenceData,
-        row_counts,
-        final_cell_counts,
-    ):
-        self.mcmc = mcmc
+    def __init__(self, run, target, data: CategoricalData, n_clusters: int, priors: bcm.Priors, store_z: bool):
+        self.run = run
+        self.target = target  # (static, data) of the kernel, for extend()
         self.data = data
         self.n_clusters = n_clusters
         self.priors = priors
-        self.idata = idata
-        self._row_counts = row_counts  # (chain, draw, N, S)
-        self._final_cell_counts = final_cell_counts  # (chain, P * V, S), the counts of each chain's last draw
-        log_joint = idata.posterior["log_joint"].values
+        self.store_z = store_z
+        self.idata = _inference_data(run, data)
+        self._row_counts = run.records["row_counts"]  # (chain, draw, N, S)
+        self._final = jax.tree.map(np.asarray, tempering.posterior_states(run.ladder))  # each chain's last state
+        log_joint = self.idata.posterior["log_joint"].values
         self.best_chain, self.best_draw = np.unravel_index(np.argmax(log_joint), log_joint.shape)
+        self._labels = _alignment(self._row_counts, self._row_counts[self.best_chain, self.best_draw])
+
+    def _kernel(self) -> TargetKernel:
+        return _kernel(self.store_z)
+
+    def _with_run(self, run) -> BCMResult:
+        return BCMResult(run, self.target, self.data, self.n_clusters, self.priors, self.store_z)
 
     def _draw(self, name):
         return self.idata.posterior[name].values[self.best_chain, self.best_draw]
 
+    def _aligned(self, draws):
+        """(chain, draw, S, ...) per-cluster draws relabelled to the best draw's clusters."""
+        return np.take_along_axis(draws, self._labels.reshape(self._labels.shape + (1,) * (draws.ndim - 3)), axis=2)
+
     def explain(self, hide_value: str | None = None) -> pd.DataFrame:
         """Per cluster of the highest-log-joint draw: its share of tokens, the prototype (index and name)
-        and the subspace features with the prototype's values (as in the paper's fig. 4b).
+        and its subspace with the prototype's values (as in the paper's fig. 4b). The subspace lists the
+        features in the cluster's subspace in at least half of the draws of every chain (the median-
+        probability model), the draws' clusters matched to the best draw's by shared tokens.
 
         ``hide_value`` leaves out of the listing the subspace features where the prototype has that value
         (e.g. "0" for ingredient lists, to show the defining ingredients present); ``n_subspace`` counts all.
         """
-        omega, prototype = self._draw("omega"), self._draw("prototype")
+        prototype = self._draw("prototype")
+        inclusion = self._aligned(self.idata.posterior["omega"].values).mean((0, 1))  # (S, P)
         sizes = self._row_counts[self.best_chain, self.best_draw].sum(0)
         rows = []
         for s in np.argsort(-sizes):
             values = self.data.codes[prototype[s]]
+            features = np.flatnonzero(inclusion[s] >= 0.5)
             subspace = [
                 f"{self.data.feature_names[j]}={self.data.value_names[j][values[j]]}"
-                for j in np.flatnonzero(omega[s])
+                for j in features
                 if self.data.value_names[j][values[j]] != hide_value
             ]
             rows.append(
@@ -227,32 +243,31 @@ class BCMResult:
                     "share": sizes[s] / sizes.sum(),
                     "prototype": int(prototype[s]),
                     "prototype_name": self.data.sample_names[prototype[s]],
-                    "n_subspace": int(omega[s].sum()),
+                    "n_subspace": int(features.size),
                     "subspace": ", ".join(subspace),
                 }
             )
         return pd.DataFrame(rows).set_index("cluster")
 
     def transform(self, X=None, seed: int = 0) -> np.ndarray:
-        """Posterior-mean mixture weights pi (the features the paper feeds to an SVM), in the labels of the
-        best chain (the one holding the highest-log-joint draw).
+        """Posterior-mean mixture weights pi (the features the paper feeds to an SVM), in the clusters of the
+        highest-log-joint draw.
 
-        ``X=None``: the training observations, E[pi_i | z] = (alpha/S + n_is) / (alpha + P) averaged over
-        the best chain's draws, (N, S). ``X`` given (any observations with the fitted features and values,
-        see :func:`encode_like`): each row folded in, (M, S): phi fixed at its posterior mean given the
-        best chain's last draw, phi_sj(v) = (g_sj(v) + n_{s,.,j,v}) / (sum_v g_sj(v) + n_{s,.,j,.}) with
-        that draw's prototypes and omega in g, and pi_m from :func:`fold_in_mixture_weights` (``seed``).
+        ``X=None``: the training observations, E[pi_i | z] = (a_s + n_is) / (sum_s a_s + P) averaged over
+        every draw of every chain, each draw's clusters matched to the best draw's by shared tokens (N, S).
+        ``X`` given (any observations with the fitted features and values, see :func:`encode_like`): each
+        row folded in, (M, S): phi fixed at its posterior mean given the best chain's last state,
+        phi_sj(v) = (g_sj(v) + n_{s,.,j,v}) / (sum_v g_sj(v) + n_{s,.,j,.}) with that state's prototypes
+        and omega in g, and pi_m from :func:`fold_in_mixture_weights` (``seed``), in that state's labels.
         """
-        alpha_s = bcm.z_concentration(self.priors, self.n_clusters)
+        alpha_s = np.asarray(self.target[1].pi_concentration)  # (S,), from the model file
         if X is None:
-            counts = self._row_counts[self.best_chain]
-            return ((alpha_s + counts) / (self.priors.alpha + self.data.codes.shape[1])).mean(0)
+            counts = np.swapaxes(self._aligned(np.swapaxes(self._row_counts, -1, -2)), -1, -2)  # (C, D, N, S)
+            return ((alpha_s + counts) / (alpha_s.sum() + self.data.codes.shape[1])).mean((0, 1))
         codes = encode_like(X, self.data)
-        posterior = self.idata.posterior
-        omega = posterior["omega"].values[self.best_chain, -1]
-        prototype = posterior["prototype"].values[self.best_chain, -1]
+        omega, prototype = self._final.omega[self.best_chain], self._final.prototype[self.best_chain]
         n_features, mask = len(self.data.n_values), bcm.value_mask(self.data.n_values)
-        cells = self._final_cell_counts[self.best_chain].T.reshape(self.n_clusters, n_features, -1)
+        cells = self._final.cell_counts[self.best_chain].T.reshape(self.n_clusters, n_features, -1)
         concentration = bcm.concentration_table(self.data.codes[prototype], omega, self.data.n_values, self.priors)
         phi = np.where(mask, concentration + cells, 0.0)
         log_phi = np.log(np.where(mask, phi, 1.0)) - np.log(phi.sum(-1, keepdims=True))  # (S, P, V)
@@ -286,29 +301,103 @@ class BCMResult:
         return summary(self.idata)
 
 
+def _alignment(row_counts, reference) -> np.ndarray:
+    """(chain, draw, S): for each draw, the draw's cluster that matches each cluster of ``reference`` (N, S),
+    the assignment maximising the tokens they share row by row (Hungarian algorithm). Tempering swaps
+    and split-merge moves relabel clusters within a chain, so per-cluster averages need it."""
+    from scipy.optimize import linear_sum_assignment
+
+    shared = np.einsum("cdns,nt->cdts", row_counts.astype(np.float64), reference.astype(np.float64))
+    labels = np.empty(shared.shape[:3], np.int64)
+    for index in np.ndindex(*shared.shape[:2]):
+        _, labels[index] = linear_sum_assignment(shared[index], maximize=True)
+    return labels
+
+
+def _record_without_z(static, data, states):
+    """What a kept draw stores: omega, the prototypes and the row counts (for mixture weights)."""
+    return {"omega": states.omega, "prototype": states.prototype, "row_counts": states.row_counts}
+
+
+def _record_with_z(static, data, states):
+    return {**_record_without_z(static, data, states), "z": states.z}
+
+
+def _kernel(store_z: bool) -> TargetKernel:
+    """The collapsed Gibbs kernel as the tempering engine runs it, keeping z in the draws or not."""
+    record = _record_with_z if store_z else _record_without_z
+    return TargetKernel(bcm_gibbs.init, bcm_gibbs.step, bcm_gibbs.summaries, record)
+
+
+def _inference_data(run, data: CategoricalData) -> az.InferenceData:
+    records, summaries = run.records, run.summaries
+    n_clusters = records["prototype"].shape[-1]
+    posterior = {
+        "omega": records["omega"],
+        "prototype": records["prototype"],
+        "log_joint": summaries["log_joint"],
+        "sorted_cluster_size": np.stack([summaries[f"cluster_size_{s}"] for s in range(n_clusters)], axis=-1),
+        "n_subspace_features": summaries["n_subspace_features"],
+    }
+    if "z" in records:
+        posterior["z"] = records["z"]
+    return tempered_inference_data(
+        run,
+        posterior,
+        summary_var_names=SUMMARY_VARS,
+        coords={"feature": list(data.feature_names), "observation": list(data.sample_names)},
+        dims={"omega": ["cluster", "feature"], "prototype": ["cluster"], "z": ["observation", "feature"],
+              "sorted_cluster_size": ["rank"]},
+    )
+
+
+def _initial_states(target, init_labels: np.ndarray, num_chains: int, seed: int):
+    """One start per chain with every token of observation i in cluster ``init_labels[i]`` (the same
+    labels for every chain, or one row per chain) and omega and the prototypes drawn from their prior."""
+    static, data = target
+    labels = np.broadcast_to(init_labels, (num_chains, init_labels.shape[-1]))
+    keys = jax.random.split(jax.random.PRNGKey(seed), num_chains)
+
+    def start(key, chain_labels):
+        drawn = bcm_gibbs.init(static, data, key)
+        z = jnp.broadcast_to(chain_labels[:, None], (static.n_obs, static.n_features))
+        return bcm_gibbs.state_from_params(static, data, drawn.omega, drawn.prototype, z)
+
+    return jax.vmap(start)(keys, jnp.asarray(labels, jnp.int32))
+
+
 def fit_bcm(
     X,
     n_clusters: int,
     *,
     priors: bcm.Priors | None = None,
-    num_warmup: int = 200,
-    num_samples: int = 500,
+    num_samples: int | None = None,
+    num_warmup: int | None = None,
     num_chains: int = 4,
     seed: int = 0,
-    store_z: bool = True,
+    n_temperatures="auto",
+    target_rhat: float = 1.01,
+    min_ess: float = 400.0,
+    max_seconds: float | None = 300.0,
+    store_z: bool = False,
     init="random",
     n_values=None,
-    chain_method: str | None = None,
-    progress_bar: bool = False,
+    progress_bar: bool | None = None,
 ) -> BCMResult:
     """Fit BCM to a categorical matrix (integer codes, or a DataFrame whose values are mapped to codes)
-    with the exact collapsed Gibbs sampler.
+    with the exact collapsed Gibbs sampler (eqs. (1), (2), observation swaps and cluster split-merge)
+    under non-reversible parallel tempering (``inference.convergence``).
 
-    ``init``: "random" (uniform cluster indices), or an (N,) array of initial clusters, one per
+    By default the chains run until the log joint, sorted cluster sizes and number of subspace features
+    reach R-hat <= ``target_rhat`` and bulk ESS >= ``min_ess``, or ``max_seconds`` pass (then
+    ``result.converged`` is False and a warning gives the numbers); ``num_samples`` runs exactly that many
+    scans after ``num_warmup`` tuning scans instead. ``n_temperatures``: rungs per chain ("auto", or 1
+    for the untempered sampler). ``store_z``: keep every draw's token assignments (N x P per draw).
+    ``init``: "random" (each replica drawn from the prior), or an (N,) array of initial clusters, one per
     observation (see :func:`corrupt_half_labels` for the paper's digits scheme), or a (num_chains, N)
-    array, one start per chain (vectorized chains only), e.g. to compare starts in one compiled run.
-    ``n_values``: for integer codes, the number of values V_j of each feature (P,), e.g. 7 for every pixel
-    of 7-bin digits; by default 1 + the largest code seen (at least 2).
+    array, one start per chain. ``n_values``: for integer codes, the number of values V_j of each feature
+    (P,) or one number for all, e.g. 7 for every pixel of 7-bin digits; by default 1 + the largest code
+    seen (at least 2). ``progress_bar``: None shows it outside CI.
     """
     data = _with_n_values(encode_categorical(X), n_values, isinstance(X, pd.DataFrame))
     n_obs = data.codes.shape[0]
@@ -316,6 +405,8 @@ def fit_bcm(
     if priors is not None and not isinstance(priors, bcm.Priors):
         raise ValueError(f"priors: expected interpretable_zoo.models.bcm.Priors, got {type(priors).__name__}")
     priors = priors or bcm.Priors()
+    target_settings = convergence.ConvergenceTarget(target_rhat, min_ess, max_seconds)
+    num_chains = check_positive_int(num_chains, "num_chains")
     if isinstance(init, str):
         if init != "random":
             raise ValueError(f"init: expected 'random' or an array of initial clusters, got {init!r}")
@@ -325,45 +416,26 @@ def fit_bcm(
         shapes = [(n_obs,), (num_chains, n_obs)]
         if init_labels.shape not in shapes or not np.issubdtype(init_labels.dtype, np.integer):
             raise ValueError(f"init: expected 'random' or integer clusters of shape {shapes}, got {init_labels.shape}")
-        if init_labels.ndim == 2 and (chain_method or default_chain_method(num_chains)) != "vectorized":
-            raise ValueError("init: one start per chain needs chain_method='vectorized'")
         if init_labels.min() < 0 or init_labels.max() >= n_clusters:
             raise ValueError(f"init: initial clusters must lie in 0..{n_clusters - 1}")
-    extra = ("potential_energy", "row_counts", "sorted_cluster_size")
-    mcmc = run_mcmc(
-        BCMGibbs(init_labels=init_labels),
-        num_warmup=num_warmup,
-        num_samples=num_samples,
+    target = bcm_gibbs.make_target(data.codes, n_clusters, priors, data.n_values)
+    initial = None if init_labels is None else _initial_states(target, init_labels, num_chains, seed)
+    run = convergence.sample(
+        _kernel(store_z),
+        *target,
         num_chains=num_chains,
         seed=seed,
-        model_args=(data.codes, n_clusters),
-        model_kwargs={"priors": priors, "n_values": data.n_values},
-        chain_method=chain_method,
+        n_temperatures=n_temperatures,
+        num_samples=num_samples,
+        tuning_rounds=convergence.tuning_rounds_for(num_warmup, SCANS_PER_CHUNK),
+        scans_per_chunk=SCANS_PER_CHUNK,
+        max_draws=num_samples or MAX_DRAWS,
+        target=target_settings,
         progress_bar=progress_bar,
-        extra_fields=extra + (() if store_z else ("~params.z",)),
+        description="BCM",
+        initial_states=initial,
     )
-    fields = mcmc.get_extra_fields(group_by_chain=True)
-    omega = np.asarray(mcmc.get_samples(group_by_chain=True)["omega"])
-    derived = {
-        "log_joint": -np.asarray(fields["potential_energy"]),
-        "sorted_cluster_size": np.asarray(fields["sorted_cluster_size"]),
-        "n_subspace_features": omega.sum((-2, -1)),
-    }
-    dims = {
-        "omega": ["cluster", "feature"],
-        "prototype": ["cluster"],
-        "z": ["observation", "feature"],
-        "sorted_cluster_size": ["rank"],
-    }
-    idata = to_inference_data(
-        mcmc,
-        derived=derived,
-        summary_var_names=SUMMARY_VARS,
-        coords={"feature": list(data.feature_names), "observation": list(data.sample_names)},
-        dims=dims,
-    )
-    final_cell_counts = np.asarray(mcmc.last_state.cell_counts).reshape(num_chains, -1, n_clusters)
-    return BCMResult(mcmc, data, n_clusters, priors, idata, np.asarray(fields["row_counts"]), final_cell_counts)
+    return BCMResult(run, target, data, n_clusters, priors, store_z)
 
 
 class BCMClusterer(ClusterMixin, TransformerMixin, BaseEstimator):
@@ -371,24 +443,47 @@ class BCMClusterer(ClusterMixin, TransformerMixin, BaseEstimator):
     best draw's chain (argmax of the posterior-mean pi), ``transform`` the posterior-mean pi,
     ``result_`` the :class:`BCMResult`."""
 
-    def __init__(self, n_clusters=3, *, priors=None, num_warmup=200, num_samples=500, num_chains=4, seed=0):
+    def __init__(
+        self,
+        n_clusters=3,
+        *,
+        priors=None,
+        num_samples=None,
+        num_warmup=None,
+        num_chains=4,
+        seed=0,
+        n_temperatures="auto",
+        target_rhat=1.01,
+        min_ess=400.0,
+        max_seconds=300.0,
+        progress_bar=None,
+    ):
         self.n_clusters = n_clusters
         self.priors = priors
-        self.num_warmup = num_warmup
         self.num_samples = num_samples
+        self.num_warmup = num_warmup
         self.num_chains = num_chains
         self.seed = seed
+        self.n_temperatures = n_temperatures
+        self.target_rhat = target_rhat
+        self.min_ess = min_ess
+        self.max_seconds = max_seconds
+        self.progress_bar = progress_bar
 
     def fit(self, X, y=None):
         self.result_ = fit_bcm(
             X,
             self.n_clusters,
             priors=self.priors,
-            num_warmup=self.num_warmup,
             num_samples=self.num_samples,
+            num_warmup=self.num_warmup,
             num_chains=self.num_chains,
             seed=self.seed,
-            store_z=False,
+            n_temperatures=self.n_temperatures,
+            target_rhat=self.target_rhat,
+            min_ess=self.min_ess,
+            max_seconds=self.max_seconds,
+            progress_bar=self.progress_bar,
         )
         self.labels_ = self.result_.transform().argmax(1)
         return self
@@ -401,13 +496,14 @@ class BCMClusterer(ClusterMixin, TransformerMixin, BaseEstimator):
         return self.result_.explain()
 
 
-def smiley_demo() -> tuple:
-    """The sec. 3.1 example: 240 smiley faces drawn from the model, fitted with three clusters.
+def smiley_demo(**fit_options) -> tuple:
+    """The sec. 3.1 example: 240 smiley faces drawn from the model, fitted with three clusters
+    (:func:`fit_bcm` with ``fit_options``, by default until converged within 60 s).
     Returns (faces Dataset, BCMResult)."""
     from interpretable_zoo.datasets.smiley_faces import SMILEY_PRIORS, make_smiley_faces
 
     faces = make_smiley_faces()
-    result = fit_bcm(faces.X, 3, priors=SMILEY_PRIORS, num_warmup=100, num_samples=200, num_chains=2, seed=0, store_z=False)
+    result = fit_bcm(faces.X, 3, priors=SMILEY_PRIORS, seed=0, **{"max_seconds": 60.0, **fit_options})
     return faces, result
 
 

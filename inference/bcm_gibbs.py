@@ -1,87 +1,119 @@
-"""Exact collapsed Gibbs sampler for the Bayesian Case Model (pi and phi integrated out).
+"""Exact tempered collapsed Gibbs sampler for the Bayesian Case Model (pi and phi integrated out).
 
-One sweep updates z token by token, then whole observations, then omega, then the prototypes; each
-block leaves the target invariant:
+A replica at inverse temperature beta targets p(omega) p(prototype) p(z) p(x | z, omega, prototype)^beta,
+where p(z) is the row term of ``models.bcm.collapsed_model`` (pi_i integrated out: a Polya term per
+observation) and p(x | ...) its cell term (phi_sj integrated out, the ratio of eq. (2)); beta = 1 is the
+posterior, beta = 0 the prior. :func:`step` runs five blocks, each leaving that target invariant:
 
-1. the cluster indices z_ij, by eq. (1): p(z_ij = s) is proportional to
-   (alpha/S + n_{s,i,not j}) (g_sj(x_ij) + n_{s,.,j,x_ij}) / (sum_v g_sj(v) + n_{s,.,j,.}), counts without
-   the token itself. Two tokens in different rows and different columns share no count, so their joint
-   conditional factorises: a set with at most one token per row and per column is updated at once,
-   exactly. The N x P grid is covered by max(N, P) such "wrapped diagonals" of min(N, P) tokens, visited
-   in a ``lax.scan`` (sequential over diagonals, vectorized inside one);
-2. whole observations, by a Metropolis move per observation (:func:`_row_swap_block`): swap two cluster
-   labels on all tokens of observation i at once. With alpha small, pi_i is nearly one-hot and eq. (1)
-   almost never moves a single token of an observation out of its dominant cluster (a factor about
-   (alpha/S) / (P - 1) against it), so without this move an observation started in a wrong cluster stays there;
-3. all omega_sj at once by eq. (2) (they are conditionally independent given z and the prototypes);
-4. all prototypes at once (conditionally independent across clusters): log p(p_s = i) =
-   const + sum_j T[s, j, x_ij] with T[s, j, v] = log B(g(v, omega_sj) + n_sj) - log B(g(v, omega_sj)),
-   a gather over a table computed once per sweep.
+1. the cluster indices z_ij by eq. (1) with the likelihood factor tempered: p(z_ij = s) is proportional to
+   (a_s + n_{s,i,not j}) [(g_sj(x_ij) + n_{s,.,j,x_ij}) / (sum_v g_sj(v) + n_{s,.,j,.})]^beta, counts without
+   the token itself, a_s the Dirichlet concentration of pi_is (``models.bcm.z_concentration``). Tokens in
+   different rows and different columns share no count, so a set with at most one token per row and per
+   column is updated at once, exactly: the N x P grid is covered by max(N, P) such "wrapped diagonals",
+   visited in a ``lax.scan``;
+2. whole observations (:func:`_row_swap_block`): a Metropolis move per observation swapping two cluster
+   labels on all its tokens. With alpha small, eq. (1) almost never moves one token of an observation out
+   of its dominant cluster, so without this move an observation started in a wrong cluster stays there;
+3. groups of observations (:func:`_split_merge_block`): a restricted-Gibbs split-merge move (Jain and Neal
+   2004) adapted to the fixed S: it re-partitions the observations of k clusters among them (e.g. merges
+   two clusters and splits a third in one move, which single-observation moves cannot do), proposing the
+   partition up to relabelling; the omega and prototypes of those clusters are summed out of its
+   Metropolis-Hastings ratio and then redrawn from their conditionals;
+4. all omega_sj at once by eq. (2), tempered: log-odds = prior log-odds + beta * evidence difference;
+5. all prototypes at once: log p(p_s = i) = prior logit + beta * sum_j T[s, j, x_ij] with
+   T[s, j, v] = log B(g(v, omega_sj) + n_sj) - log B(g(v, omega_sj)).
 
-Blocks 3 and 4 need log B(g + n) for integer counts n <= N only, and g takes few distinct values: every
-log Gamma(a + n) they use is read from a table of log Gamma(a + n), n = 0..N, over the distinct a (the
-values of g and their sums over values), built once per data set.
+Blocks 3 to 5 need log B(g + n) for integer counts n <= N only: every log Gamma(a + n) is read from a table
+of log Gamma(a + n), n = 0..N, over the values a of g and of its sums over values, built once per target.
 
-Vectorized chains (:func:`sweep_chains`) run blocks 1 and 2 as one scan over the stacked count tables of
-all chains; each chain's draws are exactly those of :func:`sweep` with its key.
+Interface (the tempering engine's target kernel): :func:`make_target` turns the model arguments into a
+hashable :class:`BCMStatic` (shapes and switches) and a :class:`BCMData` pytree (observations and every
+prior or likelihood table, so that a refit of the same shapes compiles nothing); :func:`init` draws one
+replica's start from the prior, :func:`step` advances a batch of replicas with their own inverse
+temperatures, :func:`summaries` gives label-free scalars. The count tables of all replicas are stacked
+in blocks 1 and 2, so that a scan step makes one plain gather and scatter per table. :class:`BCMGibbs`
+wraps the same functions (beta = 1) as a NumPyro ``MCMCKernel``.
 
-The state is count arrays kept consistent with z by every update. Hyperparameters, g and the Beta-function
-terms come from ``interpretable_zoo.models.bcm``; the kernel's log target equals
-``log_density(collapsed_model)`` up to a constant (tested).
+Hyperparameters, g, the priors of omega and the prototypes and the Beta-function terms come from
+``interpretable_zoo.models.bcm``; log_prior + log_likelihood equals ``log_density(collapsed_model)`` (tested).
 """
 
 from __future__ import annotations
 
 import inspect
+import itertools
 from collections import namedtuple
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.special
+from jax.scipy.special import gammaln, logsumexp
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
 from interpretable_zoo.models import bcm
 
-BCMState = namedtuple(
-    "BCMState",
-    ["params", "row_counts", "cell_counts", "potential_energy", "accept_prob", "sorted_cluster_size", "rng_key"],
-)
-BCMState.__doc__ = """State of the BCM Gibbs sampler.
-
-params: {"omega": (S, P), "prototype": (S,), "z": (N, P)} int32; row_counts: (N, S) tokens of observation
-i in cluster s; cell_counts: (P * V, S) tokens of feature j with value v in cluster s (row j * V + v);
-potential_energy: minus the log target; accept_prob: the share of observations whose swap move was
-accepted in the last sweep (1 at the start); sorted_cluster_size: tokens per cluster,
-largest first (label-free).
-"""
+DEFAULT_SPLIT_MERGE_CLUSTERS = 3
+DEFAULT_LAUNCH_SCANS = 2
 
 
-@dataclass(frozen=True)
-class _Problem:
-    """The data and constants one sweep needs, derived once from the model arguments."""
+class BCMStatic(NamedTuple):
+    """Shapes and switches of a BCM target (hashable; equal for two fits of the same shapes).
 
-    x: np.ndarray | jax.Array  # (N, P) int32 codes
+    split_merge_clusters: k, the number of clusters the split-merge move re-partitions (0: no move);
+    launch_scans: restricted Gibbs scans building its launch state.
+    """
+
+    n_obs: int
+    n_features: int
+    n_values: int  # V = max_j V_j
     n_clusters: int
-    priors: bcm.Priors
-    n_values: np.ndarray  # (P,)
-    mask: np.ndarray  # (P, V)
-    diagonal_rows: np.ndarray  # (M, L) row of each token of each diagonal
-    diagonal_cols: np.ndarray  # (M, L)
-    cell_indicators: jax.Array  # (N, P * V) float32, 1 at column j * V + x_ij: sums over a (P * V) table
-    # g(u, b) over values u, for omega b and prototype value v, is g[b, j, v, u] (0 on padded u); the kernel
-    # reads it as log Gamma(g + n) from log_gamma_table (A * (N + 1),), float64, over its A distinct values
-    # and sums over u, at offsets g_offsets (2, P, V, V) and g_total_offsets (2, P, V)
-    log_gamma_table: np.ndarray
-    g_offsets: np.ndarray
-    g_total_offsets: np.ndarray
-    log_beta_prior: np.ndarray  # (2, P, V): log B(g[b, j, v]) over the valid values
+    split_merge_clusters: int
+    launch_scans: int
 
-    @property
-    def shape(self):
-        return self.x.shape
+
+class BCMData(NamedTuple):
+    """Everything of a BCM target that is an array: the data and the prior and likelihood tables.
+
+    Index conventions: b the value of omega_sj, v a prototype value, u a candidate value of x_ij.
+    """
+
+    x: jax.Array  # (N, P) int32 codes
+    value_mask: jax.Array  # (P, V) True where v < V_j
+    cell_indicators: jax.Array  # (N, P * V) 1 at column j * V + x_ij: sums over a (P * V) table
+    diagonal_rows: jax.Array  # (M, L) row of each token of each wrapped diagonal
+    diagonal_cols: jax.Array  # (M, L)
+    g_values: jax.Array  # (2, P, V, V) g(v, b)(u) of feature j, 0 on padded u
+    log_gamma_table: jax.Array  # (A * (N + 1),) log Gamma(a + n), n = 0..N, over A concentrations a
+    g_offsets: jax.Array  # (2, P, V, V) int32 offsets of g(v, b)(u) into log_gamma_table
+    g_total_offsets: jax.Array  # (2, P, V) int32 offsets of sum_u g(v, b)(u)
+    log_beta_prior: jax.Array  # (2, P, V) log B(g(v, b)) over the valid values
+    omega_log_prob: jax.Array  # (S, P, 2) log p(omega_sj = b), from models.bcm.omega_distribution
+    prototype_log_prob: jax.Array  # (S, N) log p(p_s = i), from models.bcm.prototype_distribution
+    pi_concentration: jax.Array  # (S,) Dirichlet concentration of pi_i, models.bcm.z_concentration
+
+
+class BCMTargetState(NamedTuple):
+    """One replica (or, in :func:`step`, a batch of replicas along a leading axis).
+
+    z (N, P), omega (S, P), prototype (S,) int32; row_counts (N, S) tokens of observation i in cluster s;
+    cell_counts (P * V, S) tokens of feature j with value v in cluster s (row j * V + v); log_prior =
+    log p(omega) + log p(prototype) + log p(z) and log_likelihood = log p(x | z, omega, prototype), both
+    normalised; swap_acceptance: share of observations whose swap move was accepted in the last step;
+    split_merge_accepted: 1 if the last split-merge move was accepted.
+    """
+
+    z: jax.Array
+    omega: jax.Array
+    prototype: jax.Array
+    row_counts: jax.Array
+    cell_counts: jax.Array
+    log_prior: jax.Array
+    log_likelihood: jax.Array
+    swap_acceptance: jax.Array
+    split_merge_accepted: jax.Array
 
 
 def _wrapped_diagonals(n_obs: int, n_features: int) -> tuple[np.ndarray, np.ndarray]:
@@ -94,188 +126,255 @@ def _wrapped_diagonals(n_obs: int, n_features: int) -> tuple[np.ndarray, np.ndar
     return np.broadcast_to(short, (n_features, n_obs)).astype(np.int32), ((short + offsets) % n_features).astype(np.int32)
 
 
-def problem_from_model_args(model_args, model_kwargs) -> _Problem:
-    """Bind the arguments of ``collapsed_model`` exactly as the model does. ``x`` may be a traced array
-    (e.g. a sampler run under ``jax.vmap`` over data sets) when ``n_values`` is given."""
-    bound = inspect.signature(bcm.collapsed_model).bind(*model_args, **(model_kwargs or {}))
-    bound.apply_defaults()
-    x = bound.arguments["x"]
-    n_values = bcm.resolve_n_values(x, bound.arguments["n_values"])
-    x = jnp.asarray(x, jnp.int32) if isinstance(x, jax.core.Tracer) else np.asarray(x).astype(np.int32)
-    priors = bound.arguments["priors"] or bcm.Priors()
-    rows, cols = _wrapped_diagonals(*x.shape)
-    mask = bcm.value_mask(n_values)
-    cells = np.arange(x.shape[1]) * mask.shape[1] + x
-    indicators = jnp.zeros((x.shape[0], mask.size), jnp.float32).at[np.arange(x.shape[0])[:, None], cells].set(1.0)
-    values = np.arange(mask.shape[1])
-    with jax.ensure_compile_time_eval():
-        prior_g = bcm.g(values[None, None, :], np.arange(2)[:, None, None], values, priors)  # (2, 1, V, V)
-        prior_g = np.where(mask[None, :, None, :], np.asarray(prior_g), 0.0).astype(np.float32)
-    table, g_offsets, g_total_offsets = _log_gamma_tables(prior_g, x.shape[0])
-    log_beta_prior = _log_beta_from_table(table, g_offsets, g_total_offsets, np.zeros_like(g_offsets))
-    return _Problem(
-        x, int(bound.arguments["n_clusters"]), priors, n_values, mask, rows, cols, indicators, table, g_offsets,
-        g_total_offsets, log_beta_prior,
-    )
+def _check_codes(x, n_values):
+    """x as an (N, P) int32 array (NumPy, or a traced JAX array) and n_values (P,), checked."""
+    if isinstance(x, jax.core.Tracer):
+        if n_values is None:
+            raise ValueError("n_values: required when x is a traced array")
+        return x.astype(jnp.int32), np.asarray(n_values, np.int64)
+    x = np.asarray(x)
+    if x.ndim != 2 or x.size == 0:
+        raise ValueError(f"x: expected a non-empty (observations x features) matrix, got shape {x.shape}")
+    if not np.issubdtype(x.dtype, np.integer) or x.min() < 0:
+        raise ValueError("x: expected non-negative integer category codes")
+    n_values = bcm.resolve_n_values(x, n_values)
+    if n_values.shape != (x.shape[1],) or np.any(n_values <= x.max(0)):
+        raise ValueError(f"n_values: expected {x.shape[1]} counts, each above the feature's largest code")
+    return x.astype(np.int32), n_values
 
 
-def _log_gamma_tables(prior_g: np.ndarray, n_obs: int):
-    """log Gamma(a + n) for n = 0..N over the distinct concentrations a in ``prior_g`` and in its sums over
-    values, flattened (A * (N + 1),); and the offsets into it of prior_g's entries and of its sums. Padded
-    values (g = 0) point to a row of zeros: they add nothing to log B."""
-    entries = prior_g.astype(np.float64)
-    concentrations, index = np.unique(np.concatenate([entries.ravel(), entries.sum(-1).ravel()]), return_inverse=True)
+def _log_gamma_tables(g: np.ndarray, n_values: np.ndarray, n_obs: int):
+    """The log Gamma table and offsets of :class:`BCMData` from g (2, V, V) over (b, v, u).
+
+    Rows of the table: g(v, b)(u) for every (b, v, u), then the partial sums sum_{u <= k} g(v, b)(u) for
+    every (b, v, k), then a row of zeros for padded values (they add nothing to log B). The layout
+    depends on V and N only, so the table's shape is the same for every prior."""
+    n_vals = g.shape[-1]
+    concentrations = np.concatenate([g.ravel(), np.cumsum(g, -1).ravel(), [0.0]])
     table = scipy.special.gammaln(concentrations[:, None] + np.arange(n_obs + 1))
-    table[concentrations == 0] = 0.0
-    offsets = (index * (n_obs + 1)).astype(np.int32)
-    return table.ravel(), offsets[: entries.size].reshape(entries.shape), offsets[entries.size :].reshape(entries.shape[:-1])
+    table[-1] = 0.0
+    entry = np.arange(2 * n_vals * n_vals).reshape(2, 1, n_vals, n_vals)
+    valid = bcm.value_mask(n_values)[None, :, None, :]  # (1, P, 1, V)
+    g_rows = np.where(valid, entry, len(concentrations) - 1)
+    total_rows = 2 * n_vals * n_vals + entry[..., 0][:, :, :, None] + (n_values - 1)[None, None, None, :]  # (2, 1, V, P)
+    total_rows = np.moveaxis(total_rows, -1, 1)[:, :, 0]  # (2, P, V)
+    return table.ravel(), (g_rows * (n_obs + 1)).astype(np.int32), (total_rows * (n_obs + 1)).astype(np.int32)
 
 
 def _log_beta_from_table(table, g_offsets, total_offsets, counts):
-    """log B(g + n) over the last (value) axis, from the log Gamma table of :func:`_log_gamma_tables`:
-    ``g_offsets`` (..., V) and ``total_offsets`` (...) locate g and its sum, ``counts`` n broadcasts to
-    (..., V). Works on NumPy and JAX arrays alike."""
+    """log B(g + n) over the last (value) axis from the log Gamma table: ``g_offsets`` (..., V) and
+    ``total_offsets`` (...) locate g and its sum, ``counts`` n broadcasts to (..., V)."""
     return table[g_offsets + counts].sum(-1) - table[total_offsets + counts.sum(-1)]
 
 
-class BCMGibbs(MCMCKernel):
-    """Collapsed Gibbs sampler of :func:`interpretable_zoo.models.bcm.collapsed_model`.
-
-    Run it with ``MCMC`` (or ``inference.mcmc.run_mcmc``) and model arguments ``(x, n_clusters)`` plus
-    optional ``priors`` and ``n_values`` keywords. ``init_labels`` (N,) optionally starts every token of
-    observation i in cluster ``init_labels[i]``, followed by one omega and one prototype update given
-    those clusters; else z starts uniformly random, omega from its prior and the prototypes uniformly.
-    With vectorized chains, ``init_labels`` (num_chains, N) gives each chain its own start (chains from
-    several starts then share one compiled sampler). ``init_params`` given to ``run`` ({"omega",
-    "prototype", "z"}) override both.
-    """
-
-    sample_field = "params"
-
-    def __init__(self, init_labels=None):
-        self._init_labels = None if init_labels is None else np.asarray(init_labels, np.int32)
-        self._sample_fn = None
-
-    @property
-    def model(self):
-        return bcm.collapsed_model
-
-    def postprocess_fn(self, model_args, model_kwargs):
-        return lambda params: params
-
-    def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
-        problem = problem_from_model_args(model_args, model_kwargs)
-        labels = self._init_labels
-        single = is_prng_key(rng_key)
-        shapes = [(problem.shape[0],)] + ([] if single else [(len(rng_key), problem.shape[0])])
-        if labels is not None and labels.shape not in shapes:
-            raise ValueError(f"init_labels: expected shape {' or '.join(map(str, shapes))}, got {labels.shape}")
-        init_one = lambda key, params, labels: initial_state(problem, key, params, labels)  # noqa: E731
-        if single:
-            self._sample_fn = lambda state: sweep(problem, state)  # noqa: E731
-            return jax.jit(init_one)(rng_key, init_params, labels)
-        self._sample_fn = lambda states: sweep_chains(problem, states)  # noqa: E731
-        labels_per_chain = labels is not None and labels.ndim == 2
-        in_axes = (0, None if init_params is None else 0, 0 if labels_per_chain else None)
-        return jax.jit(jax.vmap(init_one, in_axes=in_axes))(rng_key, init_params, labels)
-
-    def sample(self, state, model_args, model_kwargs):
-        return self._sample_fn(state)
+def _prior_tables(priors: bcm.Priors, n_obs: int, n_features: int, n_clusters: int):
+    """omega_log_prob (S, P, 2), prototype_log_prob (S, N) and pi_concentration (S,) from the model's hooks."""
+    omega_prior = bcm.omega_distribution(priors, n_clusters, n_features)
+    if omega_prior.batch_shape != (n_clusters, n_features) or omega_prior.event_shape != ():
+        raise ValueError(
+            "omega_distribution: expected independent cells, batch shape (S, P) and event shape (), got "
+            f"{omega_prior.batch_shape} and {omega_prior.event_shape}"
+        )
+    omega_log_prob = np.stack([np.asarray(omega_prior.log_prob(jnp.full((n_clusters, n_features), b))) for b in (0, 1)], -1)
+    if not np.allclose(np.logaddexp(omega_log_prob[..., 0], omega_log_prob[..., 1]), 0.0, atol=1e-5):
+        raise ValueError("omega_distribution: must put all its mass on omega in {0, 1} (a Bernoulli per cell)")
+    prototype_prior = bcm.prototype_distribution(priors, n_obs, n_clusters)
+    if prototype_prior.batch_shape != (n_clusters,) or prototype_prior.event_shape != ():
+        raise ValueError(
+            "prototype_distribution: expected independent clusters, batch shape (S,) and event shape (), got "
+            f"{prototype_prior.batch_shape} and {prototype_prior.event_shape}"
+        )
+    prototype_log_prob = np.asarray(prototype_prior.log_prob(jnp.arange(n_obs)[:, None])).T
+    if not np.allclose(scipy.special.logsumexp(prototype_log_prob, -1), 0.0, atol=1e-5):
+        raise ValueError("prototype_distribution: must put all its mass on the observations 0..N-1")
+    pi_concentration = np.asarray(bcm.z_concentration(priors, n_clusters), np.float64)
+    if pi_concentration.shape != (n_clusters,) or not np.all(pi_concentration > 0):
+        raise ValueError(f"z_concentration: expected {n_clusters} positive values, got {pi_concentration!r}")
+    return omega_log_prob, prototype_log_prob, pi_concentration
 
 
-def _counts(problem: _Problem, z):
+def make_target(
+    x,
+    n_clusters: int,
+    priors: bcm.Priors | None = None,
+    n_values=None,
+    *,
+    split_merge_clusters: int = DEFAULT_SPLIT_MERGE_CLUSTERS,
+    launch_scans: int = DEFAULT_LAUNCH_SCANS,
+) -> tuple[BCMStatic, BCMData]:
+    """The target of :func:`bcm.collapsed_model` (arguments as there) as (static, data).
+
+    ``x`` may be a traced array (e.g. under ``jax.vmap`` over data sets) when ``n_values`` is given.
+    ``split_merge_clusters``: k of the split-merge move (at most S; 0 turns it off); ``launch_scans``: its
+    restricted Gibbs scans before the proposal."""
+    if priors is not None and not isinstance(priors, bcm.Priors):
+        raise ValueError(f"priors: expected interpretable_zoo.models.bcm.Priors, got {type(priors).__name__}")
+    priors = priors or bcm.Priors()
+    if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)) or n_clusters < 1:
+        raise ValueError(f"n_clusters: expected a positive integer, got {n_clusters!r}")
+    for name, value in (("split_merge_clusters", split_merge_clusters), ("launch_scans", launch_scans)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"{name}: expected a non-negative integer, got {value!r}")
+    x, n_values = _check_codes(x, n_values)
+    n_obs, n_features = x.shape
+    n_clusters = int(n_clusters)
+    n_vals = int(n_values.max())
+    mask = bcm.value_mask(n_values)
+    values = np.arange(n_vals)
+    with jax.ensure_compile_time_eval():
+        g = np.asarray(bcm.g(values[None, :], np.arange(2)[:, None], values, priors), np.float64)
+        g = np.broadcast_to(g, (2, n_vals, n_vals))  # (b, v, u)
+        omega_log_prob, prototype_log_prob, pi_concentration = _prior_tables(priors, n_obs, n_features, n_clusters)
+    g_values = np.where(mask[None, :, None, :], g[:, None], 0.0)
+    table, g_offsets, g_total_offsets = _log_gamma_tables(g, n_values, n_obs)
+    log_beta_prior = _log_beta_from_table(table, g_offsets, g_total_offsets, np.zeros_like(g_offsets))
+    rows, cols = _wrapped_diagonals(n_obs, n_features)
+    cells = jnp.arange(n_features) * n_vals + x
+    indicators = jnp.zeros((n_obs, n_features * n_vals)).at[jnp.arange(n_obs)[:, None], cells].set(1.0)
+    k = min(int(split_merge_clusters), n_clusters)
+    static = BCMStatic(n_obs, n_features, n_vals, n_clusters, k if k >= 2 else 0, int(launch_scans))
+    data = BCMData(
+        x=jnp.asarray(x, jnp.int32),
+        value_mask=jnp.asarray(mask),
+        cell_indicators=indicators,
+        diagonal_rows=jnp.asarray(rows),
+        diagonal_cols=jnp.asarray(cols),
+        g_values=jnp.asarray(g_values),
+        log_gamma_table=jnp.asarray(table),
+        g_offsets=jnp.asarray(g_offsets),
+        g_total_offsets=jnp.asarray(g_total_offsets),
+        log_beta_prior=jnp.asarray(log_beta_prior),
+        omega_log_prob=jnp.asarray(omega_log_prob),
+        prototype_log_prob=jnp.asarray(prototype_log_prob),
+        pi_concentration=jnp.asarray(pi_concentration),
+    )
+    return static, data
+
+
+def target_from_model_args(model_args, model_kwargs, **options) -> tuple[BCMStatic, BCMData]:
+    """:func:`make_target` from the arguments of ``collapsed_model``, bound exactly as the model binds them."""
+    bound = inspect.signature(bcm.collapsed_model).bind(*model_args, **(model_kwargs or {}))
+    bound.apply_defaults()
+    arguments = bound.arguments
+    return make_target(arguments["x"], arguments["n_clusters"], arguments["priors"], arguments["n_values"], **options)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# counts and the log target
+
+
+def _counts(static: BCMStatic, data: BCMData, z):
     """Row counts (N, S) and cell counts (P * V, S) of the assignments z (N, P)."""
-    n_obs, n_features = problem.shape
-    n_values = problem.mask.shape[1]
-    tokens = jax.nn.one_hot(z, problem.n_clusters, dtype=jnp.int32)  # (N, P, S)
-    cells = jnp.arange(n_features) * n_values + problem.x  # (N, P)
-    cell_counts = jnp.zeros((n_features * n_values, problem.n_clusters), jnp.int32).at[cells].add(tokens)
+    tokens = jax.nn.one_hot(z, static.n_clusters, dtype=jnp.int32)  # (N, P, S)
+    cells = jnp.arange(static.n_features) * static.n_values + data.x  # (N, P)
+    cell_counts = jnp.zeros((static.n_features * static.n_values, static.n_clusters), jnp.int32).at[cells].add(tokens)
     return tokens.sum(1), cell_counts
 
 
-def _concentrations(problem: _Problem, params):
-    """g for each cluster, feature and value, (S, P, V), zero on padded values."""
-    prototype_values = jnp.asarray(problem.x)[params["prototype"]]
-    return bcm.concentration_table(prototype_values, params["omega"], problem.n_values, problem.priors)
-
-
-def log_target(problem: _Problem, params, row_counts, cell_counts):
-    """log p(omega, prototype, z | x) + const from the counts (the density of ``collapsed_model``)."""
-    priors, n_clusters = problem.priors, problem.n_clusters
-    omega = params["omega"]
-    log_prior = jnp.sum(jnp.where(omega == 1, jnp.log(priors.q), jnp.log1p(-priors.q)))
-    alpha_s = bcm.z_concentration(priors, n_clusters)
-    log_rows = jnp.sum(bcm.log_polya(row_counts, jnp.full(n_clusters, alpha_s)))
-    cells = _cells_by_cluster(problem, cell_counts)
-    log_cells = jnp.sum(bcm.log_polya(cells, _concentrations(problem, params), problem.mask))
-    return log_prior + log_rows + log_cells
-
-
-def _cells_by_cluster(problem: _Problem, cell_counts):
+def _cells_by_cluster(static: BCMStatic, cell_counts):
     """(P * V, S) cell counts as (S, P, V)."""
-    n_features, n_values = problem.mask.shape
-    return cell_counts.T.reshape(problem.n_clusters, n_features, n_values)
+    return cell_counts.T.reshape(static.n_clusters, static.n_features, static.n_values)
 
 
-def _finish(problem: _Problem, key, params, row_counts, cell_counts, accept_prob=1.0) -> BCMState:
-    potential = -log_target(problem, params, row_counts, cell_counts)
-    sizes = -jnp.sort(-row_counts.sum(0))
-    return BCMState(params, row_counts, cell_counts, potential, jnp.asarray(accept_prob, jnp.float32), sizes, key)
+def _log_polya_of_cells(data: BCMData, omega, prototype_values, cells):
+    """log B(g + n_sj) - log B(g) with g = g(prototype value, omega) (the factor of cluster s and feature j
+    with phi_sj integrated out, eq. (2)), read from the log Gamma table. ``omega`` and
+    ``prototype_values`` broadcast to a shape (..., P) ending with the feature axis; ``cells`` (counts per
+    value) to that shape + (V,)."""
+    features = jnp.arange(data.g_offsets.shape[1])
+    g_offsets = data.g_offsets[omega, features, prototype_values]  # (..., P, V)
+    total_offsets = data.g_total_offsets[omega, features, prototype_values]  # (..., P)
+    log_beta = _log_beta_from_table(data.log_gamma_table, g_offsets, total_offsets, cells)
+    return log_beta - data.log_beta_prior[omega, features, prototype_values]
 
 
-def initial_state(problem: _Problem, rng_key, init_params=None, init_labels=None) -> BCMState:
-    n_obs, n_features = problem.shape
-    key_state, key_z, key_omega, key_proto, key_blocks = jax.random.split(rng_key, 5)
-    if init_params is not None:
-        params = {name: jnp.asarray(init_params[name], jnp.int32) for name in ("omega", "prototype", "z")}
-        row_counts, cell_counts = _counts(problem, params["z"])
-        return _finish(problem, key_state, params, row_counts, cell_counts)
-    if init_labels is not None:
-        z = jnp.broadcast_to(jnp.asarray(init_labels, jnp.int32)[:, None], (n_obs, n_features))
-    else:
-        z = jax.random.randint(key_z, (n_obs, n_features), 0, problem.n_clusters, jnp.int32)
-    params = {
-        "omega": jax.random.bernoulli(key_omega, problem.priors.q, (problem.n_clusters, n_features)).astype(jnp.int32),
-        "prototype": jax.random.randint(key_proto, (problem.n_clusters,), 0, n_obs, jnp.int32),
-        "z": z,
-    }
-    row_counts, cell_counts = _counts(problem, z)
-    if init_labels is not None:  # start the subspaces and prototypes from the given clusters
-        params = _omega_and_prototype_blocks(problem, key_blocks, params, cell_counts)
-    return _finish(problem, key_state, params, row_counts, cell_counts)
+def _log_row_term(data: BCMData, row_counts):
+    """log p(z) with pi integrated out: sum_i log B(a + n_i) - log B(a), a = pi_concentration."""
+    a = data.pi_concentration
+    per_row = jnp.sum(gammaln(a + row_counts), -1) - gammaln(a.sum() + row_counts.sum(-1))
+    return jnp.sum(per_row) - row_counts.shape[0] * (jnp.sum(gammaln(a)) - gammaln(a.sum()))
 
 
-def _token_concentrations(problem: _Problem, params):
+def _log_target_parts(static: BCMStatic, data: BCMData, omega, prototype, row_counts, cell_counts):
+    """(log_prior, log_likelihood) of one replica: log p(omega) + log p(prototype) + log p(z), and
+    log p(x | z, omega, prototype) = sum_sj log B(g_sj + n_sj) - log B(g_sj)."""
+    cells = data.omega_log_prob[jnp.arange(static.n_clusters)[:, None], jnp.arange(static.n_features), omega]
+    log_prior = cells.sum() + data.prototype_log_prob[jnp.arange(static.n_clusters), prototype].sum()
+    log_prior = log_prior + _log_row_term(data, row_counts)
+    log_likelihood = _log_polya_of_cells(data, omega, data.x[prototype], _cells_by_cluster(static, cell_counts)).sum()
+    return log_prior, log_likelihood
+
+
+def state_from_params(static: BCMStatic, data: BCMData, omega, prototype, z) -> BCMTargetState:
+    """The replica state of the given omega (S, P), prototype (S,) and z (N, P), counts and log terms computed."""
+    omega, prototype, z = (jnp.asarray(value, jnp.int32) for value in (omega, prototype, z))
+    row_counts, cell_counts = _counts(static, data, z)
+    return _with_log_terms(static, data, z, omega, prototype, row_counts, cell_counts, 1.0, 0.0)
+
+
+def _with_log_terms(static, data, z, omega, prototype, row_counts, cell_counts, swap_acceptance, split_merge_accepted):
+    log_prior, log_likelihood = _log_target_parts(static, data, omega, prototype, row_counts, cell_counts)
+    return BCMTargetState(
+        z, omega, prototype, row_counts, cell_counts, log_prior, log_likelihood,
+        jnp.asarray(swap_acceptance, jnp.float32), jnp.asarray(split_merge_accepted, jnp.float32),
+    )
+
+
+def init(static: BCMStatic, data: BCMData, key) -> BCMTargetState:
+    """One replica drawn from the prior: omega and the prototypes from their prior distributions,
+    pi_i ~ Dirichlet(a) and z_ij ~ Categorical(pi_i) (the row term of ``collapsed_model`` with pi drawn)."""
+    key_omega, key_prototype, key_pi, key_z = jax.random.split(key, 4)
+    omega = jax.random.categorical(key_omega, data.omega_log_prob).astype(jnp.int32)
+    prototype = jax.random.categorical(key_prototype, data.prototype_log_prob).astype(jnp.int32)
+    log_pi = jax.random.loggamma(key_pi, jnp.broadcast_to(data.pi_concentration, (static.n_obs, static.n_clusters)))
+    z = jax.random.categorical(key_z, log_pi[:, None, :], shape=(static.n_obs, static.n_features)).astype(jnp.int32)
+    return state_from_params(static, data, omega, prototype, z)
+
+
+def summaries(static: BCMStatic, data: BCMData, states: BCMTargetState) -> dict:
+    """Label-free scalars per replica, each (B,): ``cluster_size_0`` .. ``cluster_size_{S-1}`` (tokens per
+    cluster, largest first) and ``n_subspace_features`` (active omega_sj)."""
+    sizes = -jnp.sort(-states.row_counts.sum(-2), axis=-1)
+    result = {f"cluster_size_{s}": sizes[..., s] for s in range(static.n_clusters)}
+    result["n_subspace_features"] = states.omega.sum((-2, -1))
+    return result
+
+
+# ----------------------------------------------------------------------------------------------------------
+# block 1: z by eq. (1), and block 2: whole-observation swaps, for all replicas over stacked count tables
+
+
+def _token_concentrations(static: BCMStatic, data: BCMData, omega, prototype):
     """g laid out for token lookups: per (feature, value) cell (P * V, S), and summed over values (P, S)."""
-    concentration = _concentrations(problem, params)  # (S, P, V)
-    return concentration.reshape(problem.n_clusters, -1).T, concentration.sum(-1).T
+    concentration = data.g_values[omega, jnp.arange(static.n_features), data.x[prototype]]  # (S, P, V)
+    return concentration.reshape(static.n_clusters, -1).T, concentration.sum(-1).T
 
 
-def _z_block(problem: _Problem, keys, params, row_counts, cell_counts):
-    """All z_ij by eq. (1), one wrapped diagonal (independent tokens) at a time, for C chains at once:
-    ``keys`` (C,) and the params and counts with a leading chain axis. A scan step updates one diagonal of
-    every chain; the chains' count tables are stacked into one, so that a step makes one plain gather and
-    one scatter per table (cheaper on CPU than the batched ones of ``vmap``)."""
-    n_obs, n_features = problem.shape
-    n_values, n_clusters = problem.mask.shape[1], problem.n_clusters
+def _z_block(static: BCMStatic, data: BCMData, keys, betas, states: BCMTargetState):
+    """All z_ij by tempered eq. (1), one wrapped diagonal (independent tokens) at a time, for C replicas at
+    once (``keys``, ``betas`` (C,), ``states`` batched). A scan step updates one diagonal of every replica;
+    the replicas' count tables are stacked into one. Returns z, row counts and cell counts."""
+    n_obs, n_features, n_values, n_clusters = static.n_obs, static.n_features, static.n_values, static.n_clusters
     n_chains = len(keys)
-    rows, cols = problem.diagonal_rows, problem.diagonal_cols  # (M, L)
-    chain = np.arange(n_chains)[:, None, None]
+    rows, cols = data.diagonal_rows, data.diagonal_cols  # (M, L)
+    n_steps, n_short = rows.shape
+    chain = jnp.arange(n_chains)[:, None, None]
 
     def by_step(a):
         """(C, M, L) -> (M, C * L): the tokens of one scan step, chain-major."""
-        return jnp.swapaxes(a, 0, 1).reshape(rows.shape[0], -1)
+        return jnp.swapaxes(a, 0, 1).reshape(n_steps, -1)
 
     # token rows, cells and columns as indices into the stacked (chain-major) tables
     row_index = by_step(rows + n_obs * chain)
-    cell_index = by_step(cols * n_values + jnp.asarray(problem.x)[rows, cols] + n_features * n_values * chain)
+    cell_index = by_step(cols * n_values + data.x[rows, cols] + n_features * n_values * chain)
     col_index = by_step(cols + n_features * chain)
-    g_cells, g_totals = jax.vmap(lambda p: _token_concentrations(problem, p))(params)
+    g_cells, g_totals = jax.vmap(lambda o, p: _token_concentrations(static, data, o, p))(states.omega, states.prototype)
     g_cells, g_totals = g_cells.reshape(-1, n_clusters), g_totals.reshape(-1, n_clusters)
-    alpha_s = bcm.z_concentration(problem.priors, n_clusters)
-    col_totals = cell_counts.reshape(n_chains * n_features, n_values, -1).sum(1)  # (C * P, S)
+    alpha = data.pi_concentration
+    token_beta = jnp.repeat(betas, n_short)[:, None]  # (C * L, 1)
+    col_totals = states.cell_counts.reshape(n_chains * n_features, n_values, -1).sum(1)  # (C * P, S)
     uniforms = by_step(jax.vmap(lambda key: jax.random.uniform(key, rows.shape))(keys))
-    z_old = by_step(params["z"][:, rows, cols])
+    z_old = by_step(states.z[:, rows, cols])
 
     # Each diagonal holds every row (N <= P) or every column (N >= P) in order: no gather needed there.
     every_row, every_col = n_obs <= n_features, n_obs >= n_features
@@ -288,26 +387,26 @@ def _z_block(problem: _Problem, keys, params, row_counts, cell_counts):
         n_cell = cell_counts[cell] - old_onehot
         n_col = (col_totals if every_col else col_totals[col]) - old_onehot
         g_total = g_totals if every_col else g_totals[col]
-        weight = (alpha_s + n_row) * (g_cells[cell] + n_cell) / (g_total + n_col)
+        weight = (alpha + n_row) * ((g_cells[cell] + n_cell) / (g_total + n_col)) ** token_beta
         new = _inverse_cdf_draw(weight, u)
         delta = jax.nn.one_hot(new, n_clusters, dtype=jnp.int32) - old_onehot
         row_counts = row_counts + delta if every_row else row_counts.at[row].add(delta)
         col_totals = col_totals + delta if every_col else col_totals.at[col].add(delta)
         return (row_counts, cell_counts.at[cell].add(delta), col_totals), new
 
-    carry = (row_counts.reshape(-1, n_clusters), cell_counts.reshape(-1, n_clusters), col_totals)
+    carry = (states.row_counts.reshape(-1, n_clusters), states.cell_counts.reshape(-1, n_clusters), col_totals)
     (row_counts, cell_counts, _), z_new = jax.lax.scan(
         update_diagonal, carry, (row_index, col_index, cell_index, z_old, uniforms)
     )
-    z_new = jnp.swapaxes(z_new.reshape(rows.shape[0], n_chains, -1), 0, 1)
-    params = {**params, "z": params["z"].at[:, rows, cols].set(z_new)}
-    return params, row_counts.reshape(n_chains, n_obs, -1), cell_counts.reshape(n_chains, -1, n_clusters)
+    z_new = jnp.swapaxes(z_new.reshape(n_steps, n_chains, -1), 0, 1)
+    z = states.z.at[:, rows, cols].set(z_new)
+    return z, row_counts.reshape(n_chains, n_obs, -1), cell_counts.reshape(n_chains, -1, n_clusters)
 
 
 def _inverse_cdf_draw(weight, u):
     """One category per row of the unnormalised weights (L, K): the first whose cumulative weight exceeds
     u * total, u (L,) uniform in [0, 1). The running sum is unrolled over the K (static) categories: on CPU
-    this is much cheaper inside the z scan than a cumsum op."""
+    this is much cheaper inside a scan than a cumsum op."""
     cumulative = [weight[:, 0]]
     for k in range(1, weight.shape[1]):
         cumulative.append(cumulative[-1] + weight[:, k])
@@ -318,32 +417,35 @@ def _inverse_cdf_draw(weight, u):
     return draw
 
 
-def _row_swap_block(problem: _Problem, keys, params, row_counts, cell_counts):
+def _row_swap_block(static: BCMStatic, data: BCMData, keys, betas, omega, prototype, z, row_counts, cell_counts):
     """One Metropolis move per observation, visited in turn: swap two cluster labels on all its tokens.
-    For C chains at once (``keys`` (C,), params and counts with a leading chain axis, count tables stacked
-    as in :func:`_z_block`). Returns the new params, row counts, cell counts and the share of accepted
-    moves per chain.
+    For C replicas at once (``keys``, ``betas`` (C,), the rest with a leading replica axis, count tables
+    stacked as in :func:`_z_block`). Returns z, row counts, cell counts and the share of accepted moves.
 
     For observation i, a is the cluster of one of its tokens drawn uniformly and b one of the other S - 1
     clusters drawn uniformly; the proposal sends the row's tokens in a to b and those in b to a. The
-    reverse move has the same probability (n_ia + n_ib) / (P (S - 1)), and the row's factor of the target
-    (pi_i integrated out) is unchanged by permuting its counts (all alpha/S equal), so the acceptance is
-    min(1, p(z') / p(z)). Only the observation's tokens change cluster, at most one per feature, so
-    log p(z') - log p(z) = sum over moved tokens of log w_new - log w_old with w_s = (g_sj(x_ij) +
-    n_{s,.,j,x_ij}) / (sum_v g_sj(v) + n_{s,.,j,.}), counts without the token: the likelihood factor of eq. (1).
+    reverse move has the same probability (n_ia + n_ib) / (P (S - 1)), so the acceptance is
+    min(1, p(z') / p(z)) under the tempered target, with two factors:
+    - the row's term of p(z) (pi_i integrated out), whose counts n_ia and n_ib swap:
+      log Gamma(a_a + n_ib) + log Gamma(a_b + n_ia) - log Gamma(a_a + n_ia) - log Gamma(a_b + n_ib)
+      (zero when a_a = a_b);
+    - the likelihood ratio raised to beta: only the observation's tokens change cluster, at most one per
+      feature, so its log is the sum over moved tokens of log w_new - log w_old with
+      w_s = (g_sj(x_ij) + n_{s,.,j,x_ij}) / (sum_v g_sj(v) + n_{s,.,j,.}), counts without the token
+      (the likelihood factor of eq. (1)).
     """
-    n_obs, n_features = problem.shape
-    n_clusters, n_values = problem.n_clusters, problem.mask.shape[1]
+    n_obs, n_features, n_clusters, n_values = static.n_obs, static.n_features, static.n_clusters, static.n_values
     n_chains = len(keys)
     if n_clusters == 1:
-        return params, row_counts, cell_counts, jnp.zeros(n_chains)
-    g_cells, g_totals = jax.vmap(lambda p: _token_concentrations(problem, p))(params)
+        return z, row_counts, cell_counts, jnp.zeros(n_chains)
+    g_cells, g_totals = jax.vmap(lambda o, p: _token_concentrations(static, data, o, p))(omega, prototype)
     col_totals = cell_counts.reshape(n_chains, n_features, n_values, -1).sum(2)  # (C, P, S)
     features = jnp.arange(n_features)
     chain = jnp.arange(n_chains)[:, None]
     # flat positions (C, P) of each feature's cell and column in chain c, before adding the cluster
-    cells = (features * n_values + jnp.asarray(problem.x))[:, None, :] + n_features * n_values * chain  # (N, C, P)
+    cells = (features * n_values + data.x)[:, None, :] + n_features * n_values * chain  # (N, C, P)
     cols = (features + n_features * chain) * n_clusters
+    alpha = data.pi_concentration
 
     def draws(key):
         key_token, key_shift, key_accept = jax.random.split(key, 3)
@@ -356,7 +458,7 @@ def _row_swap_block(problem: _Problem, keys, params, row_counts, cell_counts):
     # Each observation is visited once, in order: its z and row counts go through the scan as inputs and
     # come out as outputs; only the (flattened) cell counts and column totals are carried.
     token, shift, log_u = (draw.T for draw in jax.vmap(draws)(keys))  # (N, C) each
-    inputs = (jnp.swapaxes(params["z"], 0, 1), jnp.swapaxes(row_counts, 0, 1), cells * n_clusters, token, shift, log_u)
+    inputs = (jnp.swapaxes(z, 0, 1), jnp.swapaxes(row_counts, 0, 1), cells * n_clusters, token, shift, log_u)
     g_cells, g_totals = g_cells.reshape(-1), g_totals.reshape(-1)
 
     def move_row(carry, step):
@@ -372,69 +474,434 @@ def _row_swap_block(problem: _Problem, keys, params, row_counts, cell_counts):
         # w_target / w_now per token, the token left out of its current cluster's counts
         numerator = (g_cells[cell_target] + cell_counts[cell_target]) * (g_totals[col_now] + col_totals[col_now] - 1)
         denominator = (g_cells[cell_now] + cell_counts[cell_now] - 1) * (g_totals[col_target] + col_totals[col_target])
-        accept = log_u < jnp.sum(jnp.where(moves, jnp.log(numerator / denominator), 0.0), -1)
+        log_likelihood_ratio = jnp.sum(jnp.where(moves, jnp.log(numerator / denominator), 0.0), -1)
+        count_a, count_b = (row_count.reshape(-1)[chain[:, 0] * n_clusters + s[:, 0]] for s in (a, b))
+        alpha_a, alpha_b = alpha[a[:, 0]], alpha[b[:, 0]]
+        log_row_ratio = (
+            gammaln(alpha_a + count_b) + gammaln(alpha_b + count_a) - gammaln(alpha_a + count_a) - gammaln(alpha_b + count_b)
+        )
+        accept = log_u < betas * log_likelihood_ratio + log_row_ratio
         moved = (accept[:, None] & moves).astype(jnp.int32)
         change = jnp.concatenate([-moved, moved])  # out of the current cluster, into the target
         cell_counts = cell_counts.at[jnp.concatenate([cell_now, cell_target])].add(change)
         col_totals = col_totals.at[jnp.concatenate([col_now, col_target])].add(change)
         z_row = jnp.where(moved == 1, target, z_row)
         clusters = jnp.arange(n_clusters)
-        count_a, count_b = (row_count.reshape(-1)[chain * n_clusters + s] for s in (a, b))
-        swapped = jnp.where(clusters == a, count_b, jnp.where(clusters == b, count_a, row_count))
+        swapped = jnp.where(clusters == a, count_b[:, None], jnp.where(clusters == b, count_a[:, None], row_count))
         return (cell_counts, col_totals), (z_row, jnp.where(accept[:, None], swapped, row_count), accept)
 
     carry = (cell_counts.reshape(-1), col_totals.reshape(-1))
     (cell_counts, _), (z, row_counts, accepted) = jax.lax.scan(move_row, carry, inputs)
     cell_counts = cell_counts.reshape(n_chains, -1, n_clusters)
-    return {**params, "z": jnp.swapaxes(z, 0, 1)}, jnp.swapaxes(row_counts, 0, 1), cell_counts, accepted.mean(0)
+    return jnp.swapaxes(z, 0, 1), jnp.swapaxes(row_counts, 0, 1), cell_counts, accepted.mean(0)
 
 
-def _log_polya_of_cells(problem: _Problem, omega, prototype_values, cells):
-    """log B(g + n_sj) - log B(g) with g = g(prototype_values, omega) (the factor of cluster s and feature j
-    with phi_sj integrated out), read from the log Gamma tables. ``omega`` and ``prototype_values`` broadcast
-    to a shape (..., P) ending with the feature axis; ``cells`` (counts per value) to that shape + (V,)."""
-    features = jnp.arange(problem.mask.shape[0])
-    g_offsets = jnp.asarray(problem.g_offsets)[omega, features, prototype_values]  # (..., P, V)
-    total_offsets = jnp.asarray(problem.g_total_offsets)[omega, features, prototype_values]  # (..., P)
-    log_beta = _log_beta_from_table(jnp.asarray(problem.log_gamma_table), g_offsets, total_offsets, cells)
-    return log_beta - jnp.asarray(problem.log_beta_prior)[omega, features, prototype_values]
+# ----------------------------------------------------------------------------------------------------------
+# block 3: split-merge over k clusters (one replica; vmapped in step)
 
 
-def _omega_and_prototype_blocks(problem: _Problem, key, params, cell_counts):
-    """omega by eq. (2), then the prototypes by their conditional, each block all at once; both are made of
-    log B(g(v, b) + n_sj) - log B(g(v, b)) for prototype values v and omega values b."""
-    key_omega, key_proto = jax.random.split(key)
-    cells = _cells_by_cluster(problem, cell_counts)  # (S, P, V)
-    prototype_values = jnp.asarray(problem.x)[params["prototype"]]  # (S, P)
+class SplitMergeProposal(NamedTuple):
+    """A proposed re-partition of the k clusters ``chosen`` (K), before the accept step.
+
+    local (N, P): each token's index in K (k outside K) in the current state; orientation (N,): the
+    permutation (index into the k! permutations) relabelling each observation's block in the proposal;
+    cells (k, P, V) and row_counts (N, k): the proposal's counts per group (the proposal's label within K);
+    log_target_current, log_target_proposed (k!,): log p~ of the current state and of the proposal with
+    its groups relabelled by each permutation sigma of K (omega and prototypes of K summed out);
+    log_reverse, log_forward (k!,): log T(launch -> sigma(current)) and log T(launch -> sigma(proposal));
+    prototype_scores (k!, N, k) and evidence (2, V, k, P): what the omega and prototype draws need.
+    """
+
+    chosen: jax.Array
+    local: jax.Array
+    orientation: jax.Array
+    cells: jax.Array
+    row_counts: jax.Array
+    log_target_current: jax.Array
+    log_target_proposed: jax.Array
+    log_reverse: jax.Array
+    log_forward: jax.Array
+    prototype_scores: jax.Array
+    evidence: jax.Array
+
+
+def _permutations(k: int):
+    """The k! permutations of 0..k-1 (F, k), identity first, and their composition table (F, F):
+    compose[a, b] is the index of perms[a] o perms[b] (m -> perms[a][perms[b][m]])."""
+    perms = np.array(list(itertools.permutations(range(k))), np.int32)
+    index = {tuple(p): n for n, p in enumerate(perms)}
+    compose = np.array([[index[tuple(a[b])] for b in perms] for a in perms], np.int32)
+    return perms, compose
+
+
+def _evidence(static: BCMStatic, data: BCMData, cells):
+    """E_b[s, j, v] = log B(g(v, b) + n_sj) - log B(g(v, b)) (eq. (2)) for cells (k, P, V): (2, V, k, P)."""
+    return _log_polya_of_cells(
+        data, jnp.arange(2)[:, None, None, None], jnp.arange(static.n_values)[None, :, None, None], cells[None, None]
+    )
+
+
+def _labelled_marginals(data: BCMData, beta, labels, evidence, row_counts):
+    """log p~ (up to terms the move does not change) of groups of observations given the cluster labels
+    (k,) they carry, omega and prototypes of those clusters summed out; and the prototype scores (N, k).
+
+    Per cluster s the likelihood factorises over features given (omega_s, p_s), so the sum over omega_s
+    and p_s of p(omega_s) p(p_s) L^beta is sum_i p(p_s = i) prod_j sum_b p(omega_sj = b) exp(beta E_b[s,
+    j, x_ij]): a gather over a (P * V) table per cluster. ``evidence`` (2, V, k, P) and ``row_counts``
+    (N, k) of the groups; the row term of p(z) (pi integrated out) enters through the labels' a_s."""
+    prior = jnp.moveaxis(data.omega_log_prob[labels], -1, 0)[:, None]  # (2, 1, k, P)
+    per_value = logsumexp(prior + beta * evidence, axis=0).transpose(1, 2, 0)  # (k, P, V)
+    per_value = jnp.where(data.value_mask, per_value, 0.0)
+    scores = data.cell_indicators @ per_value.reshape(len(labels), -1).T + data.prototype_log_prob[labels].T  # (N, k)
+    log_marginal = logsumexp(scores, axis=0).sum() + gammaln(data.pi_concentration[labels] + row_counts).sum()
+    return log_marginal, scores
+
+
+def split_merge_proposal(static: BCMStatic, data: BCMData, key, beta, state: BCMTargetState) -> SplitMergeProposal:
+    """The proposal of the split-merge move (restricted Gibbs sampling, Jain and Neal 2004), for one replica.
+
+    k distinct clusters K are drawn uniformly. Every observation's tokens in K form a block that moves as a
+    whole: the move relabels it by a permutation of K (for an observation all in one cluster of K: it moves
+    to any cluster of K), so the observations' patterns within K up to permutation (their orbits) stay
+    fixed; a merge of two clusters with a split of a third is one such relabelling. Restricted Gibbs scans
+    visit the observations in a random order and draw each block's relabelling sigma from
+        a(sigma) = row term of p(z) after sigma * prod over the block's tokens of w^beta,
+    w a surrogate predictive that needs no omega or prototype of K: for cluster m, feature j and value v,
+    w = sum_b p(omega_mj = b) (g(u_mj, b)(v) + n_mjv) / (sum_u g(u_mj, b)(u) + n_mj.) with u_mj the most
+    frequent value of the cluster on feature j (where a prototype of the cluster would most likely lie).
+    The launch state relabels every block by a uniform permutation (uniform over its orbit, whatever the
+    current state) followed by ``launch_scans`` scans; a last scan from the launch draws the proposal B.
+    The move proposes B's partition of the observations of K, not its labels: its probability is the sum
+    of T(launch -> sigma(B)) over the k! relabellings sigma of K (each T a product of the scan's
+    conditionals, summed over the permutations giving the same relabelling of an observation), computed
+    with the current state's sum in one forced scan from the launch in the same order. The launch does not
+    depend on which member of the orbits, nor on which relabelling, the current state is, so it is an
+    auxiliary variable of the accept step (:func:`split_merge_accept`).
+    """
+    n_obs, n_features, n_values = static.n_obs, static.n_features, static.n_values
+    k = static.split_merge_clusters
+    perms, compose = _permutations(k)
+    n_perms = len(perms)
+    agree = jnp.asarray(perms[:, None, :] == perms[None, :, :])  # (F, F, k)
+    keys = jax.random.split(key, 4)
+    chosen = jax.random.permutation(keys[0], static.n_clusters)[:k].astype(jnp.int32)
+    in_chosen = state.z[..., None] == chosen  # (N, P, k)
+    local = jnp.where(in_chosen.any(-1), jnp.argmax(in_chosen, -1), k)  # (N, P): index in K, k outside
+    local_counts = state.row_counts[:, chosen]  # (N, k)
+    alpha = data.pi_concentration[chosen]
+    features = jnp.arange(n_features)
+    g_totals = data.g_values.sum(-1)  # (2, P, V)
+    omega_prob = jnp.exp(data.omega_log_prob[chosen])  # (k, P, 2)
+    perms_k = jnp.asarray(np.concatenate([perms, np.full((n_perms, 1), k)], 1))  # label k stays outside
+
+    def counts_of(orientation):
+        """Cell counts (k, P, V) of K when every block i is relabelled by perms[orientation[i]]."""
+        labels = jnp.take_along_axis(perms_k[orientation], local, axis=1)  # (N, P)
+        return jnp.zeros((k + 1, n_features, n_values), jnp.int32).at[labels, features, data.x].add(1)[:k]
+
+    def visit(orientation, counts, i, u, target):
+        """Observation i in a restricted Gibbs scan: draw its block's relabelling (``target`` < 0), or put
+        it to the relabelling ``target``; also the log probability of the relabelling made."""
+        rows_tokens, values = local[i], data.x[i]  # (P,)
+        present = local_counts[i] > 0  # (k,)
+        counts = counts.at[perms_k[orientation[i]][rows_tokens], features, values].add(-1, mode="drop")
+        totals = counts.sum(-1)  # (k, P)
+        mode = jnp.argmax(counts, -1)  # (k, P)
+        in_cell = counts[:, features, values]  # (k, P)
+        predictive = jnp.log(sum(
+            omega_prob[..., b] * (data.g_values[b, features, mode, values] + in_cell) / (g_totals[b, features, mode] + totals)
+            for b in (0, 1)
+        ))
+        block = (rows_tokens[:, None] == jnp.arange(k)).astype(predictive.dtype)  # (P, k)
+        moved = predictive @ block  # (k, k): tokens now in K[m] sent to K[m'], at [m', m]
+        log_weight = gammaln(alpha[perms] + local_counts[i]).sum(-1) + beta * moved[perms, jnp.arange(k)].sum(-1)
+        drawn = _inverse_cdf_draw(jnp.exp(log_weight - log_weight.max())[None], u[None])[0]
+        choice = jnp.where(target < 0, drawn, target)
+        same = jnp.all(agree[choice] | ~present, -1)  # permutations giving the same relabelling
+        log_prob = logsumexp(jnp.where(same, log_weight, -jnp.inf)) - logsumexp(log_weight)
+        counts = counts.at[perms_k[choice][rows_tokens], features, values].add(1, mode="drop")
+        return orientation.at[i].set(choice), counts, log_prob
+
+    def draw_pass(carry, step):
+        """A scan drawing every block in turn; the last of them (from the launch) draws the proposal."""
+        orientation, launch = carry
+        index, order, uniforms = step
+        launch = jnp.where(index == static.launch_scans, orientation, launch)
+
+        def visit_draw(carry, step):
+            orientation, counts, _ = visit(*carry, *step, -1)
+            return (orientation, counts), None
+
+        (orientation, counts), _ = jax.lax.scan(visit_draw, (orientation, counts_of(orientation)), (order, uniforms))
+        return (orientation, launch), counts
+
+    # a random order of the observations and uniforms per scan; the forced scan reuses the proposal's order
+    orders = jnp.argsort(jax.random.uniform(keys[2], (static.launch_scans + 1, n_obs)), axis=-1)
+    uniforms = jax.random.uniform(keys[3], (static.launch_scans + 1, n_obs))
+    random_start = jax.random.randint(keys[1], (n_obs,), 0, n_perms)
+    (proposal, launch), pass_counts = jax.lax.scan(
+        draw_pass, (random_start, random_start), (jnp.arange(static.launch_scans + 1), orders, uniforms)
+    )
+    cells = pass_counts[-1]
+
+    # forced scan from the launch to every relabelling of the current state and of the proposal
+    targets = jnp.concatenate([jnp.broadcast_to(jnp.arange(n_perms)[:, None], (n_perms, n_obs)), jnp.asarray(compose)[:, proposal]])
+
+    def visit_forced(carry, step):
+        orientation, counts = carry
+        i = step
+        orientation, counts, log_prob = jax.vmap(lambda o, c, t: visit(o, c, i, jnp.zeros(()), t[i]))(orientation, counts, targets)
+        return (orientation, counts), log_prob
+
+    lanes = 2 * n_perms
+    start = (jnp.broadcast_to(launch, (lanes, n_obs)), jnp.broadcast_to(counts_of(launch), (lanes, k, n_features, n_values)))
+    _, log_probs = jax.lax.scan(visit_forced, start, orders[-1])
+    log_probs = log_probs.sum(0)
+
+    new_labels = perms_k[proposal][:, :k]  # (N, k): block label m of observation i goes to new_labels[i, m]
+    new_counts = jnp.zeros((n_obs, k), local_counts.dtype).at[jnp.arange(n_obs)[:, None], new_labels].set(local_counts)
+    current_cells = _cells_by_cluster(static, state.cell_counts)[chosen]
+    labels = chosen[jnp.asarray(perms)]  # (F, k): the clusters the groups carry under each relabelling
+    evidence = jax.vmap(lambda c: _evidence(static, data, c))(jnp.stack([current_cells, cells]))  # (2, 2, V, k, P)
+    log_targets, scores = jax.vmap(
+        lambda e, rows: jax.vmap(lambda lab: _labelled_marginals(data, beta, lab, e, rows))(labels)
+    )(evidence, jnp.stack([local_counts, new_counts]))
+    return SplitMergeProposal(
+        chosen=chosen,
+        local=local,
+        orientation=proposal,
+        cells=cells,
+        row_counts=new_counts,
+        log_target_current=log_targets[0],
+        log_target_proposed=log_targets[1],
+        log_reverse=log_probs[:n_perms],
+        log_forward=log_probs[n_perms:],
+        prototype_scores=scores[1],
+        evidence=evidence[1],
+    )
+
+
+def split_merge_log_ratio(proposal: SplitMergeProposal):
+    """log r of the split-merge move, proposing a partition of K's observations and then its labels:
+
+        r = sum_sigma p~(sigma B) / sum_sigma p~(sigma A) * sum_sigma T(launch -> sigma A) / sum_sigma T(launch -> sigma B),
+
+    A the current state, B the proposal, sigma over the relabellings of K, p~ the tempered target with the
+    omega and prototypes of K summed out. (A relabelling that leaves a state unchanged is counted as often
+    in both sums of that state, so the sums may run over all k! permutations.)"""
+    return (
+        logsumexp(proposal.log_target_proposed) - logsumexp(proposal.log_target_current)
+        + logsumexp(proposal.log_reverse) - logsumexp(proposal.log_forward)
+    )
+
+
+def split_merge_accept(static: BCMStatic, data: BCMData, key, beta, state, proposal: SplitMergeProposal, log_ratio):
+    """Accept ``proposal`` with probability min(1, exp(log_ratio)); on acceptance its labels sigma(B) are
+    drawn with probability proportional to p~(sigma B), then the prototypes of K from p(p_s | z) (omega
+    summed out) and omega_s from its tempered eq. (2) given them. Returns (z, omega, prototype, row
+    counts, cell counts, accepted)."""
+    key_accept, key_labels, key_prototype, key_omega = jax.random.split(key, 4)
+    accept = jnp.log(jax.random.uniform(key_accept)) < log_ratio
+    k = static.split_merge_clusters
+    perms, _ = _permutations(k)
+    relabel = jax.random.categorical(key_labels, proposal.log_target_proposed)
+    labels = proposal.chosen[jnp.asarray(perms)[relabel]]  # (k,): the cluster of each group
+    prototype = jax.random.categorical(key_prototype, proposal.prototype_scores[relabel], axis=0).astype(jnp.int32)
+    evidence = proposal.evidence[:, data.x[prototype], jnp.arange(k)[:, None], jnp.arange(static.n_features)]  # (2, k, P)
+    prior = data.omega_log_prob[labels]  # (k, P, 2)
+    log_odds = prior[..., 1] - prior[..., 0] + beta * (evidence[1] - evidence[0])
+    omega = (jnp.log(jax.random.uniform(key_omega, log_odds.shape)) < jax.nn.log_sigmoid(log_odds)).astype(jnp.int32)
+    group = jnp.take_along_axis(jnp.asarray(perms)[proposal.orientation], jnp.minimum(proposal.local, k - 1), axis=1)
+    z = jnp.where(proposal.local < k, labels[group], state.z)
+
+    def pick(new, old):
+        return jnp.where(accept, new, old)
+
+    return (
+        pick(z, state.z),
+        pick(state.omega.at[labels].set(omega), state.omega),
+        pick(state.prototype.at[labels].set(prototype), state.prototype),
+        pick(state.row_counts.at[:, labels].set(proposal.row_counts), state.row_counts),
+        pick(state.cell_counts.at[:, labels].set(proposal.cells.reshape(k, -1).T), state.cell_counts),
+        accept,
+    )
+
+
+def _split_merge_block(static: BCMStatic, data: BCMData, key, beta, state: BCMTargetState):
+    """The split-merge move of :func:`split_merge_proposal`, accepted with the exact Metropolis-Hastings
+    ratio of :func:`split_merge_log_ratio` (the launch state and scan orders are auxiliary variables drawn
+    independently of the current member of the orbits and of its labels, so the move is
+    Metropolis-Hastings on z given them). Omega and prototypes of K are then drawn from their
+    conditionals: this makes the joint move exact, as p(z', omega', p') / q(omega', p' | z') = p~(z')."""
+    key_proposal, key_accept = jax.random.split(key)
+    proposal = split_merge_proposal(static, data, key_proposal, beta, state)
+    return split_merge_accept(static, data, key_accept, beta, state, proposal, split_merge_log_ratio(proposal))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# blocks 4 and 5: omega and prototypes (one replica; vmapped in step)
+
+
+def _omega_and_prototype_blocks(static: BCMStatic, data: BCMData, key, beta, omega, prototype, cell_counts):
+    """omega by tempered eq. (2), then the prototypes by their tempered conditional, each block all at once;
+    both are made of log B(g(v, b) + n_sj) - log B(g(v, b)) for prototype values v and omega values b."""
+    key_omega, key_prototype = jax.random.split(key)
+    cells = _cells_by_cluster(static, cell_counts)  # (S, P, V)
 
     # eq. (2): the evidence of omega_sj = 0 and 1 at the current prototypes, (2, S, P)
-    evidence = _log_polya_of_cells(problem, jnp.arange(2)[:, None, None], prototype_values, cells)
-    log_odds = jnp.log(problem.priors.q) - jnp.log1p(-problem.priors.q) + evidence[1] - evidence[0]
+    evidence = _log_polya_of_cells(data, jnp.arange(2)[:, None, None], data.x[prototype], cells)
+    prior = data.omega_log_prob
+    log_odds = prior[..., 1] - prior[..., 0] + beta * (evidence[1] - evidence[0])
     omega = (jnp.log(jax.random.uniform(key_omega, log_odds.shape)) < jax.nn.log_sigmoid(log_odds)).astype(jnp.int32)
 
-    # T[s, j, v] = log B(g(v, omega_sj) + n_sj) - log B(g(v, omega_sj)): the prototype's terms if it had
-    # value v on feature j; the score of observation i is sum_j T[s, j, x_ij].
-    candidates = jnp.arange(problem.mask.shape[1])[:, None, None]  # (V, 1, 1)
-    table = _log_polya_of_cells(problem, omega, candidates, cells).transpose(1, 2, 0)  # (S, P, V)
-    table = jnp.where(problem.mask, table, 0.0)
-    scores = problem.cell_indicators @ table.reshape(problem.n_clusters, -1).T  # (N, S)
-    prototype = jax.random.categorical(key_proto, scores, axis=0).astype(jnp.int32)
-    return {**params, "omega": omega, "prototype": prototype}
+    # T[s, j, v]: the prototype's likelihood terms if it had value v on feature j; the score of
+    # observation i is sum_j T[s, j, x_ij].
+    candidates = jnp.arange(static.n_values)[:, None, None]  # (V, 1, 1)
+    table = _log_polya_of_cells(data, omega, candidates, cells).transpose(1, 2, 0)  # (S, P, V)
+    table = jnp.where(data.value_mask, table, 0.0)
+    scores = data.prototype_log_prob.T + beta * (data.cell_indicators @ table.reshape(static.n_clusters, -1).T)  # (N, S)
+    prototype = jax.random.categorical(key_prototype, scores, axis=0).astype(jnp.int32)
+    return omega, prototype
 
 
-def sweep(problem: _Problem, state: BCMState) -> BCMState:
-    """One sweep of one chain: all z (eq. (1)), a swap move per observation, all omega (eq. (2)), all
-    prototypes."""
-    states = sweep_chains(problem, jax.tree.map(lambda value: value[None], state))
-    return jax.tree.map(lambda value: value[0], states)
+def step(static: BCMStatic, data: BCMData, states: BCMTargetState, keys, betas) -> BCMTargetState:
+    """One sweep of B replicas (every field of ``states`` with a leading axis B; ``keys`` (B,), ``betas``
+    (B,) in [0, 1]): all z (eq. (1)), a swap move per observation, a split-merge move, all omega (eq. (2)),
+    all prototypes. Replica b leaves p_prior * p_likelihood ** betas[b] invariant, and gets exactly the
+    draws it would get in a batch of its own."""
+    betas = jnp.asarray(betas, jnp.result_type(float))
+    split = jax.vmap(lambda key: jax.random.split(key, 4))(keys)
+    key_z, key_rows, key_split_merge, key_blocks = (split[:, i] for i in range(4))
+    z, row_counts, cell_counts = _z_block(static, data, key_z, betas, states)
+    z, row_counts, cell_counts, swap_acceptance = _row_swap_block(
+        static, data, key_rows, betas, states.omega, states.prototype, z, row_counts, cell_counts
+    )
+    states = states._replace(z=z, row_counts=row_counts, cell_counts=cell_counts)
+    if static.split_merge_clusters:
+        z, omega, prototype, row_counts, cell_counts, accepted = jax.vmap(
+            lambda key, beta, state: _split_merge_block(static, data, key, beta, state)
+        )(key_split_merge, betas, states)
+    else:
+        omega, prototype, accepted = states.omega, states.prototype, jnp.zeros(len(keys), bool)
+    omega, prototype = jax.vmap(lambda key, beta, o, p, c: _omega_and_prototype_blocks(static, data, key, beta, o, p, c))(
+        key_blocks, betas, omega, prototype, cell_counts
+    )
+    return jax.vmap(lambda *args: _with_log_terms(static, data, *args))(
+        z, omega, prototype, row_counts, cell_counts, swap_acceptance, accepted
+    )
 
 
-def sweep_chains(problem: _Problem, states: BCMState) -> BCMState:
-    """One sweep of C independent chains at once (every field of ``states`` with a leading chain axis);
-    chain c gets exactly what :func:`sweep` would give it."""
-    keys = jax.vmap(lambda key: jax.random.split(key, 4))(states.rng_key)
-    key, key_z, key_rows, key_blocks = (keys[:, i] for i in range(4))
-    params, row_counts, cell_counts = _z_block(problem, key_z, states.params, states.row_counts, states.cell_counts)
-    params, row_counts, cell_counts, accepted = _row_swap_block(problem, key_rows, params, row_counts, cell_counts)
-    params = jax.vmap(lambda k, p, c: _omega_and_prototype_blocks(problem, k, p, c))(key_blocks, params, cell_counts)
-    return jax.vmap(lambda k, p, r, c, a: _finish(problem, k, p, r, c, a))(key, params, row_counts, cell_counts, accepted)
+# ----------------------------------------------------------------------------------------------------------
+# NumPyro kernel (beta = 1)
+
+BCMState = namedtuple(
+    "BCMState",
+    [
+        "params", "row_counts", "cell_counts", "potential_energy", "log_likelihood", "accept_prob",
+        "split_merge_accepted", "sorted_cluster_size", "rng_key",
+    ],
+)
+BCMState.__doc__ = """State of :class:`BCMGibbs` (NumPyro's view of a :class:`BCMTargetState` at beta = 1).
+
+params: {"omega": (S, P), "prototype": (S,), "z": (N, P)} int32; row_counts, cell_counts as in
+:class:`BCMTargetState`; potential_energy: -(log_prior + log_likelihood); log_likelihood; accept_prob: the share of
+observations whose swap move was accepted in the last sweep (1 at the start); split_merge_accepted: 1 if
+the last split-merge move was accepted; sorted_cluster_size: tokens per cluster, largest first (label-free).
+"""
+
+
+def _to_numpyro(state: BCMTargetState, rng_key) -> BCMState:
+    params = {"omega": state.omega, "prototype": state.prototype, "z": state.z}
+    sizes = -jnp.sort(-state.row_counts.sum(-2), axis=-1)
+    potential = -(state.log_prior + state.log_likelihood)
+    return BCMState(
+        params, state.row_counts, state.cell_counts, potential, state.log_likelihood, state.swap_acceptance,
+        state.split_merge_accepted, sizes, rng_key,
+    )
+
+
+def _from_numpyro(state: BCMState) -> BCMTargetState:
+    params = state.params
+    return BCMTargetState(
+        params["z"], params["omega"], params["prototype"], state.row_counts, state.cell_counts,
+        -state.potential_energy - state.log_likelihood, state.log_likelihood, state.accept_prob,
+        state.split_merge_accepted,
+    )
+
+
+def _numpyro_init(static: BCMStatic, data: BCMData, key, init_params, init_labels) -> BCMState:
+    """One chain's start: ``init_params``, else z from ``init_labels`` with omega and the prototypes drawn
+    given it, else a prior draw (:func:`init`)."""
+    key_state, key_init, key_blocks = jax.random.split(key, 3)
+    if init_params is not None:
+        state = state_from_params(static, data, init_params["omega"], init_params["prototype"], init_params["z"])
+    else:
+        state = init(static, data, key_init)
+        if init_labels is not None:
+            z = jnp.broadcast_to(jnp.asarray(init_labels, jnp.int32)[:, None], (static.n_obs, static.n_features))
+            row_counts, cell_counts = _counts(static, data, z)
+            omega, prototype = _omega_and_prototype_blocks(static, data, key_blocks, 1.0, state.omega, state.prototype, cell_counts)
+            state = state_from_params(static, data, omega, prototype, z)
+    return _to_numpyro(state, key_state)
+
+
+def _numpyro_sample(static: BCMStatic, data: BCMData, states: BCMState) -> BCMState:
+    """One sweep of a batch of chains at beta = 1."""
+    keys = jax.vmap(jax.random.split)(states.rng_key)
+    new = step(static, data, _from_numpyro(states), keys[:, 1], jnp.ones(len(keys)))
+    return _to_numpyro(new, keys[:, 0])
+
+
+class BCMGibbs(MCMCKernel):
+    """Collapsed Gibbs sampler of :func:`interpretable_zoo.models.bcm.collapsed_model` (:func:`step` at beta = 1).
+
+    Run it with ``MCMC`` (or ``inference.mcmc.run_mcmc``) and model arguments ``(x, n_clusters)`` plus
+    optional ``priors`` and ``n_values`` keywords. ``init_labels`` (N,) optionally starts every token of
+    observation i in cluster ``init_labels[i]``, followed by one omega and one prototype update given
+    those clusters; else the start is a draw from the prior (:func:`init`). With vectorized chains,
+    ``init_labels`` (num_chains, N) gives each chain its own start. ``init_params`` given to ``run``
+    ({"omega", "prototype", "z"}) override both. ``split_merge_clusters`` and ``launch_scans``: as in
+    :func:`make_target`.
+    """
+
+    sample_field = "params"
+
+    def __init__(self, init_labels=None, *, split_merge_clusters=DEFAULT_SPLIT_MERGE_CLUSTERS, launch_scans=DEFAULT_LAUNCH_SCANS):
+        self._init_labels = None if init_labels is None else np.asarray(init_labels, np.int32)
+        self._options = {"split_merge_clusters": split_merge_clusters, "launch_scans": launch_scans}
+        self._target = None
+        self._batched = False
+
+    @property
+    def model(self):
+        return bcm.collapsed_model
+
+    def postprocess_fn(self, model_args, model_kwargs):
+        return _identity
+
+    def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
+        static, data = target_from_model_args(model_args, model_kwargs, **self._options)
+        labels = self._init_labels
+        self._batched = not is_prng_key(rng_key)
+        shapes = [(static.n_obs,)] + ([(len(rng_key), static.n_obs)] if self._batched else [])
+        if labels is not None and labels.shape not in shapes:
+            raise ValueError(f"init_labels: expected shape {' or '.join(map(str, shapes))}, got {labels.shape}")
+        self._target = (static, data)
+        if not self._batched:
+            return _jit_numpyro_init(static, data, rng_key, init_params, labels)
+        labels_per_chain = labels is not None and labels.ndim == 2
+        in_axes = (None, None, 0, None if init_params is None else 0, 0 if labels_per_chain else None)
+        return jax.jit(jax.vmap(_numpyro_init, in_axes=in_axes), static_argnums=0)(static, data, rng_key, init_params, labels)
+
+    def sample(self, state, model_args, model_kwargs):
+        static, data = self._target
+        if self._batched:
+            return _numpyro_sample(static, data, state)
+        return jax.tree.map(lambda value: value[0], _numpyro_sample(static, data, jax.tree.map(lambda value: value[None], state)))
+
+
+_jit_numpyro_init = jax.jit(_numpyro_init, static_argnums=0)
+
+
+def _identity(params):
+    return params

@@ -14,9 +14,9 @@ import pandas as pd
 from scipy import stats
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from interpretable_zoo.diagnostics import summary, to_inference_data
-from interpretable_zoo.inference.brl_mh import BRLMetropolisHastings, geometric_ladder
-from interpretable_zoo.inference.mcmc import run_mcmc
+from interpretable_zoo.diagnostics.inference_data import summary, tempered_inference_data
+from interpretable_zoo.inference import brl_mh, convergence
+from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.rule_mining import (
     ItemEncoder,
@@ -31,13 +31,22 @@ from interpretable_zoo.models import brl
 DEFAULT_MAX_LENGTH = 30
 """Longest list a run represents unless ``max_length`` says otherwise (the prior mean is lam = 3)."""
 
-TEMPERED_LADDER = geometric_ladder(4, 0.1)
-"""A parallel-tempering ladder (inverse temperatures 1, 0.46, 0.22, 0.1) for ``inverse_temperatures``:
-each chain then costs four Metropolis-Hastings steps per iteration and takes longer to compile; on the
-Titanic data it raises the ESS of the list length and log posterior at the same number of iterations
-(``benchmarks``: brl_mixing). The default is plain Metropolis-Hastings, ``(1.0,)``."""
-
 SUMMARY_VARIABLES = ("log_posterior", "length", "mean_cardinality")
+
+SCANS_PER_CHUNK = 1024
+"""Tempering scans per compiled call (each a Metropolis-Hastings step of every replica and a swap round)."""
+
+
+def _record(static, data, states):
+    """What a kept draw of the posterior rung stores: the padded list."""
+    return {"rules": states.rules, "length": states.length}
+
+
+KERNEL = TargetKernel(brl_mh.init, brl_mh.step, brl_mh.summaries, _record)
+"""The list Metropolis-Hastings kernel as the tempering engine runs it."""
+
+_capture_counts = jax.jit(brl.capture_counts, static_argnums=2)
+_capture_index = jax.jit(brl.capture_index)
 
 
 def _labels(y, n_samples: int):
@@ -71,9 +80,15 @@ def _check_antecedents(antecedents, n_items: int) -> tuple[tuple[int, ...], ...]
 
 
 @dataclass
-class BRLResult:
+class BRLResult(convergence.TemperedResult):
     """A BRL posterior: ``idata`` (posterior ``rules`` (chain, draw, position) padded with -1, ``length``,
-    ``mean_cardinality``, ``log_posterior``), the antecedents the rules index, and predictions."""
+    ``mean_cardinality``, ``log_posterior``; ``sample_stats`` ``lp`` and ``swap_accept``; the tempering
+    facts in ``idata.posterior.attrs``), the antecedents the rules index, and predictions.
+
+    ``converged``: whether every label-free summary reached the convergence target; ``diagnostics``:
+    name -> (R-hat, bulk ESS); ``log_evidence`` +- ``log_evidence_se``: the stepping-stone log p(y | x)
+    (NaN when run untempered). :meth:`extend` continues the chains.
+    """
 
     idata: object
     antecedents: tuple[tuple[int, ...], ...]
@@ -83,6 +98,15 @@ class BRLResult:
     negations: bool  # items are X's columns followed by their negations (mined), else X's columns
     train_table: np.ndarray = field(repr=False)
     train_labels: np.ndarray = field(repr=False)
+    run: convergence.TemperedRun = field(repr=False, default=None)
+    target: tuple = field(repr=False, default=None)  # (static, data) of the kernel, for extend()
+
+    def _kernel(self) -> TargetKernel:
+        return KERNEL
+
+    def _with_run(self, run) -> BRLResult:
+        return _result(run, self.target, self.antecedents, self.item_names, self.classes, self.priors,
+                       self.negations, self.train_table, self.train_labels)
 
     @property
     def antecedent_names(self) -> tuple[str, ...]:
@@ -111,12 +135,25 @@ class BRLResult:
     def _alpha(self) -> np.ndarray:
         return self.priors.alpha_vector(len(self.classes))
 
+    def _slots(self, table) -> np.ndarray:
+        """A (n, |A|) truth table widened with never-true columns to the kernel's antecedent slots, so that
+        fits whose |A| share a size bucket share the compiled prediction programs."""
+        return np.pad(table, ((0, 0), (0, self.target[0].antecedent_slots - table.shape[1])))
+
+    def _padded(self, rules):
+        """A list as the kernel stores it: (capacity,) antecedent indices padded with -1 (fixed shapes, so
+        that evaluating lists of any length reuses one compiled program)."""
+        capacity = self.idata.posterior.sizes["position"]
+        return jnp.asarray(np.array(list(rules) + [-1] * (capacity - len(rules)), dtype=np.int32))
+
     def rule_counts(self, rules) -> np.ndarray:
         """N_j: (len(rules) + 1, L) training labels captured by each rule of a list, default rule last."""
-        rules = jnp.asarray(np.array(rules, dtype=np.int32).reshape(-1))
+        rules = tuple(int(r) for r in np.asarray(rules, dtype=np.int64).reshape(-1))
         n_classes = len(self.classes)
-        rule_counts, default_counts = brl.capture_counts(self.train_table, self.train_labels, n_classes, rules, rules.shape[0])
-        return np.vstack([np.asarray(rule_counts), np.asarray(default_counts)[None]])
+        counts, default_counts = _capture_counts(
+            self._slots(self.train_table), self.train_labels, n_classes, self._padded(rules), len(rules)
+        )
+        return np.vstack([np.asarray(counts)[: len(rules)], np.asarray(default_counts)[None]])
 
     def items(self, X) -> np.ndarray:
         """The binary items of ``X`` (same columns as in the fit)."""
@@ -131,16 +168,18 @@ class BRLResult:
         (alpha + N_j) / sum(alpha + N_j); ``"post"`` (BRL-post) averages that over every posterior draw."""
         if estimate not in ("point", "post"):
             raise ValueError(f"estimate must be 'point' or 'post', got {estimate!r}")
-        table = truth_table(self.items(X), self.antecedents)
+        table = self._slots(truth_table(self.items(X), self.antecedents))
         if estimate == "point":
             rules = self.point_list()
             counts = self.rule_counts(rules) + self._alpha()
             probabilities = counts / counts.sum(axis=1, keepdims=True)
-            return probabilities[np.asarray(brl.capture_index(table, jnp.asarray(rules, jnp.int32), len(rules)))]
+            position = np.asarray(_capture_index(table, self._padded(rules), len(rules)))
+            return probabilities[np.minimum(position, len(rules))]  # the default rule after the last
         rules, lengths, _, _ = self._draws()
         unique, inverse = np.unique(np.column_stack([rules, lengths]), axis=0, return_inverse=True)
         weights = np.bincount(inverse.ravel(), minlength=len(unique)) / lengths.size
-        return np.asarray(_posterior_average(self.train_table, self.train_labels, table, self._alpha(), unique, weights))
+        train_table = self._slots(self.train_table)
+        return np.asarray(_posterior_average(train_table, self.train_labels, table, self._alpha(), unique, weights))
 
     def predict(self, X, *, estimate: str = "point") -> np.ndarray:
         return self.classes[np.argmax(self.predict_proba(X, estimate=estimate), axis=1)]
@@ -196,14 +235,15 @@ def fit_brl(
     max_cardinality: int = 2,
     max_length: int | None = None,
     feature_names=None,
-    num_warmup: int = 2000,
-    num_samples: int = 5000,
+    num_samples: int | None = None,
+    num_warmup: int | None = None,
     num_chains: int = 4,
     seed: int = 0,
-    inverse_temperatures=(1.0,),
-    steps_per_sample: int = 1,
-    chain_method: str | None = None,
-    progress_bar: bool = False,
+    n_temperatures="auto",
+    target_rhat: float = 1.01,
+    min_ess: float = 400.0,
+    max_seconds: float | None = 60.0,
+    progress_bar: bool | None = None,
 ) -> BRLResult:
     """Sample the BRL posterior over rule lists for binary features ``X`` (n, p) and labels ``y``.
 
@@ -215,13 +255,18 @@ def fit_brl(
     (per class) and ``max_cardinality``. ``max_length`` caps the list length (default
     min(|A|, 30)); the sampler then targets the posterior with the length prior truncated there.
 
-    ``inverse_temperatures``: a parallel-tempering ladder run by every chain, e.g. :data:`TEMPERED_LADDER`
-    (default ``(1.0,)``: plain Metropolis-Hastings); only the temperature-1 copy is kept.
-    ``steps_per_sample``: iterations per kept draw (thinning inside the compiled kernel).
+    Sampling (``inference.convergence``): ``num_chains`` chains of non-reversible parallel tempering
+    (``n_temperatures`` rungs per chain, "auto" to choose from the communication barrier, 1 for plain
+    Metropolis-Hastings), each rung moved by insert, delete, swap and replace proposals. By default the
+    chains run until the log posterior, list length and mean cardinality reach R-hat <= ``target_rhat``
+    and bulk ESS >= ``min_ess``, or ``max_seconds`` pass (then ``result.converged`` is False and a warning
+    gives the numbers). ``num_samples``: run exactly that many scans after ``num_warmup`` tuning scans
+    (rounded up to whole tuning rounds) instead. ``progress_bar``: None shows it outside CI.
     """
     priors = brl.Priors() if priors is None else priors
     if not isinstance(priors, brl.Priors):
         raise ValueError(f"priors must be a models.brl.Priors, got {type(priors).__name__}")
+    target = convergence.ConvergenceTarget(target_rhat, min_ess, max_seconds)
     if feature_names is None and isinstance(X, pd.DataFrame):
         feature_names = tuple(str(column) for column in X.columns)
     X = check_binary_matrix(X)
@@ -242,36 +287,46 @@ def fit_brl(
     capacity = brl.list_capacity(len(antecedents), DEFAULT_MAX_LENGTH if max_length is None else max_length)
     table = truth_table(items, antecedents)
     cardinalities = np.array([len(a) for a in antecedents], dtype=np.int32)
-    mcmc = run_mcmc(
-        BRLMetropolisHastings(inverse_temperatures, steps_per_sample),
-        num_warmup=num_warmup,
-        num_samples=num_samples,
+    kernel_target = brl_mh.make_target(table, cardinalities, len(classes), codes, priors, capacity)
+    run = convergence.sample(
+        KERNEL,
+        *kernel_target,
         num_chains=num_chains,
         seed=seed,
-        model_args=(table, cardinalities, len(classes), codes),
-        model_kwargs={"priors": priors, "max_length": capacity},
-        chain_method=chain_method,
+        n_temperatures=n_temperatures,
+        num_samples=num_samples,
+        tuning_rounds=convergence.tuning_rounds_for(num_warmup, SCANS_PER_CHUNK),
+        scans_per_chunk=SCANS_PER_CHUNK,
+        max_draws=num_samples or convergence.MAX_DRAWS,
+        target=target,
         progress_bar=progress_bar,
+        description="BRL",
     )
-    samples = mcmc.get_samples(group_by_chain=True)
-    rules, lengths = np.asarray(samples["rules"]), np.asarray(samples["length"])
+    return _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes)
+
+
+def _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes) -> BRLResult:
+    """The :class:`BRLResult` of a finished run (warning when draws reach the list-length cap)."""
+    rules, lengths = run.records["rules"], run.records["length"]
+    capacity = rules.shape[-1]
     if capacity < len(antecedents) and (lengths == capacity).any():
         warnings.warn(
             f"max_length: {np.mean(lengths == capacity):.1%} of the draws reach the cap of {capacity} rules; "
             "raise max_length for the untruncated posterior",
-            stacklevel=2,
+            stacklevel=3,
         )
-    valid = np.arange(capacity) < lengths[..., None]
-    rule_cards = np.where(valid, cardinalities[np.maximum(rules, 0)], 0)
-    mean_cardinality = rule_cards.sum(-1) / np.maximum(lengths, 1)
-    log_posterior = -np.asarray(mcmc.get_extra_fields(group_by_chain=True)["potential_energy"])
-    idata = to_inference_data(
-        mcmc,
-        derived={"mean_cardinality": mean_cardinality, "log_posterior": log_posterior},
+    idata = tempered_inference_data(
+        run,
+        {
+            "rules": rules,
+            "length": lengths,
+            "mean_cardinality": run.summaries["mean_cardinality"],
+            "log_posterior": run.summaries["log_joint"],
+        },
         summary_var_names=SUMMARY_VARIABLES,
         dims={"rules": ["position"]},
     )
-    result = BRLResult(idata, antecedents, item_names, classes, priors, negations, table, codes)
+    result = BRLResult(idata, antecedents, item_names, classes, priors, negations, table, codes, run, kernel_target)
     idata.posterior.attrs["antecedent_names"] = list(result.antecedent_names)  # what the indices in rules mean
     return result
 
@@ -281,45 +336,47 @@ class BayesianRuleListClassifier(ClassifierMixin, BaseEstimator):
 
     Columns become items (:func:`rule_mining.fit_item_encoder`: categorical values and, with
     ``negations``, their negations; numeric quantile thresholds with ``n_bins``), antecedents of at
-    most ``max_cardinality`` items are mined per class, and :func:`fit_brl` samples the posterior
-    (``inverse_temperatures``, ``steps_per_sample`` as there). ``estimate`` chooses BRL-point or
-    BRL-post predictions.
+    most ``max_cardinality`` items are mined per class, and :func:`fit_brl` samples the posterior under
+    ``priors`` (a ``models.brl.Priors``; None: the model file's defaults), with the sampling options
+    of :func:`fit_brl`. ``estimate`` chooses BRL-point or BRL-post predictions.
     """
 
     def __init__(
         self,
         *,
-        lam: float = 3.0,
-        eta: float = 1.0,
-        alpha=1.0,
+        priors: brl.Priors | None = None,
         min_support: float = 0.1,
         max_cardinality: int = 2,
         n_bins: int = 4,
         negations: bool = True,
         max_length: int | None = None,
-        num_warmup: int = 2000,
-        num_samples: int = 5000,
+        num_samples: int | None = None,
+        num_warmup: int | None = None,
         num_chains: int = 4,
         seed: int = 0,
+        n_temperatures="auto",
+        target_rhat: float = 1.01,
+        min_ess: float = 400.0,
+        max_seconds: float | None = 60.0,
         estimate: str = "point",
-        inverse_temperatures=(1.0,),
-        steps_per_sample: int = 1,
+        progress_bar: bool | None = None,
     ):
-        self.lam = lam
-        self.eta = eta
-        self.alpha = alpha
+        self.priors = priors
         self.min_support = min_support
         self.max_cardinality = max_cardinality
         self.n_bins = n_bins
         self.negations = negations
         self.max_length = max_length
-        self.num_warmup = num_warmup
         self.num_samples = num_samples
+        self.num_warmup = num_warmup
         self.num_chains = num_chains
         self.seed = seed
+        self.n_temperatures = n_temperatures
+        self.target_rhat = target_rhat
+        self.min_ess = min_ess
+        self.max_seconds = max_seconds
         self.estimate = estimate
-        self.inverse_temperatures = inverse_temperatures
-        self.steps_per_sample = steps_per_sample
+        self.progress_bar = progress_bar
 
     def fit(self, X, y):
         if self.estimate not in ("point", "post"):
@@ -337,16 +394,19 @@ class BayesianRuleListClassifier(ClassifierMixin, BaseEstimator):
         self.result_ = fit_brl(
             items,
             y,
-            priors=brl.Priors(lam=self.lam, eta=self.eta, alpha=self.alpha),
+            priors=self.priors,
             antecedents=antecedents,
             max_length=self.max_length,
             feature_names=self.encoder_.item_names,
-            num_warmup=self.num_warmup,
             num_samples=self.num_samples,
+            num_warmup=self.num_warmup,
             num_chains=self.num_chains,
             seed=self.seed,
-            inverse_temperatures=self.inverse_temperatures,
-            steps_per_sample=self.steps_per_sample,
+            n_temperatures=self.n_temperatures,
+            target_rhat=self.target_rhat,
+            min_ess=self.min_ess,
+            max_seconds=self.max_seconds,
+            progress_bar=self.progress_bar,
         )
         self.classes_ = self.result_.classes
         if isinstance(X, pd.DataFrame):
@@ -364,12 +424,13 @@ class BayesianRuleListClassifier(ClassifierMixin, BaseEstimator):
         return self.result_.explain(**kwargs)
 
 
-def cli_demo(data_home=None) -> str:
-    """Rule list for the bundled 2201-passenger Titanic table, with an R-hat table."""
+def cli_demo(data_home=None, **options) -> str:
+    """Rule list for the bundled 2201-passenger Titanic table, with an R-hat table (the classifier's
+    defaults, or ``options``)."""
     from interpretable_zoo.datasets import load_titanic_table
 
     data = load_titanic_table()
-    classifier = BayesianRuleListClassifier(num_warmup=2000, num_samples=5000, num_chains=4, seed=0).fit(data.X, data.y)
+    classifier = BayesianRuleListClassifier(**{"seed": 0, **options}).fit(data.X, data.y)
     table = summary(classifier.result_).to_string()
     return f"{classifier.explain(outcome='survival')}\n\n{table}"
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
-from interpretable_zoo.inference import set_cover
+from interpretable_zoo.inference import memory, set_cover
+from interpretable_zoo.inference.mcmc import check_positive_int
 from interpretable_zoo.models import prototype_selection as ps_model
 
 METHODS = ("greedy", "lp")
@@ -82,13 +84,15 @@ class PrototypeSelection:
         for several classes predicts the class it was chosen for first.
         """
         if len(self.prototypes) == 0:
-            raise ValueError("no prototypes were selected (eps too large for these classes); predict needs at least one")
+            raise ValueError(
+                "no prototypes were selected (eps too large for these classes); predict needs at least one"
+            )
         order = np.lexsort((np.arange(len(self.prototypes)), self.prototypes))
         columns = self.prototypes[order]
         if (X is None) == (dissimilarity is None):
             raise ValueError("predict needs exactly one of X (features) or dissimilarity (test x candidate matrix)")
         if dissimilarity is not None:
-            dissimilarity = _check_matrix(dissimilarity, "dissimilarity")
+            dissimilarity = _check_matrix(dissimilarity, "dissimilarity", nonnegative=True)
             if dissimilarity.shape[1] != self.n_candidates:
                 raise ValueError(
                     f"dissimilarity: needs one column per candidate ({self.n_candidates}), got {dissimilarity.shape[1]}"
@@ -96,7 +100,9 @@ class PrototypeSelection:
             distances = dissimilarity[:, columns]
         else:
             if self.candidate_points is None:
-                raise ValueError("X: this selection was fitted from a dissimilarity matrix; predict from dissimilarity=")
+                raise ValueError(
+                    "X: this selection was fitted from a dissimilarity matrix; predict from dissimilarity="
+                )
             X = _check_matrix(X, "X")
             if X.shape[1] != self.candidate_points.shape[1]:
                 raise ValueError(f"X: needs {self.candidate_points.shape[1]} columns, got {X.shape[1]}")
@@ -127,33 +133,90 @@ class PrototypeSelection:
         return "\n".join(lines)
 
 
-def _check_matrix(value, name: str) -> np.ndarray:
-    array = np.asarray(value)
+def _check_matrix(value, name: str, *, nonnegative: bool = False) -> np.ndarray:
+    """``value`` as a finite float64 matrix with at least one row and one column (and no negative entry when
+    ``nonnegative``); a ValueError naming ``name`` otherwise."""
+    if scipy.sparse.issparse(value):
+        raise ValueError(f"{name}: sparse matrices are not supported; pass a dense array ({name}.toarray())")
+    try:
+        array = np.asarray(value)
+    except ValueError as error:  # ragged nested sequences
+        raise ValueError(f"{name}: cannot be read as a 2-D array ({error})") from None
     if array.ndim != 2:
         raise ValueError(f"{name}: must be a 2-D array, got shape {array.shape}")
-    if not np.issubdtype(array.dtype, np.number) and array.dtype != bool:
+    if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool) or np.iscomplexobj(array):
         raise ValueError(f"{name}: must be numeric, got dtype {array.dtype}")
+    if 0 in array.shape:
+        raise ValueError(f"{name}: needs at least one row and one column, got shape {array.shape}")
     array = array.astype(np.float64, copy=False)
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{name}: contains NaN or infinite values")
+    if nonnegative and array.min() < 0:
+        raise ValueError(f"{name}: a dissimilarity is never negative, got values down to {array.min():.6g}")
+    return array
+
+
+def _check_features(array, name: str, metric: str) -> np.ndarray:
+    """Features ``array`` checked as a matrix whose float32 dissimilarities ``metric`` are defined."""
+    array = _check_matrix(array, name)
+    set_cover.check_float32_range(array, name)
+    if metric == "cosine" and np.any(np.linalg.norm(array, axis=1) == 0):
+        raise ValueError(f"{name}: the cosine dissimilarity needs rows that are not all zero")
     return array
 
 
 def encode_labels(y, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """(classes, codes) of the labels y; ValueError unless y is 1-D, of length n_rows, without NaN, with two classes."""
+    """(classes, codes) of the labels y; ValueError unless y is 1-D, of length n_rows, of one orderable type,
+    without missing labels, with two classes."""
     if y is None:
         raise ValueError("y: the class labels are required")
-    y = np.asarray(y)
+    try:
+        y = np.asarray(y)
+    except ValueError as error:  # ragged nested sequences
+        raise ValueError(f"y: cannot be read as a 1-D array of labels ({error})") from None
     if y.ndim != 1:
         raise ValueError(f"y: must be 1-D, got shape {y.shape}")
     if len(y) != n_rows:
         raise ValueError(f"y: has {len(y)} labels for {n_rows} training points")
     if y.dtype.kind == "f" and np.isnan(y).any():
         raise ValueError("y: contains NaN")
-    classes, codes = np.unique(y, return_inverse=True)
+    if y.dtype.kind == "c":
+        raise ValueError(f"y: labels must be integers, strings or other orderable values, got dtype {y.dtype}")
+    if y.dtype == object and any(
+        label is None or (isinstance(label, float) and np.isnan(label)) for label in y.tolist()
+    ):
+        raise ValueError("y: contains missing labels (None or NaN)")
+    try:
+        classes, codes = np.unique(y, return_inverse=True)
+    except TypeError:
+        kinds = sorted({type(label).__name__ for label in y.tolist()})
+        raise ValueError(
+            f"y: labels of different types ({', '.join(kinds)}) cannot be ordered; give labels of one type"
+        ) from None
     if len(classes) < 2:
         raise ValueError(f"y: prototype selection needs at least two classes, got {len(classes)}")
     return classes, codes.reshape(-1)
+
+
+def _length(value, name: str) -> int:
+    try:
+        return len(value)
+    except TypeError:
+        raise ValueError(f"{name}: expected a sequence, got {type(value).__name__}") from None
+
+
+def _check_choice(value, name: str, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name}: must be one of {choices}, got {value!r}")
+    return value
+
+
+def _check_cover_memory(n_points: int, n_candidates: int, *, symmetric: bool, method: str, argument: str) -> None:
+    memory.check_memory(
+        set_cover.cover_memory_bytes(n_points, n_candidates, symmetric=symmetric, method=method),
+        f"{argument}: the {n_points} x {n_candidates} cover matrix of prototype selection ({method})",
+        "use fewer candidates (candidates=, e.g. set_cover.kmeans_candidates) or a subsample of the training points",
+    )
 
 
 def select_prototypes(
@@ -178,37 +241,36 @@ def select_prototypes(
     HiGHS, then randomized rounding of sec. 3.1 drawn from ``seed``).
     """
     params = ps_model.Params(eps=eps, lam=lam)
-    if method not in METHODS:
-        raise ValueError(f"method: must be one of {METHODS}, got {method!r}")
+    _check_choice(method, "method", METHODS)
+    check_positive_int(seed, "seed", minimum=0)
     if (X is None) == (dissimilarity is None):
         raise ValueError("give exactly one of X (features) or dissimilarity (training x candidate matrix)")
     if dissimilarity is not None:
-        dissimilarity = _check_matrix(dissimilarity, "dissimilarity")
+        dissimilarity = _check_matrix(dissimilarity, "dissimilarity", nonnegative=True)
         n, m = dissimilarity.shape
         if candidates is None and n != m:
             raise ValueError(
                 f"dissimilarity: must be square when the candidates are the training points, got shape {(n, m)}; "
                 "pass candidates= for a training x candidate matrix"
             )
-        if candidates is not None and len(candidates) != m:
+        if candidates is not None and _length(candidates, "candidates") != m:
             raise ValueError(f"candidates: has {len(candidates)} entries for {m} dissimilarity columns")
         classes, codes = encode_labels(y, n)
+        _check_cover_memory(n, m, symmetric=candidates is None, method=method, argument="dissimilarity")
         cover = dissimilarity < params.eps
         symmetric = candidates is None and np.array_equal(cover, cover.T)
         metric, candidate_points = None, None
     else:
         set_cover.check_metric(metric)
-        X = _check_matrix(X, "X")
+        X = _check_features(X, "X", metric)
         classes, codes = encode_labels(y, len(X))
-        candidate_points = X if candidates is None else _check_matrix(candidates, "candidates")
+        candidate_points = X if candidates is None else _check_features(candidates, "candidates", metric)
         if candidate_points.shape[1] != X.shape[1]:
             raise ValueError(f"candidates: needs {X.shape[1]} columns like X, got {candidate_points.shape[1]}")
-        if metric == "cosine":
-            for name, array in (("X", X), ("candidates", candidate_points)):
-                if np.any(np.linalg.norm(array, axis=1) == 0):
-                    raise ValueError(f"{name}: the cosine dissimilarity needs rows that are not all zero")
-        cover = set_cover.cover_matrix(X, candidate_points, params.eps, metric)
         symmetric = candidates is None
+        argument = "X" if symmetric else "candidates"
+        _check_cover_memory(len(X), len(candidate_points), symmetric=symmetric, method=method, argument=argument)
+        cover = set_cover.cover_matrix(X, candidate_points, params.eps, metric)
     n_classes = len(classes)
     cost = params.prototype_cost(len(codes))
     lp_bound = None
@@ -252,9 +314,12 @@ class PrototypeClassifier(ClassifierMixin, BaseEstimator):
     """Nearest-prototype classifier of Bien & Tibshirani (2011) for scikit-learn.
 
     With ``eps=None`` the ball radius is chosen by ``cv``-fold cross-validation over the
-    ``eps_quantiles`` quantiles of the training dissimilarities (pairs i < j), with the
-    one-standard-error rule (sec. 6.4): among the radii whose mean error is within one standard error
-    of the smallest, the one giving the fewest prototypes (ties: the larger radius).
+    ``eps_quantiles`` quantiles (levels in [0, 1]; default 0, 0.02, ..., 0.5) of the training
+    dissimilarities (pairs i < j), with the one-standard-error rule (sec. 6.4): among the radii whose
+    mean error is within one standard error of the smallest, the one giving the fewest prototypes
+    (ties: the larger radius). The quantiles are exact (those of float64 dissimilarities, R's type 7)
+    and streamed (:func:`set_cover.dissimilarity_quantiles`), and each fold selects its prototypes
+    from its own features, so no n x n matrix of dissimilarities is ever held.
     After ``fit``: ``eps_``, ``selection_`` (a :class:`PrototypeSelection`), ``classes_``,
     ``cv_results_`` (eps, mean_error, se_error, mean_prototypes) when eps was cross-validated.
     """
@@ -277,17 +342,19 @@ class PrototypeClassifier(ClassifierMixin, BaseEstimator):
         self.cv = cv
         self.seed = seed
 
-    def _features(self, X) -> np.ndarray:
+    def fit(self, X, y):
+        if self.eps is not None:
+            ps_model.check_radius(self.eps)
+        ps_model.check_cost(self.lam)
+        set_cover.check_metric(self.metric)
+        _check_choice(self.method, "method", METHODS)
+        check_positive_int(self.seed, "seed", minimum=0)
         if hasattr(X, "columns"):
             self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
-        return _check_matrix(np.asarray(X), "X")
-
-    def fit(self, X, y):
-        X = self._features(X)
+        X = _check_features(X, "X", self.metric)
         classes, codes = encode_labels(y, len(X))
-        set_cover.check_metric(self.metric)
         if self.eps is None:
-            self.eps_, self.cv_results_ = self._cross_validate(X, codes)
+            self.eps_, self.cv_results_ = self._cross_validate(X, codes, self._quantile_levels(), self._folds(codes))
         else:
             self.eps_ = float(self.eps)
         self.selection_ = select_prototypes(
@@ -297,33 +364,57 @@ class PrototypeClassifier(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = X.shape[1]
         return self
 
-    def _cross_validate(self, X: np.ndarray, codes: np.ndarray) -> tuple[float, dict]:
-        quantiles = np.linspace(0.0, 0.5, 26) if self.eps_quantiles is None else np.asarray(self.eps_quantiles)
-        distances = set_cover.pairwise_dissimilarity(X, X, self.metric)
-        grid = np.unique(np.quantile(distances[np.triu_indices(len(X), k=1)], quantiles))
+    def _quantile_levels(self) -> np.ndarray:
+        if self.eps_quantiles is None:
+            return np.linspace(0.0, 0.5, 26)
+        levels = np.asarray(self.eps_quantiles)
+        if levels.ndim != 1 or levels.size == 0 or levels.dtype.kind not in "iuf":
+            raise ValueError(f"eps_quantiles: must be a non-empty 1-D sequence of numbers, got {self.eps_quantiles!r}")
+        if not np.all((levels >= 0) & (levels <= 1)):
+            raise ValueError(f"eps_quantiles: quantile levels must lie in [0, 1], got {levels.tolist()}")
+        return levels.astype(np.float64)
+
+    def _folds(self, codes: np.ndarray) -> int:
+        """``cv`` checked: at least 2 folds, and no more than the points of the smallest class."""
+        folds = check_positive_int(self.cv, "cv", minimum=2)
+        smallest = int(np.bincount(codes).min())
+        if folds > smallest:
+            raise ValueError(
+                f"cv: {folds} stratified folds need at least {folds} training points of every class; the smallest "
+                f"class has {smallest}; use cv <= {smallest} or give eps"
+            )
+        return folds
+
+    def _cross_validate(self, X: np.ndarray, codes: np.ndarray, levels: np.ndarray, n_folds: int) -> tuple[float, dict]:
+        grid = np.unique(set_cover.dissimilarity_quantiles(X, levels, self.metric))
         grid = grid[grid > 0]
         if len(grid) == 0:
-            raise ValueError("X: every pair of training points is at dissimilarity 0; no eps to cross-validate")
-        folds = StratifiedKFold(n_splits=self.cv, shuffle=True, random_state=self.seed)
-        errors = np.zeros((self.cv, len(grid)))
-        sizes = np.zeros((self.cv, len(grid)))
+            if set_cover.dissimilarity_quantile(X, 1.0, self.metric) == 0:
+                raise ValueError("X: every pair of training points is at dissimilarity 0; no eps to cross-validate")
+            raise ValueError(
+                f"eps_quantiles: the dissimilarity quantiles at levels {levels.tolist()} are all 0 (duplicate training "
+                "points); choose larger levels"
+            )
+        folds = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=self.seed)
+        errors = np.zeros((n_folds, len(grid)))
+        sizes = np.zeros((n_folds, len(grid)))
         for fold, (train, test) in enumerate(folds.split(X, codes)):
             for k, eps in enumerate(grid):
                 selection = select_prototypes(
-                    y=codes[train],
-                    dissimilarity=distances[np.ix_(train, train)],
+                    X[train],
+                    codes[train],
                     eps=eps,
                     lam=self.lam,
                     method=self.method,
+                    metric=self.metric,
                     seed=self.seed,
                 )
                 sizes[fold, k] = len(selection.prototypes)
                 if len(selection.prototypes) == 0:
                     errors[fold, k] = 1.0
                     continue
-                predicted = selection.predict(dissimilarity=distances[np.ix_(test, train)])
-                errors[fold, k] = np.mean(predicted != codes[test])
-        mean, se = errors.mean(axis=0), errors.std(axis=0, ddof=1) / np.sqrt(self.cv)
+                errors[fold, k] = np.mean(selection.predict(X[test]) != codes[test])
+        mean, se = errors.mean(axis=0), errors.std(axis=0, ddof=1) / np.sqrt(n_folds)
         best = int(np.argmin(mean))
         eligible = np.flatnonzero(mean <= mean[best] + se[best])
         mean_sizes = sizes.mean(axis=0)
@@ -333,8 +424,7 @@ class PrototypeClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X) -> np.ndarray:
         check_is_fitted(self, "selection_")
-        X = _check_matrix(np.asarray(X), "X")
-        return self.selection_.predict(X)
+        return self.selection_.predict(_check_matrix(X, "X"))
 
     def explain(self, max_prototypes: int = 15) -> str:
         check_is_fitted(self, "selection_")

@@ -8,9 +8,12 @@
   (protoclass), jit-compiled as one ``lax.while_loop``.
 - :func:`solve_class_lp` and :func:`round_class_lp` are the per-class LP relaxation of eq. 4 (scipy's
   HiGHS) and the randomized rounding of sec. 3.1.
-- :func:`pairwise_dissimilarity`, :func:`dissimilarity_quantile` and :func:`kmeans_candidates` are the
-  float64 dissimilarities used for predictions and for choosing eps, and the candidate set of sec. 4.2
-  augmented with per-class k-means centroids.
+- :func:`pairwise_dissimilarity` gives the float64 dissimilarities of predictions;
+  :func:`dissimilarity_quantiles` the exact quantiles of all pair dissimilarities (for choosing eps),
+  streamed over the float32 tiles without holding the pairs; :func:`kmeans_candidates` the candidate
+  set of sec. 4.2 augmented with per-class k-means centroids.
+- :func:`cover_memory_bytes` estimates the memory of a cover matrix and its copies, which the public
+  layer compares with the available memory before building one.
 
 The objective functions themselves live in ``interpretable_zoo.models.prototype_selection``.
 """
@@ -18,6 +21,7 @@ The objective functions themselves live in ``interpretable_zoo.models.prototype_
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from functools import partial
 
@@ -33,13 +37,38 @@ METRICS = ("l1", "l2", "cosine")
 _BLOCK_BYTES = 1 << 26  # bytes of intermediate values per block of dissimilarities
 _UNIT_ROUNDOFF32 = 2.0**-24
 _COVERED, _AMBIGUOUS = 1, 2
+_FLOAT32_SAFE = 1e18
 
 
 def check_metric(metric: str) -> str:
     """``metric`` if it names a supported dissimilarity, else a ValueError naming the argument."""
-    if metric not in METRICS:
+    if not isinstance(metric, str) or metric not in METRICS:
         raise ValueError(f"metric: must be one of {METRICS}, got {metric!r}")
     return metric
+
+
+def check_float32_range(A: np.ndarray, name: str) -> None:
+    """ValueError naming ``name`` when features are so large that float32 dissimilarities would overflow.
+
+    The tiles compute squared norms in float32 (largest 3.4e38): |x| sqrt(p) below 1e18 keeps every
+    sum of squares below 1e36.
+    """
+    largest = float(np.max(np.abs(A), initial=0.0)) * math.sqrt(A.shape[1])
+    if largest >= _FLOAT32_SAFE:
+        raise ValueError(
+            f"{name}: values as large as {largest / math.sqrt(A.shape[1]):.3g} overflow the float32 dissimilarities "
+            f"(max |x| * sqrt(n_features) must stay below {_FLOAT32_SAFE:.0e}); rescale the features"
+        )
+
+
+def cover_memory_bytes(n_points: int, n_candidates: int, *, symmetric: bool, method: str = "greedy") -> int:
+    """Peak bytes of the boolean cover matrix and its copies: the n x m matrix, then for greedy its padded
+    copy on the host and on the device (and their transposes unless ``symmetric``), for lp the class rows
+    and candidate columns the per-class LP extracts."""
+    cells = n_points * n_candidates
+    if method == "lp":
+        return 3 * cells
+    return cells + (2 if symmetric else 4) * _bucket(n_points) * _bucket(n_candidates)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -138,7 +167,9 @@ def _classify(x_block, Z, threshold, metric: str):
 def _tile_size(n_points: int, n_features: int, metric: str) -> int:
     """Side of the square tiles: at most 2048 (fewer for l1, whose tiles work through n_features values
     per pair), and no more than the bucketed number of points, so small problems stay small."""
-    largest = 2048 if metric != "l1" else int(np.clip(math.isqrt(_BLOCK_BYTES // (4 * n_features)) // 64 * 64, 64, 2048))
+    largest = (
+        2048 if metric != "l1" else int(np.clip(math.isqrt(_BLOCK_BYTES // (4 * n_features)) // 64 * 64, 64, 2048))
+    )
     return min(largest, _bucket(n_points))
 
 
@@ -173,6 +204,8 @@ def cover_matrix(X: np.ndarray, Z: np.ndarray, eps: float, metric: str = "l2") -
     check_metric(metric)
     X64 = np.asarray(X, dtype=np.float64)
     Z64 = np.asarray(Z, dtype=np.float64)
+    check_float32_range(X64, "X")
+    check_float32_range(Z64, "Z")
     symmetric = X64.shape == Z64.shape and np.array_equal(X64, Z64)
     threshold = jnp.float32(_comparison_value(eps, metric))
     cover = np.empty((len(X64), len(Z64)), dtype=bool)
@@ -194,46 +227,127 @@ def cover_matrix(X: np.ndarray, Z: np.ndarray, eps: float, metric: str = "l2") -
 _transpose = jax.jit(jnp.transpose)
 
 
+_HISTOGRAM_SHIFT = 12  # float32 bit patterns >> 12: 2^11 bins per binade, each 0.05 % of its values wide
+_PAIR_CHUNK_BYTES = 1 << 25  # bytes of gathered coordinates per chunk of pairs recomputed in float64
+
+
 def dissimilarity_quantile(X: np.ndarray, q: float, metric: str = "l2") -> float:
-    """The q-quantile of the n(n-1)/2 dissimilarities d(x_i, x_j), i < j: R's ``quantile(dist(X), q)``.
+    """The q-quantile of the n(n-1)/2 dissimilarities d(x_i, x_j), i < j: R's ``quantile(dist(X), q)``
+    (see :func:`dissimilarity_quantiles`)."""
+    if isinstance(q, (bool, np.bool_)) or not isinstance(q, numbers.Real) or not 0.0 <= q <= 1.0:
+        raise ValueError(f"q: a quantile level must be a number in [0, 1], got {q!r}")
+    return float(dissimilarity_quantiles(X, [q], metric)[0])
+
+
+def dissimilarity_quantiles(X: np.ndarray, levels, metric: str = "l2") -> np.ndarray:
+    """The quantiles at ``levels`` of the n(n-1)/2 dissimilarities d(x_i, x_j), i < j: R's
+    ``quantile(dist(X), levels)``.
 
     R's default (type 7): with N pairs, h = 1 + (N - 1) q and the value (1 - frac(h)) d_(floor h) +
-    frac(h) d_(ceil h) of the sorted dissimilarities. The values are computed in float32 tiles;
-    the pairs that could hold the two order statistics are recomputed exactly in float64, so the
-    result is that of float64 dissimilarities computed pair by pair (ties included).
+    frac(h) d_(ceil h) of the sorted dissimilarities. The result is that of float64 dissimilarities
+    computed pair by pair (ties included), but neither the pairs nor their values are ever held: two
+    passes over float32 tiles (:func:`cover_matrix`'s) first count the values in a histogram keyed by
+    their float32 bit patterns (monotone in the value), which locates the bin of each order statistic,
+    then keep only the pairs within the float32 rounding bound of those bins, recomputed exactly in
+    float64 and stored as distinct values with counts. Memory is the histogram, one tile and those
+    pairs, instead of 4 to 20 bytes per pair.
     """
     check_metric(metric)
-    if not 0.0 <= q <= 1.0:
-        raise ValueError(f"q: a quantile level must lie in [0, 1], got {q!r}")
+    levels = np.asarray(levels)
+    if levels.ndim != 1 or levels.dtype.kind not in "iuf" or not np.all((levels >= 0.0) & (levels <= 1.0)):
+        raise ValueError(f"levels: must be a 1-D sequence of numbers in [0, 1], got {levels.tolist()!r}")
+    levels = levels.astype(np.float64)
     X64 = np.asarray(X, dtype=np.float64)
     n = len(X64)
     if n < 2:
         raise ValueError(f"X: needs at least 2 rows to have pairwise dissimilarities, got {n}")
-    tiles, values, bound = [], [], 0.0
+    check_float32_range(X64, "X")
+    if levels.size == 0:
+        return np.empty(0)
+    n_pairs = n * (n - 1) // 2
+    index = 1.0 + (n_pairs - 1) * levels
+    ranks = np.unique(np.concatenate([np.floor(index), np.ceil(index)]).astype(np.int64) - 1)  # 0-based
+
+    # pass 1: histogram of the float32 comparison values, and their largest rounding bound
+    counts = np.zeros(_histogram_bins(np.float32(np.inf)) + 1, dtype=np.int64)
+    bound = 0.0
+    for values, tolerance, _ in _upper_pair_values(X64, metric):
+        counts += np.bincount(_histogram_bins(values), minlength=len(counts))
+        bound = max(bound, float(tolerance.max(initial=0.0)))
+    bins = np.searchsorted(np.cumsum(counts), ranks, side="right")
+    edges = (np.stack([bins, bins + 1]) << _HISTOGRAM_SHIFT).astype(np.int32).view(np.float32).astype(np.float64)
+    margin = 2.0 * bound + 1e-30  # |float32 - exact| <= bound, so an order statistic moves by at most that
+    low = np.where(bins == 0, -np.inf, edges[0] - margin)  # ranks ascend, so low and high do too
+    high = edges[1] + margin
+
+    # pass 2: per order statistic, the number of pairs below its band [low, high]; for the pairs inside
+    # some band, their float32 and exact values, kept as distinct (float32, exact) combinations with counts
+    below = np.zeros(len(ranks), dtype=np.int64)
+    near = []  # per tile: (float32 values, exact values, counts)
+    for values, _, pairs in _upper_pair_values(X64, metric):
+        lows_passed = np.searchsorted(low, values, side="right")  # value v is below low[t] for t >= this
+        below += np.cumsum(np.bincount(lows_passed, minlength=len(ranks) + 1))[:-1]
+        inside = np.flatnonzero(lows_passed > np.searchsorted(high, values, side="left"))  # inside some band
+        if inside.size:
+            exact = _exact_pairs(X64, *pairs(inside), metric)
+            near.append(_distinct_pairs(values[inside], exact, np.ones(inside.size, np.int64)))
+    near_float32, near_exact, near_counts = _distinct_pairs(*(np.concatenate(part) for part in zip(*near)))
+    order_statistics = {}
+    for t, rank in enumerate(ranks.tolist()):
+        inside = (near_float32 >= low[t]) & (near_float32 <= high[t])
+        distinct, multiplicity = near_exact[inside], near_counts[inside]
+        order = np.argsort(distinct, kind="stable")
+        position = np.searchsorted(np.cumsum(multiplicity[order]), rank - below[t], side="right")
+        order_statistics[rank] = float(distinct[order][position])
+    return np.array(
+        [
+            r_type7_quantile((order_statistics[math.floor(h) - 1], order_statistics[math.ceil(h) - 1]), h)
+            for h in index.tolist()
+        ]
+    )
+
+
+def _histogram_bins(values):
+    """Histogram bin of each float32 value: the top bits of its bit pattern (negative rounding errors go to 0)."""
+    return np.maximum(values, np.float32(0.0)).view(np.int32) >> _HISTOGRAM_SHIFT
+
+
+def _distinct_pairs(float32_values, exact, counts):
+    """The distinct (float32 value, exact value) combinations and their total counts."""
+    order = np.lexsort((exact, float32_values))
+    float32_values, exact, counts = float32_values[order], exact[order], counts[order]
+    starts = np.flatnonzero(np.r_[True, (np.diff(float32_values) != 0) | (np.diff(exact) != 0)])
+    return float32_values[starts], exact[starts], np.add.reduceat(counts, starts)
+
+
+def _upper_pair_values(X64: np.ndarray, metric: str):
+    """Yield, tile by tile, the float32 comparison values of the pairs i < j, their rounding bounds, and a
+    function from positions in those arrays to the pairs' (i, j)."""
     for r, c, n_rows, n_cols, x_tile, z_tile in _tiles(X64, X64, metric, symmetric=True):
         value, tolerance = (np.asarray(a)[:n_rows, :n_cols] for a in _block_values(x_tile, z_tile, metric))
-        upper = (r + np.arange(n_rows))[:, None] < (c + np.arange(n_cols))[None, :]
-        tiles.append((r, c, upper))
-        values.append(value[upper])
-        bound = max(bound, float(tolerance[upper].max(initial=0.0)))
-    offsets = np.cumsum([0] + [len(v) for v in values])
-    values = np.concatenate(values)
-    index = 1.0 + (len(values) - 1) * q
-    low_pos, high_pos = math.floor(index) - 1, math.ceil(index) - 1
-    low, high = np.partition(values, (low_pos, high_pos))[[low_pos, high_pos]]
-    margin = 2.0 * bound + 1e-30
-    below = int(np.count_nonzero(values < low - margin))
-    band = np.flatnonzero((values >= low - margin) & (values <= high + margin))
-    tile_of = np.searchsorted(offsets, band, side="right") - 1
-    rows, columns = [], []
-    for t in np.unique(tile_of):
-        r, c, upper = tiles[t]
-        i, j = np.nonzero(upper)
-        local = band[tile_of == t] - offsets[t]
-        rows.append(r + i[local])
-        columns.append(c + j[local])
-    exact = np.sort(paired_dissimilarity(X64[np.concatenate(rows)], X64[np.concatenate(columns)], metric))
-    return r_type7_quantile((exact[low_pos - below], exact[high_pos - below]), index)
+        if r == c:  # a tile on the diagonal: its pairs above the diagonal
+            upper = np.triu(np.ones((n_rows, n_cols), dtype=bool), k=1)
+            yield value[upper], tolerance[upper], partial(_pair_indices, r, c, n_cols, upper)
+        else:
+            yield value.ravel(), tolerance.ravel(), partial(_pair_indices, r, c, n_cols, None)
+
+
+def _pair_indices(row_start: int, column_start: int, n_cols: int, mask, positions) -> tuple[np.ndarray, np.ndarray]:
+    """(i, j) of the pairs at ``positions`` among a row-major tile's entries (those in ``mask`` when given)."""
+    flat = positions if mask is None else np.flatnonzero(mask)[positions]
+    rows, columns = np.divmod(flat, n_cols)
+    return row_start + rows, column_start + columns
+
+
+def _exact_pairs(X64: np.ndarray, rows: np.ndarray, columns: np.ndarray, metric: str) -> np.ndarray:
+    """float64 dissimilarities of the pairs (rows[k], columns[k]), gathered in chunks of bounded size."""
+    chunk = max(1, _PAIR_CHUNK_BYTES // (16 * max(X64.shape[1], 1)))
+    return np.concatenate(
+        [
+            paired_dissimilarity(X64[rows[s : s + chunk]], X64[columns[s : s + chunk]], metric)
+            for s in range(0, len(rows), chunk)
+        ]
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -300,9 +414,7 @@ def _greedy_kernel(cover, balls, y, counts, min_gain):
             return pending.at[slab].set(False), removed
 
         pending = newly.reshape(n // _SLAB_ROWS, _SLAB_ROWS).any(axis=1)
-        _, removed = jax.lax.while_loop(
-            lambda c: jnp.any(c[0]), remove_slab, (pending, jnp.zeros(m, jnp.int32))
-        )
+        _, removed = jax.lax.while_loop(lambda c: jnp.any(c[0]), remove_slab, (pending, jnp.zeros(m, jnp.int32)))
         row = gains[label] - removed
         top, arg = row_best(row)
         gains, tops, args = gains.at[label].set(row), tops.at[label].set(top), args.at[label].set(arg)

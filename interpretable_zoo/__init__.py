@@ -2,24 +2,17 @@
 
 Subpackages: ``models`` (one file per paper: priors and the generative program), ``inference``
 (samplers and optimisers), ``diagnostics`` (ArviZ conversion, summaries, exactness and SBC helpers),
-``datasets`` (loaders, bundled data, synthetic generators).
+``datasets`` (loaders, bundled data, synthetic generators). Every name is imported at its first use
+(see :mod:`interpretable_zoo.lazy`), so ``import interpretable_zoo`` loads no numerical library.
 """
 
 import warnings
 
-# ArviZ announces its 1.0 refactor on every import; it says nothing about this package's use of it.
-warnings.filterwarnings("ignore", message="ArviZ is undergoing a major refactor", category=FutureWarning)
+from interpretable_zoo.lazy import lazy_attributes
 
-from interpretable_zoo import datasets, diagnostics, inference, models  # noqa: E402
-from interpretable_zoo.inference.bayesian_sets import BayesianSets  # noqa: E402
-from interpretable_zoo.inference.bcm import BCMClusterer, fit_bcm  # noqa: E402
-from interpretable_zoo.inference.brl import TEMPERED_LADDER, BayesianRuleListClassifier, BRLResult, fit_brl  # noqa: E402
-from interpretable_zoo.inference.mgm import MGMClusterer, MGMResult, fit_mgm, fit_mgm_sweep  # noqa: E402
-from interpretable_zoo.inference.prototype_selection import (  # noqa: E402
-    PrototypeClassifier,
-    PrototypeSelection,
-    select_prototypes,
-)
+# ArviZ announces its 1.0 refactor (on its first import of the day, in a message that starts with a newline);
+# it says nothing about this package's use of it. Set here, before any submodule can import ArviZ.
+warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning)
 
 __version__ = "0.1.0"
 
@@ -32,7 +25,6 @@ __all__ = [
     "MGMResult",
     "PrototypeClassifier",
     "PrototypeSelection",
-    "TEMPERED_LADDER",
     "datasets",
     "diagnostics",
     "fit_bcm",
@@ -44,3 +36,14 @@ __all__ = [
     "select_prototypes",
     "__version__",
 ]
+
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    {
+        ".inference.bayesian_sets": ("BayesianSets",),
+        ".inference.bcm": ("BCMClusterer", "fit_bcm"),
+        ".inference.brl": ("BayesianRuleListClassifier", "BRLResult", "fit_brl"),
+        ".inference.mgm": ("MGMClusterer", "MGMResult", "fit_mgm", "fit_mgm_sweep"),
+        ".inference.prototype_selection": ("PrototypeClassifier", "PrototypeSelection", "select_prototypes"),
+    },
+)

@@ -2,30 +2,35 @@
 
 Each model registers here the module that implements its command-line entry points:
 ``cli_demo(data_home) -> str`` (a run on bundled data, returning the explanation and, for MCMC
-models, an R-hat table) and, for models with a posterior, ``cli_fit(X, y, args) -> InferenceData``.
-A model whose module is ``None`` does not exist yet; asking for it is answered with a clear message.
+models, an R-hat table) and, for models with a posterior (``fits=True``), ``cli_fit(X, y, args) ->
+InferenceData``; ``izoo fit`` offers only those. A model whose module is ``None`` does not exist yet;
+asking for it is answered with a clear message.
+
+Errors are one line on stderr, never a traceback: a bad command line or file (exit status 2), or a
+library's ValueError, OSError or MemoryError about the data or settings (exit status 1).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
 
 
 @dataclass(frozen=True)
 class ModelEntry:
     title: str
-    module: str | None  # implements cli_demo and, for Bayesian models, cli_fit
+    module: str | None  # implements cli_demo and, when ``fits``, cli_fit
+    fits: bool = False  # has a posterior that ``izoo fit`` writes
 
 
 MODELS: dict[str, ModelEntry] = {
-    "bcm": ModelEntry("Bayesian Case Model (Kim, Rudin, Shah 2014)", "interpretable_zoo.inference.bcm"),
-    "brl": ModelEntry("Bayesian Rule Lists (Letham et al. 2015)", "interpretable_zoo.inference.brl"),
+    "bcm": ModelEntry("Bayesian Case Model (Kim, Rudin, Shah 2014)", "interpretable_zoo.inference.bcm", fits=True),
+    "brl": ModelEntry("Bayesian Rule Lists (Letham et al. 2015)", "interpretable_zoo.inference.brl", fits=True),
     "mgm": ModelEntry("Mind the Gap (Kim, Shah, Doshi-Velez 2015)", "interpretable_zoo.inference.mgm"),
     "bayesian_sets": ModelEntry("Bayesian Sets (Ghahramani, Heller 2005)", "interpretable_zoo.inference.bayesian_sets"),
     "prototype_selection": ModelEntry(
@@ -45,30 +50,60 @@ def _model_module(name: str):
     return importlib.import_module(entry.module)
 
 
+def one_line(error: BaseException) -> str:
+    """An exception's message on one line (its type when the message is empty)."""
+    return " ".join(str(error).split()) or type(error).__name__
+
+
 def read_table(path: Path, target: str | None):
     """Read X (and y when ``target`` names a column) from .csv, .npy or .npz (arrays ``X`` and ``y``)."""
+    import numpy as np
     import pandas as pd
 
     if not path.is_file():
         raise CliError(f"--data: no such file: {path}")
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        frame = pd.read_csv(path)
+        try:
+            frame = pd.read_csv(path)
+        except ValueError as error:  # pandas' ParserError and EmptyDataError, UnicodeDecodeError
+            raise CliError(
+                f"--data: cannot read {path.name} as a CSV table with a header row ({one_line(error)})"
+            ) from None
+        if frame.empty:
+            raise CliError(f"--data: {path.name} has no data rows")
         if target is None:
             return frame, None
         if target not in frame.columns:
             raise CliError(f"--target: column {target!r} not in {path.name} (columns: {list(frame.columns)})")
         return frame.drop(columns=[target]), frame[target].to_numpy()
-    if suffix == ".npy":
-        if target is not None:
-            raise CliError("--target: a .npy file holds X only; use .csv or .npz with arrays X and y")
-        return np.load(path), None
-    if suffix == ".npz":
+    if suffix not in (".npy", ".npz"):
+        raise CliError(f"--data: unsupported file type {suffix!r}; use .csv, .npy or .npz")
+    if suffix == ".npy" and target is not None:
+        raise CliError("--target: a .npy file holds X only; use .csv or .npz with arrays X and y")
+    try:
+        if suffix == ".npy":
+            return np.load(path), None
         with np.load(path) as archive:
             if "X" not in archive:
                 raise CliError(f"--data: {path.name} has no array named 'X' (has {sorted(archive.files)})")
             return archive["X"], archive["y"] if "y" in archive else None
-    raise CliError(f"--data: unsupported file type {suffix!r}; use .csv, .npy or .npz")
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
+        raise CliError(
+            f"--data: cannot read {path.name} as a NumPy {suffix} file of numeric arrays ({one_line(error)})"
+        ) from None
+
+
+def writable_output(path: Path) -> Path:
+    """``path`` if a file can be written there, else a CliError naming --out (checked before any fitting)."""
+    folder = path.parent
+    if path.is_dir():
+        raise CliError(f"--out: {path} is a folder; give a file name such as run.nc")
+    if not folder.is_dir():
+        raise CliError(f"--out: the folder {folder} does not exist")
+    if not os.access(path if path.exists() else folder, os.W_OK):
+        raise CliError(f"--out: cannot write {path} (permission denied)")
+    return path
 
 
 def command_demo(args) -> None:
@@ -87,12 +122,11 @@ def command_demo(args) -> None:
 
 def command_fit(args) -> None:
     module = _model_module(args.model)
-    if not hasattr(module, "cli_fit"):
-        raise CliError(f"model {args.model!r} is not fitted by MCMC; `izoo fit` writes posterior traces only")
+    out = writable_output(Path(args.out))
     X, y = read_table(Path(args.data), args.target)
     idata = module.cli_fit(X, y, args)
-    idata.to_netcdf(args.out)
-    print(f"wrote {args.out}")
+    idata.to_netcdf(out)
+    print(f"wrote {out}")
 
 
 def command_summary(args) -> None:
@@ -104,7 +138,12 @@ def command_summary(args) -> None:
     path = Path(args.run)
     if not path.is_file():
         raise CliError(f"run: no such file: {path}")
-    idata = az.from_netcdf(path)
+    try:
+        idata = az.from_netcdf(path)
+    except (OSError, ValueError) as error:
+        raise CliError(f"run: {path} is not a NetCDF file written by `izoo fit` ({one_line(error)})") from None
+    if "posterior" not in idata.groups():
+        raise CliError(f"run: {path} has no posterior group; give a file written by `izoo fit`")
     table = diagnostics.summary(idata, var_names=args.var_names)
     with pd.option_context("display.max_rows", None, "display.width", 120):
         print(table)
@@ -120,7 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=command_demo)
 
     fit = sub.add_parser("fit", help="fit a model to a data file and write the InferenceData as NetCDF")
-    fit.add_argument("model", choices=list(MODELS), metavar="MODEL", help=", ".join(MODELS))
+    fitting = [name for name, entry in MODELS.items() if entry.fits]
+    fit.add_argument("model", choices=fitting, metavar="MODEL", help=", ".join(fitting))
     fit.add_argument("--data", required=True, help="X as .csv (header row), .npy, or .npz with arrays X and y")
     fit.add_argument("--target", default=None, help="CSV column holding the labels y (classifiers)")
     fit.add_argument("--n-clusters", type=int, default=None, help="number of clusters (clustering models)")
@@ -143,8 +183,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args.handler(args)
     except CliError as error:
-        print(f"izoo: {error}", file=sys.stderr)
+        print(f"izoo: {one_line(error)}", file=sys.stderr)
         return 2
+    except (ValueError, OSError, MemoryError) as error:
+        print(f"izoo: {one_line(error)}", file=sys.stderr)
+        return 1
     return 0
 
 

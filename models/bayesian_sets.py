@@ -112,7 +112,13 @@ def beta_hyperparameters(priors: Priors, feature_means) -> tuple[np.ndarray, np.
         return priors.alpha, priors.beta, np.ones(means.size, dtype=bool)
     alpha = priors.kappa * means
     beta = priors.kappa * (1.0 - means)
-    return alpha, beta, (means > 0) & (means < 1)
+    informative = (means > 0) & (means < 1)
+    if np.any(informative & ((alpha == 0) | (beta == 0))):
+        raise ValueError(
+            f"priors.kappa: {priors.kappa!r} times a feature mean underflows to 0 (an improper Beta prior); "
+            "use a larger kappa"
+        )
+    return alpha, beta, informative
 
 
 def model(alpha, beta, n_items: int, x=None):
@@ -138,12 +144,23 @@ def log_marginal(n_ones, n_items, alpha, beta) -> np.ndarray:
     return np.sum(betaln(alpha + n_ones, beta + n_items - n_ones) - betaln(alpha, beta), axis=-1)
 
 
+def _log_growth(base, increment):
+    """log((base + increment) / base) for base > 0 and increment >= 0, elementwise, without cancellation
+    (log1p when the increment is at most the base) or overflow (a difference of logarithms otherwise)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.where(increment <= base, np.log1p(increment / base), np.log(base + increment) - np.log(base))
+
+
 def _log_ratio_terms(n_ones, n_items, alpha, beta):
-    """Feature j's term of c (eq. 13) and its weight q_j (eq. 14), elementwise over broadcast arrays."""
-    alpha_post = alpha + n_ones
-    beta_post = beta + n_items - n_ones
-    constant_terms = np.log(alpha + beta) - np.log(alpha + beta + n_items) + np.log(beta_post) - np.log(beta)
-    weights = np.log(alpha_post) - np.log(alpha) - np.log(beta_post) + np.log(beta)
+    """Feature j's term of c (eq. 13) and its weight q_j (eq. 14), elementwise over broadcast arrays.
+
+    With alpha~ = alpha + s and beta~ = beta + (N - s): c_j = log beta~/beta - log (alpha + beta + N)/(alpha + beta)
+    and q_j = log alpha~/alpha - log beta~/beta, each ratio taken as a growth from its base (:func:`_log_growth`),
+    so that the terms stay exact for any positive alpha, beta (a tiny kappa included).
+    """
+    beta_growth = _log_growth(beta, n_items - n_ones)
+    constant_terms = beta_growth - _log_growth(alpha + beta, n_items)
+    weights = _log_growth(alpha, n_ones) - beta_growth
     return constant_terms, weights
 
 

@@ -8,6 +8,9 @@ x_ij comes from cluster z_ij.
 
 Conventions (documented here, used by every sampler):
 - pi_i ~ Dirichlet(alpha / S, ..., alpha / S), matching the alpha / S of eq. (1) (see :func:`z_concentration`).
+- The priors of omega and the prototypes are written once, in :func:`subspace_and_prototype_prior` (hooks
+  :func:`omega_distribution` and :func:`prototype_distribution`); the Gibbs sampler evaluates the same
+  distributions.
 - Arrays of values are padded to V = max_j V_j; entries v >= V_j are padding and never contribute
   (``value_mask``).
 - The process of sec. 3 is circular: the prototype is one of the observations the clusters generate.
@@ -78,9 +81,33 @@ def g(prototype_value, omega, values, priors: Priors):
     return priors.lam * (1.0 + priors.c * copies_prototype)
 
 
-def z_concentration(priors: Priors, n_clusters: int) -> float:
-    """The Dirichlet concentration of each pi_is: alpha / S (eq. (1))."""
-    return priors.alpha / n_clusters
+def z_concentration(priors: Priors, n_clusters: int) -> np.ndarray:
+    """The Dirichlet concentration of pi_i, one value per cluster, shape (S,): alpha / S each (eq. (1)).
+
+    Uneven values (a Dirichlet favouring some clusters) are allowed; every sampler reads this vector.
+    """
+    return np.full(n_clusters, priors.alpha / n_clusters)
+
+
+def omega_distribution(priors: Priors, n_clusters: int, n_features: int) -> dist.Distribution:
+    """Prior of the subspace indicators, omega_sj ~ Bernoulli(q) (sec. 3, eq. (2)): independent cells,
+    batch shape (S, P). An edit must keep one independent Bernoulli per cell (e.g. probabilities varying
+    with the feature, ``Bernoulli(priors.q ** (1 + jnp.arange(n_features)))``)."""
+    return dist.Bernoulli(probs=priors.q).expand([n_clusters, n_features])
+
+
+def prototype_distribution(priors: Priors, n_obs: int, n_clusters: int) -> dist.Distribution:
+    """Prior of the prototypes, p_s uniform over the N observations (sec. 3): batch shape (S,), values
+    0..N-1. An edit must keep the clusters independent (any logits per cluster and observation)."""
+    return dist.Categorical(logits=jnp.zeros(n_obs)).expand([n_clusters])
+
+
+def subspace_and_prototype_prior(priors: Priors, n_obs: int, n_features: int, n_clusters: int):
+    """The sites ``omega`` (S, P) and ``prototype`` (S,), drawn from :func:`omega_distribution` and
+    :func:`prototype_distribution`: the prior sub-program shared by :func:`model` and :func:`collapsed_model`."""
+    omega = numpyro.sample("omega", omega_distribution(priors, n_clusters, n_features).to_event(2))
+    prototype = numpyro.sample("prototype", prototype_distribution(priors, n_obs, n_clusters).to_event(1))
+    return omega, prototype
 
 
 def value_mask(n_values) -> np.ndarray:
@@ -164,10 +191,7 @@ def model(n_obs: int, n_values, n_clusters: int, priors: Priors | None = None, x
     priors = priors or Priors()
     n_values = np.asarray(n_values, np.int64)
     n_features, mask = n_values.shape[0], value_mask(n_values)
-    omega = numpyro.sample("omega", dist.Bernoulli(probs=priors.q).expand([n_clusters, n_features]).to_event(2))
-    prototype = numpyro.sample(
-        "prototype", dist.Categorical(logits=jnp.zeros(n_obs)).expand([n_clusters]).to_event(1)
-    )
+    omega, prototype = subspace_and_prototype_prior(priors, n_obs, n_features, n_clusters)
     prototype_value = numpyro.sample(
         "prototype_value",
         dist.Categorical(logits=jnp.where(mask, 0.0, -jnp.inf)).expand([n_clusters, n_features]).to_event(2),
@@ -177,8 +201,7 @@ def model(n_obs: int, n_values, n_clusters: int, priors: Priors | None = None, x
     # Padded values get concentration 1 and are dropped below: the valid entries renormalised are
     # exactly Dirichlet(g over v < V_j) (aggregation property of the Dirichlet).
     phi = numpyro.sample("phi", dist.Dirichlet(jnp.where(mask, concentration, 1.0)).to_event(2))
-    alpha_s = z_concentration(priors, n_clusters)
-    pi = numpyro.sample("pi", dist.Dirichlet(jnp.full(n_clusters, alpha_s)).expand([n_obs]).to_event(1))
+    pi = numpyro.sample("pi", dist.Dirichlet(jnp.asarray(z_concentration(priors, n_clusters))).expand([n_obs]).to_event(1))
     z = numpyro.sample(
         "z", dist.Categorical(probs=jnp.broadcast_to(pi[:, None, :], (n_obs, n_features, n_clusters))).to_event(2)
     )
@@ -200,15 +223,10 @@ def collapsed_model(x, n_clusters: int, priors: Priors | None = None, n_values=N
     n_values = resolve_n_values(x, n_values)
     x = jnp.asarray(x)
     n_obs, n_features = x.shape
-    omega = numpyro.sample("omega", dist.Bernoulli(probs=priors.q).expand([n_clusters, n_features]).to_event(2))
-    prototype = numpyro.sample(
-        "prototype", dist.Categorical(logits=jnp.zeros(n_obs)).expand([n_clusters]).to_event(1)
-    )
+    omega, prototype = subspace_and_prototype_prior(priors, n_obs, n_features, n_clusters)
     rows = jnp.broadcast_to(jnp.arange(n_obs)[:, None], (n_obs, n_features))
-    z = numpyro.sample(
-        "z",
-        PolyaCategorical(rows, jnp.full((n_obs, n_clusters), z_concentration(priors, n_clusters))),
-    )
+    row_concentration = jnp.broadcast_to(jnp.asarray(z_concentration(priors, n_clusters)), (n_obs, n_clusters))
+    z = numpyro.sample("z", PolyaCategorical(rows, row_concentration))
     concentration = concentration_table(x[prototype], omega, n_values, priors)
     mask = value_mask(n_values)
     cells = z * n_features + jnp.arange(n_features)

@@ -3,15 +3,16 @@
 A rule list d = (a_1, ..., a_m) is an ordered choice of antecedents from a pre-mined set A; the first
 antecedent that holds for x decides its label distribution theta_j, else the default rule's theta_0.
 This file holds the hyperparameters, the generative process (Letham's Algorithm 1) as a NumPyro
-program, and the two formulas the fast sampler uses, defined once here:
+program, and the formulas the fast sampler uses, defined once here:
 
-- :func:`log_prior`: log p(d | A, lam, eta) of a padded list (truncated Poisson length, truncated
-  Poisson cardinalities among those still available, uniform antecedent among the remaining ones);
+- the prior hooks :func:`log_length_prior` (eq. 2) and :func:`log_cardinality_prior` (eq. 3), with
+  the antecedent uniform among the unused ones of its cardinality (eq. 4): :func:`rule_list_prior`
+  samples from them, and :func:`prior_tables` tabulates them for :func:`log_prior_from_tables`, the
+  log prior of a list (:func:`log_prior`) that the sampler evaluates by lookups;
 - :func:`log_marginal_likelihood`: the Dirichlet-multinomial log p(y | x, d, alpha) with every
-  theta_j integrated out;
-- the same two as table lookups (:func:`prior_tables` with :func:`log_prior_from_counts`,
-  :func:`likelihood_tables` with :func:`log_marginal_likelihood_from_tables`), built once per target
-  so that a sampler step gathers and adds instead of evaluating log Gamma.
+  theta_j integrated out, and its lookup form (:func:`likelihood_tables` with
+  :func:`log_marginal_likelihood_from_tables`), so that a sampler step gathers and adds instead of
+  evaluating log Gamma.
 
 A list is stored padded: ``rules`` (max_length,) int antecedent indices, -1 after position ``length``.
 Antecedents are described by their truth table over the samples (n, |A|) and their cardinalities.
@@ -88,99 +89,92 @@ def log_length_prior(priors: Priors, max_length: int) -> jnp.ndarray:
     return weights - logsumexp(weights)
 
 
-def log_cardinality_prior(priors: Priors, remaining) -> jnp.ndarray:
-    """log p(c_j | c_<j, A, eta) for c = 1..C given the unused antecedents per cardinality (Letham eq. 3).
-
-    ``remaining`` (..., C): unused antecedents of each cardinality. Cardinalities with none left get
-    -inf; the Poisson(eta) pmf is renormalised over the others.
-    """
-    c = jnp.arange(1, remaining.shape[-1] + 1)
-    weights = jnp.where(remaining > 0, c * jnp.log(priors.eta) - gammaln(c + 1.0), -jnp.inf)
+def log_cardinality_prior(priors: Priors, available) -> jnp.ndarray:
+    """log p(c_j | c_<j, A, eta) for c = 1..C (Letham eq. 3): Poisson(eta) renormalised over the
+    cardinalities that still have unused antecedents, ``available`` (..., C) bool; -inf elsewhere."""
+    c = jnp.arange(1, available.shape[-1] + 1)
+    weights = jnp.where(available, c * jnp.log(priors.eta) - gammaln(c + 1.0), -jnp.inf)
     norm = logsumexp(weights, axis=-1, keepdims=True)
-    return jnp.where(remaining > 0, weights - jnp.where(jnp.isfinite(norm), norm, 0.0), -jnp.inf)
-
-
-def _per_rule_prior_terms(rules, length, cardinalities, priors: Priors):
-    """Per position j of a padded list: whether j < length, log p(c_j | c_<j) and the number of unused
-    antecedents of cardinality c_j before j (Letham eqs. 3-4)."""
-    counts = jnp.asarray(cardinality_counts(cardinalities))
-    cards = jnp.asarray(np.asarray(cardinalities))
-    positions = jnp.arange(rules.shape[-1])
-    valid = positions < length
-    rule_cards = jnp.where(valid, cards[jnp.maximum(rules, 0)], 0)
-    chosen = rule_cards[:, None] == jnp.arange(1, counts.shape[0] + 1)
-    used_before = jnp.cumsum(chosen, axis=0) - chosen
-    remaining = counts - used_before
-    index = jnp.maximum(rule_cards - 1, 0)[:, None]
-    log_card = jnp.take_along_axis(log_cardinality_prior(priors, remaining), index, axis=1)[:, 0]
-    left = jnp.take_along_axis(remaining, index, axis=1)[:, 0]
-    return valid, index[:, 0], log_card, left
-
-
-def log_prior(rules, length, cardinalities, priors: Priors, max_length: int):
-    """log p(d | A, lam, eta) of one padded list (Letham eqs. 2-4).
-
-    log p(m) + sum_{j<m} [log p(c_j | c_<j) - log #(unused antecedents of cardinality c_j before j)].
-    ``cardinalities`` must be concrete (a NumPy array); ``rules`` and ``length`` may be traced.
-    """
-    valid, _, log_card, left = _per_rule_prior_terms(rules, length, cardinalities, priors)
-    per_rule = jnp.where(valid, log_card - jnp.log(jnp.maximum(left, 1)), 0.0)
-    return log_length_prior(priors, max_length)[length] + per_rule.sum()
+    return jnp.where(available, weights - jnp.where(jnp.isfinite(norm), norm, 0.0), -jnp.inf)
 
 
 class PriorTables(NamedTuple):
-    """:func:`log_prior` regrouped into lookups (:func:`log_prior_from_counts`), for lists of at most
-    ``capacity`` rules. With n_c rules of cardinality c in the list, the uniform antecedent choices
-    multiply to prod_c 1 / (K_c (K_c - 1) ... (K_c - n_c + 1)) whatever their order, and while every
-    cardinality still has unused antecedents each log p(c_j | c_<j) is log p(c_j | all available).
+    """The list prior (Letham eqs. 2-4) as lookups built from the hooks, for lists of at most
+    ``capacity`` rules over antecedents of C cardinalities:
 
-    length (capacity + 1,): log p(m); cardinality (C,): log p(c | every cardinality available);
-    choice (C, capacity + 1): -log(K_c (K_c - 1) ... (K_c - n + 1)) for n = 0..capacity.
+    length (capacity + 1,): :func:`log_length_prior`;
+    cardinality (2^C, C): :func:`log_cardinality_prior` given the set S of cardinalities that still
+        have unused antecedents (cardinality c is in S when bit c - 1 of the row number is set);
+    choice (C, capacity + 1): the uniform antecedent choices of n rules of cardinality c, which
+        multiply to 1 / (K_c (K_c - 1) ... (K_c - n + 1)) whatever their order (eq. 4);
+    counts (C,): K_c, the antecedents of A of each cardinality.
     """
 
     length: jnp.ndarray
     cardinality: jnp.ndarray
     choice: jnp.ndarray
+    counts: jnp.ndarray
+
+
+MAX_CARDINALITY = 16
+"""Longest conjunction :func:`prior_tables` accepts (its cardinality table has 2^C rows)."""
 
 
 def prior_tables(cardinalities, priors: Priors, capacity: int) -> PriorTables:
     """The :class:`PriorTables` of antecedents with these (concrete) cardinalities."""
     counts = cardinality_counts(cardinalities)
-    taken = np.arange(capacity)
-    left = counts[:, None] - taken[None, :]  # unused antecedents of cardinality c after taking `taken`
+    n_cardinalities = counts.size
+    if n_cardinalities > MAX_CARDINALITY:
+        raise ValueError(f"cardinalities: conjunctions of at most {MAX_CARDINALITY} items, got {n_cardinalities}")
+    subsets = (np.arange(2**n_cardinalities)[:, None] >> np.arange(n_cardinalities)) & 1 == 1
+    left = counts[:, None] - np.arange(capacity)[None, :]  # unused antecedents of cardinality c after taking n
     with np.errstate(divide="ignore"):
         step = np.where(left > 0, -np.log(np.maximum(left, 1)), -np.inf)
-    choice = np.concatenate([np.zeros((counts.size, 1)), np.cumsum(step, axis=1)], axis=1)
+    choice = np.concatenate([np.zeros((n_cardinalities, 1)), np.cumsum(step, axis=1)], axis=1)
     return PriorTables(
         length=jnp.asarray(log_length_prior(priors, capacity)),
-        cardinality=jnp.asarray(log_cardinality_prior(priors, jnp.asarray(counts))),
+        cardinality=jnp.asarray(log_cardinality_prior(priors, jnp.asarray(subsets))),
         choice=jnp.asarray(choice),
+        counts=jnp.asarray(counts),
     )
 
 
 def cardinalities_can_run_out(cardinalities, capacity: int) -> bool:
     """Whether a list of at most ``capacity`` rules can use up every antecedent of some cardinality
-    before its last rule (0 < K_c < capacity), which changes the normaliser of p(c_j | c_<j)."""
+    before its last rule (0 < K_c < capacity), so that p(c_j | c_<j) changes along the list."""
     counts = cardinality_counts(cardinalities)
     return bool(((counts > 0) & (counts < capacity)).any())
 
 
-def log_prior_from_counts(tables: PriorTables, length, rule_cardinality_counts):
-    """log p(m) + sum_c [n_c log p(c | all available) + log of the n_c antecedent choices]: equal to
-    :func:`log_prior` when :func:`cardinalities_can_run_out` is False, else to it minus
-    :func:`cardinality_normaliser_correction`. ``rule_cardinality_counts`` (C,): n_c of the list."""
-    total = tables.length[length]
-    for c in range(tables.cardinality.shape[0]):
-        n_c = rule_cardinality_counts[..., c]
-        total = total + jnp.where(n_c > 0, n_c * tables.cardinality[c], 0.0) + tables.choice[c, n_c]
-    return total
+def log_prior_from_tables(tables: PriorTables, rule_cardinality, length, can_run_out: bool = True):
+    """log p(d | A, lam, eta) of a padded list (Letham eqs. 2-4): log p(m) + sum_{j<m} log p(c_j | the
+    cardinalities with unused antecedents before j) + the antecedent choices. ``rule_cardinality``
+    (max_length,) int: c_j - 1 of each rule (any value in 0..C-1 beyond ``length``). With
+    ``can_run_out`` False (see :func:`cardinalities_can_run_out`) that set is the same at every
+    position and the sum is taken over the counts n_c of each cardinality."""
+    n_cardinalities = tables.counts.shape[0]
+    bits = 1 << jnp.arange(n_cardinalities)
+    valid = jnp.arange(rule_cardinality.shape[-1]) < length
+    chosen = valid[:, None] & (rule_cardinality[:, None] == jnp.arange(n_cardinalities))
+    n_chosen = chosen.sum(axis=0)
+    if can_run_out:
+        used_before = jnp.cumsum(chosen, axis=0, dtype=jnp.int32) - chosen
+        subset = ((used_before < tables.counts) * bits).sum(axis=1)
+        log_cardinality = jnp.where(valid, tables.cardinality[subset, rule_cardinality], 0.0).sum()
+    else:
+        every = tables.cardinality[((tables.counts > 0) * bits).sum()]
+        log_cardinality = jnp.where(n_chosen > 0, n_chosen * every, 0.0).sum()
+    log_choice = tables.choice[jnp.arange(n_cardinalities), n_chosen].sum()
+    return tables.length[length] + log_cardinality + log_choice
 
 
-def cardinality_normaliser_correction(rules, length, cardinalities, priors: Priors):
-    """sum_{j<m} [log p(c_j | c_<j) - log p(c_j | all available)]: zero until some cardinality runs out."""
-    valid, card_index, log_card, _ = _per_rule_prior_terms(rules, length, cardinalities, priors)
-    full = log_cardinality_prior(priors, jnp.asarray(cardinality_counts(cardinalities)))
-    return jnp.where(valid, log_card - full[card_index], 0.0).sum()
+def log_prior(rules, length, cardinalities, priors: Priors, max_length: int):
+    """log p(d | A, lam, eta) of one padded list of at most ``max_length`` rules (Letham eqs. 2-4), by
+    :func:`log_prior_from_tables`. ``cardinalities`` must be concrete; ``rules``, ``length`` may be traced."""
+    cards = jnp.asarray(np.asarray(cardinalities) - 1)
+    rules = jnp.asarray(rules)
+    rule_cardinality = jnp.where(rules >= 0, cards[jnp.maximum(rules, 0)], 0)
+    return log_prior_from_tables(prior_tables(cardinalities, priors, max_length), rule_cardinality, length)
 
 
 def _log_multivariate_beta(a):
@@ -275,7 +269,7 @@ def rule_list_prior(cardinalities, priors: Priors = Priors(), max_length: int | 
     for j in range(capacity):
         remaining = jnp.asarray(counts) - jnp.bincount(jnp.where(used, cards_j - 1, counts.size), length=counts.size + 1)[:-1]
         with handlers.mask(mask=j < length):
-            card_logits = jnp.concatenate([jnp.array([-jnp.inf]), log_cardinality_prior(priors, remaining)])
+            card_logits = jnp.concatenate([jnp.array([-jnp.inf]), log_cardinality_prior(priors, remaining > 0)])
             card = numpyro.sample(f"cardinality_{j}", dist.Categorical(logits=_finite_logits(card_logits)))
             candidates = ~used & (cards_j == card)
             antecedent = numpyro.sample(f"antecedent_{j}", dist.Categorical(logits=jnp.where(candidates, 0.0, IMPOSSIBLE)))

@@ -28,6 +28,7 @@ The functions below score any candidate prototype set; both solvers (greedy and 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 
@@ -45,14 +46,31 @@ class Params:
     lam: float | None = None
 
     def __post_init__(self) -> None:
-        if not np.isfinite(self.eps) or self.eps <= 0:
-            raise ValueError(f"eps: the ball radius must be a positive finite number, got {self.eps!r}")
-        if self.lam is not None and (not np.isfinite(self.lam) or self.lam < 0):
-            raise ValueError(f"lam: the prototype cost must be a non-negative finite number, got {self.lam!r}")
+        check_radius(self.eps)
+        check_cost(self.lam)
 
     def prototype_cost(self, n_points: int) -> float:
         """lambda of eq. 3 and 4: ``lam``, or 1/n when it is None."""
         return 1.0 / n_points if self.lam is None else float(self.lam)
+
+
+def _is_real(value) -> bool:
+    """A real number (Python or NumPy), not a bool, a string or None."""
+    return isinstance(value, Real) and not isinstance(value, (bool, np.bool_))
+
+
+def check_radius(eps) -> float:
+    """``eps`` as a float; ValueError naming it unless it is a positive finite number."""
+    if not _is_real(eps) or not np.isfinite(eps) or eps <= 0:
+        raise ValueError(f"eps: the ball radius must be a positive finite number, got {eps!r}")
+    return float(eps)
+
+
+def check_cost(lam) -> float | None:
+    """``lam`` as a float (or None); ValueError naming it unless it is None or a non-negative finite number."""
+    if lam is not None and (not _is_real(lam) or not np.isfinite(lam) or lam < 0):
+        raise ValueError(f"lam: the prototype cost must be None or a non-negative finite number, got {lam!r}")
+    return None if lam is None else float(lam)
 
 
 def class_cover_counts(cover: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:

@@ -147,6 +147,40 @@ def test_kappa_shorthand_is_the_kappa_prior():
     np.testing.assert_array_equal(shorthand, BayesianSets(X, priors=Priors(kappa=0.7)).log_scores([1, 2]))
 
 
+def exact_log_scores(X, query, alpha, beta) -> np.ndarray:
+    """Eq. 10 in exact rational arithmetic on the float64 alpha, beta, then one logarithm in 40-digit decimals."""
+    from decimal import Decimal, localcontext
+    from fractions import Fraction
+
+    alpha, beta = [Fraction(float(a)) for a in alpha], [Fraction(float(b)) for b in beta]
+    n, s = len(query), X[query].sum(axis=0)
+    scores = []
+    for x in X:
+        ratio = Fraction(1)
+        for j, (a, b) in enumerate(zip(alpha, beta)):
+            a_post, b_post = a + int(s[j]), b + n - int(s[j])
+            ratio *= (a_post / a if x[j] else b_post / b) * (a + b) / (a + b + n)
+        with localcontext() as context:
+            context.prec = 40
+            scores.append(float((Decimal(ratio.numerator).ln() - Decimal(ratio.denominator).ln())))
+    return np.array(scores)
+
+
+@pytest.mark.parametrize("kappa", [1e-300, 1e-20, 1e-6, 2.0, 1e12])
+def test_scores_stay_exact_for_tiny_and_huge_kappa(kappa):
+    """log score = c + X q (eqs. 13-15) without cancellation: beta + (N - s) is not beta + N - s, which is 0
+    in floating point for kappa = 1e-20, and log-ratios near 1 keep their digits for a huge kappa."""
+    X = random_binary(7)
+    bayes_sets = BayesianSets(X, kappa=kappa)
+    for query in QUERIES:
+        expected = exact_log_scores(X, query, bayes_sets.alpha, bayes_sets.beta)
+        np.testing.assert_allclose(
+            bayes_sets.log_scores(query), expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max()
+        )
+        result = bayes_sets.query(query, top_k=3)
+        assert np.all(np.isfinite(result.log_scores)) and 0.0 <= result.membership_rate <= 1.0
+
+
 def test_score_is_c_plus_q_dot_x_and_a_batch_is_one_product():
     X = random_binary(2, 40, 12)
     bayes_sets = BayesianSets(scipy.sparse.csr_matrix(X))

@@ -57,6 +57,9 @@ def test_movielens_genre_queries_beat_the_base_rate_and_match_cosine(movielens):
 
 def test_nell_seed_sets_complete_to_their_class(data_home):
     dataset = load_nell(data_home)
+    assert dataset.extras["seed_sets"]["class_seed_set_03"].missing == ("intertia",)  # a typo in the seed file
+    with pytest.raises(ValueError, match="query: no item named 'intertia'"):
+        BayesianSets(dataset.X, item_names=dataset.sample_names).query(["inertia", "mass", "intertia"])
     bayes_sets = BayesianSets(dataset.X, item_names=dataset.sample_names)
     seed_sets = dataset.extras["seed_sets"]
     expected_members = {
@@ -69,6 +72,7 @@ def test_nell_seed_sets_complete_to_their_class(data_home):
         result = bayes_sets.query(seed_set.indices, top_k=15, n_reasons=2)
         print(f"{name} ({', '.join(seed_set.phrases)}): {', '.join(result.names)}")
         assert not set(result.items) & set(seed_set.indices.tolist())
+        assert len(set(result.names)) == len(result.names)  # duplicated phrases are merged by the loader
         if name in expected_members:
             found = set(result.names) & expected_members[name]
             assert len(found) >= 4, (name, result.names)

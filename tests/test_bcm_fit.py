@@ -11,8 +11,16 @@ import pytest
 from interpretable_zoo.datasets import load_recipes
 from interpretable_zoo.datasets.smiley_faces import SMILEY_SUBSPACES
 from interpretable_zoo.diagnostics import summary
-from interpretable_zoo.inference.bcm import BCMClusterer, cli_fit, corrupt_half_labels, fit_bcm, format_demo, smiley_demo
-from interpretable_zoo.inference.bcm_gibbs import BCMGibbs
+from interpretable_zoo.inference import bcm_gibbs
+from interpretable_zoo.inference.bcm import (
+    BCMClusterer,
+    _initial_states,
+    cli_fit,
+    corrupt_half_labels,
+    fit_bcm,
+    format_demo,
+    smiley_demo,
+)
 from interpretable_zoo.models import bcm
 
 RNG = np.random.default_rng(0)
@@ -22,12 +30,12 @@ QUICK = {"num_warmup": 20, "num_samples": 30, "num_chains": 2}
 
 @pytest.fixture(scope="module")
 def demo():
-    return smiley_demo()
+    return smiley_demo(num_warmup=100, num_samples=200, num_chains=2, n_temperatures=1)
 
 
 @pytest.fixture(scope="module")
 def small_fit():
-    return fit_bcm(X_SMALL, 3, seed=5, **QUICK)
+    return fit_bcm(X_SMALL, 3, seed=5, store_z=True, **QUICK)
 
 
 def test_trace_holds_the_sites_and_label_free_summaries(small_fit):
@@ -51,13 +59,13 @@ def test_trace_holds_the_sites_and_label_free_summaries(small_fit):
 
 
 def test_same_seed_same_chains_other_seed_other_chains(small_fit):
-    again = fit_bcm(X_SMALL, 3, seed=5, store_z=False, **QUICK)
+    again = fit_bcm(X_SMALL, 3, seed=5, **QUICK)
     assert "z" not in again.idata.posterior
     for name in ("omega", "prototype", "log_joint"):
         np.testing.assert_array_equal(again.idata.posterior[name], small_fit.idata.posterior[name])
     # the `izoo fit bcm` path, with another seed
     other = cli_fit(X_SMALL, None, Namespace(n_clusters=3, seed=6, **QUICK)).posterior
-    assert other["z"].shape == small_fit.idata.posterior["z"].shape and "log_joint" in other
+    assert other["omega"].shape == small_fit.idata.posterior["omega"].shape and "log_joint" in other
     assert not np.array_equal(other["omega"], small_fit.idata.posterior["omega"])
 
 
@@ -122,7 +130,10 @@ def test_clusterer_follows_the_scikit_learn_protocol():
         (X_SMALL, 2, {"init": np.zeros(5, int)}, "init"),
         (X_SMALL, 2, {"init": np.full(12, 2)}, "init"),
         (X_SMALL, 2, {"init": np.zeros((3, 12), int)}, "init"),  # one start per chain, but 2 chains
-        (X_SMALL, 2, {"init": np.zeros((2, 12), int), "chain_method": "sequential"}, "init"),
+        (X_SMALL, 2, {"n_temperatures": 0}, "n_temperatures"),
+        (X_SMALL, 2, {"target_rhat": 0.5}, "target_rhat"),
+        (X_SMALL, 2, {"max_seconds": 0}, "max_seconds"),
+        (X_SMALL, 2, {"num_chains": 0}, "num_chains"),
         (X_SMALL, 2, {"priors": {"alpha": 1}}, "priors"),
         (X_SMALL, 2, {"num_samples": 0}, "num_samples"),
         (X_SMALL, 2, {"n_values": np.full(5, 2)}, "n_values"),  # codes up to 2 need 3 values
@@ -183,7 +194,7 @@ def test_recipes_prototypes_and_accuracy(data_home):
     category of its dominant cluster's prototype; chance (all pasta) is 0.43."""
     recipes = load_recipes(data_home)
     frame = pd.DataFrame(recipes.X, columns=recipes.feature_names, index=recipes.sample_names)
-    result = fit_bcm(frame, 4, num_warmup=300, num_samples=100, num_chains=2, seed=0, store_z=False)
+    result = fit_bcm(frame, 4, num_warmup=300, num_samples=100, num_chains=2, seed=0)
     accuracy = result.unsupervised_accuracy(recipes.y)[result.best_chain].mean()
     table = result.explain(hide_value="0")
     print(f"accuracy via prototype labels: {accuracy:.3f}\n{table.to_string()}")
@@ -192,12 +203,17 @@ def test_recipes_prototypes_and_accuracy(data_home):
 
 
 def test_each_chain_can_start_from_its_own_labels():
-    """``init_labels`` with one row per chain: every token of observation i in chain c starts in cluster
-    ``starts[c, i]`` (used to run chains from several starts in one compiled sampler)."""
+    """``init`` with one row per chain: every token of observation i in chain c starts in cluster
+    ``starts[c, i]`` (chains from several starts share one compiled sampler)."""
     starts = np.stack([np.arange(12) % 3, np.zeros(12, int)])
-    keys = jax.random.split(jax.random.PRNGKey(0), 2)
-    state = BCMGibbs(init_labels=starts).init(keys, 0, None, (X_SMALL, 3), {})
-    np.testing.assert_array_equal(state.params["z"], np.broadcast_to(starts[:, :, None], (2, 12, 5)))
-    np.testing.assert_array_equal(state.row_counts.argmax(-1), starts)
-    with pytest.raises(ValueError, match="init_labels"):
-        BCMGibbs(init_labels=starts).init(jax.random.PRNGKey(0), 0, None, (X_SMALL, 3), {})
+    target = bcm_gibbs.make_target(X_SMALL, 3)
+    states = _initial_states(target, starts, 2, seed=0)
+    np.testing.assert_array_equal(states.z, np.broadcast_to(starts[:, :, None], (2, 12, 5)))
+    np.testing.assert_array_equal(np.asarray(states.row_counts).argmax(-1), starts)
+    result = fit_bcm(X_SMALL, 3, seed=0, init=starts, num_warmup=0, num_samples=4, num_chains=2, n_temperatures=1)
+    assert result.idata.posterior["omega"].shape == (2, 4, 3, 5)
+
+
+def test_scalar_n_values_means_every_feature():
+    result = fit_bcm(X_SMALL, 2, n_values=4, **QUICK)
+    np.testing.assert_array_equal(result.data.n_values, np.full(5, 4))

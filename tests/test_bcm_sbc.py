@@ -1,4 +1,4 @@
-"""Simulation-based calibration of the BCM collapsed Gibbs sampler on data sets drawn from the model."""
+"""Simulation-based calibration of the BCM collapsed Gibbs sampler (all its moves) on data sets drawn from the model."""
 
 import jax
 import jax.numpy as jnp
@@ -6,7 +6,7 @@ import numpy as np
 
 from interpretable_zoo.datasets.smiley_faces import conditioned_model
 from interpretable_zoo.diagnostics.sbc import simulation_based_calibration
-from interpretable_zoo.inference.bcm_gibbs import initial_state, problem_from_model_args, sweep
+from interpretable_zoo.inference.bcm_gibbs import init, make_target, step
 from interpretable_zoo.models import bcm
 
 N_OBS, N_VALUES, N_CLUSTERS = 6, np.array([2, 3, 2]), 2
@@ -15,16 +15,19 @@ WARMUP, DRAWS, THIN = 100, 200, 4
 
 
 def fit(rng_key, data):
-    """WARMUP sweeps, then DRAWS sweeps kept: a jax-traceable run on one simulated data set."""
-    problem = problem_from_model_args((data["x"], N_CLUSTERS), {"priors": PRIORS, "n_values": N_VALUES})
-    state = initial_state(problem, rng_key)
-    state = jax.lax.fori_loop(0, WARMUP, lambda i, s: sweep(problem, s), state)
+    """WARMUP sweeps (split-merge move on), then DRAWS sweeps kept: a jax-traceable run on one simulated
+    data set, from a prior draw."""
+    static, target = make_target(data["x"], N_CLUSTERS, PRIORS, N_VALUES)
+    key_init, key_run = jax.random.split(rng_key)
+    states = jax.tree.map(lambda value: value[None], init(static, target, key_init))
 
-    def keep(state, _):
-        state = sweep(problem, state)
-        return state, state.params
+    def sweep(states, key):
+        states = step(static, target, states, key[None], jnp.ones(1))
+        return states, {"omega": states.omega[0], "prototype": states.prototype[0], "z": states.z[0]}
 
-    _, draws = jax.lax.scan(keep, state, None, length=DRAWS)
+    keys = jax.random.split(key_run, WARMUP + DRAWS)
+    states, _ = jax.lax.scan(sweep, states, keys[:WARMUP])
+    _, draws = jax.lax.scan(sweep, states, keys[WARMUP:])
     return draws
 
 

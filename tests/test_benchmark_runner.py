@@ -1,5 +1,7 @@
 """The benchmark runner: registration, timing, and RESULTS.md sections replaced one at a time."""
 
+import math
+
 import pytest
 
 from benchmarks import __main__ as benchmarks_main
@@ -28,6 +30,19 @@ def test_update_results_replaces_only_the_sections_it_ran(tmp_path):
 def test_speedup_is_peer_over_ours_and_missing_peer_time_has_none():
     assert runner.Comparison("t", 2.0, "p", 6.0).speedup == 3.0
     assert runner.Comparison("t", 2.0, "p", None).speedup is None
+
+
+def test_extra_columns_are_shown_before_the_notes_and_a_missing_time_as_n_a():
+    bench = runner.Benchmark("gamma", lambda: [], "extra columns")
+    rows = [
+        runner.Comparison("first", 1.0, "peer", 2.0, "fine", (("import", "0.1 s"), ("fit", "0.5 s"))),
+        runner.Comparison("second", math.nan, "-", 3.0, "FAILED", (("fit", "none"), ("exit", "0.2 s"))),
+    ]
+    text = runner.render_section(bench, rows, "cmd", 0.0)
+    assert "| task | ours | peer | peer time | peer / ours | import | fit | exit | notes |\n|---|---|---|---|---|---|---|---|---|" in text
+    assert "| first | 1.00 s | peer | 2.00 s | 2.00x | 0.1 s | 0.5 s |  | fine |" in text
+    assert "| second | n/a | - | 3.00 s | n/a |  | none | 0.2 s | FAILED |" in text
+    assert rows[1].speedup is None
 
 
 def test_registering_a_name_twice_is_an_error(monkeypatch):

@@ -71,13 +71,22 @@ def test_item_encoder_names_values_negations_and_thresholds():
         (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0, 5)]}, "antecedents"),
         (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "priors": brl.Priors(alpha=(1, 1, 1))}, "alpha"),
         (np.ones((2, 2, 2)), [0, 1], {}, "2-D"),
-        (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "inverse_temperatures": (0.5, 0.1)}, "inverse_temperatures"),
-        (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "steps_per_sample": 0}, "steps_per_sample"),
+        (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "n_temperatures": 0}, "n_temperatures"),
+        (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "n_temperatures": "hot"}, "n_temperatures"),
+        (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "target_rhat": 0.9}, "target_rhat"),
+        (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "min_ess": -5}, "min_ess"),
+        (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "max_seconds": -1}, "max_seconds"),
+        (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "num_warmup": -1}, "num_warmup"),
     ],
 )
 def test_bad_input_gets_a_clear_value_error(X, y, options, name):
     with pytest.raises(ValueError, match=name):
-        fit_brl(X, y, **options, **FAST)
+        fit_brl(X, y, **{**FAST, **options})
+
+
+def test_zero_chains_are_refused():
+    with pytest.raises(ValueError, match="num_chains"):
+        fit_brl(np.array([[0, 1], [1, 0]]), [0, 1], antecedents=[(0,)], **{**FAST, "num_chains": 0})
 
 
 def test_bad_priors_name_the_hyperparameter():
@@ -176,5 +185,5 @@ def test_three_classes_fit_predict_and_explain():
 
 
 def test_cli_demo_prints_a_rule_list_and_r_hat():
-    text = cli_demo()  # the bundled 2201-passenger Titanic table
+    text = cli_demo(**FAST)  # the bundled 2201-passenger Titanic table
     assert text.startswith("if ") and "r_hat" in text and "sex=" in text and "survival probability" in text

@@ -1,8 +1,10 @@
-"""BRL model file and Metropolis-Hastings kernel: log_density agreement, proposals at every edge,
-exactness against enumeration (with negative controls), and simulation-based calibration."""
+"""BRL model file and Metropolis-Hastings kernel: log_density agreement, bit-vector captures, one
+compiled step per size bucket, the NumPyro kernel against enumeration (with negative controls), and
+simulation-based calibration. The moves themselves: test_brl_moves.py."""
 
+import functools
 import itertools
-import math
+import pickle
 
 import jax
 import jax.numpy as jnp
@@ -51,11 +53,13 @@ def random_params(rng, n_draws, capacity, alpha):
     return params
 
 
-def exact_log_joint(truth_table, y, n_classes, priors, capacity):
+def exact_log_joint(truth_table, y, n_classes, priors, capacity, beta=1.0):
+    """log p(d) + beta log p(y | d) from the model file's formulas."""
+
     def log_joint(state):
         rule_counts, default_counts = brl.capture_counts(truth_table, y, n_classes, state["rules"], state["length"])
         alpha = priors.alpha_vector(n_classes)
-        return brl.log_prior(state["rules"], state["length"], CARDINALITIES, priors, capacity) + (
+        return brl.log_prior(state["rules"], state["length"], CARDINALITIES, priors, capacity) + beta * (
             brl.log_marginal_likelihood(rule_counts, default_counts, state["length"], alpha)
         )
 
@@ -101,10 +105,9 @@ def test_prior_and_likelihood_match_the_numpyro_program(priors, n_classes):
     capacity = 5
     kwargs = {"priors": priors, "max_length": capacity}
     with enable_x64():
-        key = jax.random.PRNGKey(3)
         alpha = priors.alpha_vector(n_classes)
-        spec = brl_mh.TargetSpec(priors, tuple(CARDINALITIES), n_classes, capacity)
-        data = brl_mh.target_data(spec, truth_table, y)
+        static, data = brl_mh.make_target(truth_table, CARDINALITIES, n_classes, y, priors, capacity)
+        assert static.antecedent_slots > len(ANTECEDENTS) and static.cardinalities_can_run_out  # padded; per position
         params = random_params(np.random.default_rng(5), 40, capacity, alpha)
         args = (truth_table, CARDINALITIES, n_classes, y)
 
@@ -122,49 +125,47 @@ def test_prior_and_likelihood_match_the_numpyro_program(priors, n_classes):
                 rule_counts, default_counts, length, alpha
             )
             collapsed_program, _ = log_density(brl.collapsed_model, args, kwargs, params)
-            state = brl_mh.init_chain(spec, data, key, rules, length)
-            return jnp.stack(
-                [joint - log_posterior_theta - collapsed, collapsed_program - collapsed, -state.potential_energy - collapsed]
-            )
+            state = brl_mh.list_state(static, data, rules, length)
+            kernel = state.log_prior + state.log_likelihood
+            return jnp.stack([joint - log_posterior_theta - collapsed, collapsed_program - collapsed, kernel - collapsed])
 
         differences = jax.jit(jax.vmap(differences))(params)
         np.testing.assert_allclose(np.asarray(differences), 0.0, atol=1e-9)
 
 
-def test_lookup_tables_equal_the_model_formulas_when_no_cardinality_runs_out():
+def test_log_prior_by_counts_equals_the_model_formula_when_no_cardinality_runs_out():
     """Lists of at most 2 of the 5 antecedents (3 of cardinality 1, 2 of cardinality 2) cannot use up
-    a cardinality: the kernel leaves the cardinality-normaliser correction out (it is zero), and its
-    table-based log target equals log_prior + log_marginal_likelihood on every list. (With capacity 5,
-    where the correction is added, test_prior_and_likelihood_match_the_numpyro_program checks it.)"""
+    a cardinality: the kernel sums the cardinality terms over counts, and its log target equals
+    log_prior (position by position) + log_marginal_likelihood on every list. (With capacity 5, where
+    the kernel goes position by position, test_prior_and_likelihood_match_the_numpyro_program checks it.)"""
     truth_table, y = tiny_problem()
     capacity, priors = 2, OTHER_PRIORS
     states = all_lists(5, capacity)
     with enable_x64():
-        spec = brl_mh.TargetSpec(priors, tuple(CARDINALITIES), 2, capacity)
-        assert not spec.cardinalities_can_run_out and brl_mh.TargetSpec(priors, tuple(CARDINALITIES), 2, 5).cardinalities_can_run_out
-        data = brl_mh.target_data(spec, truth_table, y)
+        static, data = brl_mh.make_target(truth_table, CARDINALITIES, 2, y, priors, capacity)
+        assert not static.cardinalities_can_run_out
         exact = exact_log_joint(truth_table, y, 2, priors, capacity)
 
-        def differences(rules, length):
-            state = brl_mh.init_chain(spec, data, jax.random.PRNGKey(0), rules, length)
-            correction = brl.cardinality_normaliser_correction(rules, length, CARDINALITIES, priors)
-            return jnp.stack([-state.potential_energy - exact({"rules": rules, "length": length}), correction])
+        def difference(rules, length):
+            state = brl_mh.list_state(static, data, rules, length)
+            return state.log_prior + state.log_likelihood - exact({"rules": rules, "length": length})
 
-        differences = jax.jit(jax.vmap(differences))(jnp.asarray(states["rules"]), jnp.asarray(states["length"]))
+        differences = jax.jit(jax.vmap(difference))(jnp.asarray(states["rules"]), jnp.asarray(states["length"]))
         np.testing.assert_allclose(np.asarray(differences), 0.0, atol=1e-9)
 
 
 @pytest.mark.parametrize("capacity", [20, brl_mh.SEQUENTIAL_PREFIX_ROWS + 8], ids=["row-by-row", "log-depth-scan"])
 def test_bit_vector_label_counts_equal_the_model_files_captures(capacity):
     """The kernel's packed captures (both ways of forming the running OR) give the model file's
-    per-rule and default label counts, with the last class counted as the rest, for 3 classes and a
-    sample count that is not a multiple of the 32-bit word."""
+    per-rule and default label counts, with the last class counted as the rest, for 3 classes, with
+    padded antecedents and a sample count whose words are padded (17 words in an 18-word bucket, the
+    last word partly filled)."""
     rng = np.random.default_rng(4)
-    n_samples, n_antecedents, n_classes = 77, 60, 3
+    n_samples, n_antecedents, n_classes = 17 * 32 - 3, 60, 3
     truth_table = rng.random((n_samples, n_antecedents)) < 0.15
     y = rng.integers(0, n_classes, n_samples)
-    spec = brl_mh.TargetSpec(brl.Priors(), (1,) * n_antecedents, n_classes, capacity)
-    data = brl_mh.target_data(spec, truth_table, y)
+    static, data = brl_mh.make_target(truth_table, np.ones(n_antecedents, int), n_classes, y, brl.Priors(), capacity)
+    assert (static.antecedent_slots, static.n_words) == (64, 18)
     lengths = np.arange(40) % (capacity + 1)
     rules = np.stack([np.where(np.arange(capacity) < m, rng.permutation(n_antecedents)[:capacity], -1) for m in lengths])
     counts = jax.jit(jax.vmap(lambda r, m: brl_mh.label_counts(data, r, m)))(rules, lengths)
@@ -176,90 +177,57 @@ def test_bit_vector_label_counts_equal_the_model_files_captures(capacity):
         assert not got[m + 1 :].any()
 
 
-# ---------------------------------------------------------------- proposals
+def test_size_buckets():
+    assert [brl_mh.size_bucket(n, 8) for n in (1, 8, 9, 16, 17, 19, 30, 33, 100)] == [1, 8, 9, 16, 18, 20, 30, 36, 104]
+    for n in range(1, 2000):
+        bucket = brl_mh.size_bucket(n, 8)
+        assert n <= bucket <= max(n, 1.125 * n)
 
 
-def neighbours(rules, n_antecedents, capacity):
-    """Brute force Q(. | d): every list one move away with its proposal probability (module docstring)."""
-    m = len(rules)
-    moves = [name for name, ok in (("insert", m < capacity), ("delete", m >= 1), ("swap", m >= 2)) if ok]
-    q = {}
-    for move in moves:
-        if move == "insert":
-            outcomes = [rules[:p] + (a,) + rules[p:] for a in range(n_antecedents) if a not in rules for p in range(m + 1)]
-        elif move == "delete":
-            outcomes = [rules[:p] + rules[p + 1 :] for p in range(m)]
-        else:
-            outcomes = []
-            for i, j in itertools.combinations(range(m), 2):
-                swapped = list(rules)
-                swapped[i], swapped[j] = swapped[j], swapped[i]
-                outcomes.append(tuple(swapped))
-        for outcome in outcomes:
-            q[outcome] = q.get(outcome, 0.0) + 1.0 / len(moves) / len(outcomes)
-    return q
+def compile_events(run):
+    """``run()`` and the JAX compile-pipeline events (tracing, lowering, backend compile) it caused."""
+    events = []
+
+    def listen(event, duration_secs, **kwargs):
+        if event.startswith("/jax/core/compile/"):
+            events.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        jax.block_until_ready(run())
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    return events
 
 
-EDGE_CASES = [  # (list, |A|, capacity): empty, one rule, middle, one short of full, full; capacity below |A|
-    ((), 5, 5), ((3,), 5, 5), ((3, 0), 5, 5), ((3, 0, 4, 1), 5, 5), ((3, 0, 4, 1, 2), 5, 5),
-    ((), 5, 1), ((2,), 5, 1), ((2,), 5, 3), ((2, 4), 5, 3), ((2, 4, 0), 5, 3), ((0,), 1, 1), ((0, 1), 2, 2),
-]  # fmt: skip
+def test_a_second_target_in_the_same_buckets_compiles_nothing():
+    """Another data set (6 instead of 5 antecedents, 20 instead of 14 samples: the same buckets) and
+    other priors: the jitted step is neither traced nor compiled again."""
+    step = jax.jit(brl_mh.step, static_argnums=0)
+    init = jax.jit(jax.vmap(brl_mh.init, in_axes=(None, None, 0)), static_argnums=0)
+    keys = jax.random.split(jax.random.PRNGKey(0), 3)
+    betas = jnp.array([1.0, 0.5, 0.0])
+    truth_table, y = tiny_problem()
+    static, data = brl_mh.make_target(truth_table, CARDINALITIES, 2, y, brl.Priors(), 4)
+    states = init(static, data, keys)
+    assert "/jax/core/compile/backend_compile_duration" in compile_events(lambda: step(static, data, states, keys, betas))
+
+    other_table, other_y = tiny_problem(n=20, seed=1)
+    other_table = np.hstack([other_table, other_table[:, :1] & ~other_table[:, 1:2]])
+    other_static, other_data = brl_mh.make_target(other_table, [*CARDINALITIES, 2], 2, other_y, OTHER_PRIORS, 4)
+    assert other_static == static
+    states = jax.block_until_ready(init(other_static, other_data, keys))
+    assert compile_events(lambda: step(other_static, other_data, states, keys, betas)) == []
 
 
-def padded(rules, capacity):
-    return jnp.array(list(rules) + [-1] * (capacity - len(rules)), jnp.int32)
+# ---------------------------------------------------------------- the NumPyro kernel against enumeration
 
 
-@pytest.mark.parametrize("rules, n_antecedents, capacity", EDGE_CASES)
-def test_proposal_probabilities_forward_and_reverse_at_every_edge(rules, n_antecedents, capacity):
-    forward = neighbours(rules, n_antecedents, capacity)
-    assert sum(forward.values()) == pytest.approx(1.0)
-    table = np.asarray(brl_mh.log_proposal_table(brl_mh.TargetSpec(brl.Priors(), (1,) * n_antecedents, 2, capacity)))
-    for new_rules, q in forward.items():
-        move = {1: brl_mh.INSERT, -1: brl_mh.DELETE, 0: brl_mh.SWAP}[len(new_rules) - len(rules)]
-        log_q = brl_mh.log_proposal_probability(move, len(rules), n_antecedents, capacity)
-        assert float(log_q) == pytest.approx(math.log(q), abs=1e-6)
-        reverse = neighbours(new_rules, n_antecedents, capacity)[rules]
-        reverse_move = brl_mh.REVERSE_MOVE[move]
-        log_q_reverse = brl_mh.log_proposal_probability(reverse_move, len(new_rules), n_antecedents, capacity)
-        assert float(log_q_reverse) == pytest.approx(math.log(reverse), abs=1e-6)
-        # the kernel reads both from its table
-        assert table[move, len(rules)] == pytest.approx(math.log(q), abs=1e-6)
-        assert table[reverse_move, len(new_rules)] == pytest.approx(math.log(reverse), abs=1e-6)
-
-
-@pytest.mark.parametrize("rules, n_antecedents, capacity", EDGE_CASES)
-def test_proposals_are_drawn_with_those_probabilities(rules, n_antecedents, capacity):
-    from scipy import stats
-
-    forward = neighbours(rules, n_antecedents, capacity)
-    outcomes = list(forward)
-    n_draws = 20000
-    uniforms = jax.random.uniform(jax.random.PRNGKey(len(rules) + 7 * capacity), (n_draws, 4))
-    draw = jax.jit(jax.vmap(lambda u: brl_mh.propose(u, padded(rules, capacity), len(rules), n_antecedents)))
-    moves, new_rules, new_lengths, inserted, deleted = (np.asarray(a) for a in draw(uniforms))
-    drawn = [tuple(r[:m]) for r, m in zip(new_rules.tolist(), new_lengths.tolist())]
-    assert set(drawn) <= set(outcomes)
-    for move, r, m, a, d in zip(moves[:200], new_rules[:200], new_lengths[:200], inserted[:200], deleted[:200]):
-        assert (r[m:] == -1).all()
-        assert move != brl_mh.INSERT or set(r[:m]) - set(rules) == {a}  # the reported inserted / deleted rule
-        assert move != brl_mh.DELETE or set(rules) - set(r[:m]) == {d}
-    counts = np.array([drawn.count(o) for o in outcomes])
-    expected = n_draws * np.array([forward[o] for o in outcomes])
-    if len(outcomes) > 1:
-        assert stats.chisquare(counts, expected).pvalue > 1e-4
-    else:
-        assert counts[0] == n_draws
-
-
-# ---------------------------------------------------------------- exactness against enumeration
-
-
-def run_on_tiny_problem(priors, seed, num_samples=12000, num_chains=24, kernel=None):
+def run_on_tiny_problem(priors, seed, num_samples=3000, num_chains=16, steps_per_sample=4):
     truth_table, y = tiny_problem()
     mcmc = run_mcmc(
-        kernel or brl_mh.BRLMetropolisHastings(),
-        num_warmup=200,
+        brl_mh.BRLMetropolisHastings(steps_per_sample),
+        num_warmup=100,
         num_samples=num_samples,
         num_chains=num_chains,
         seed=seed,
@@ -271,11 +239,18 @@ def run_on_tiny_problem(priors, seed, num_samples=12000, num_chains=24, kernel=N
     return mcmc.get_samples(group_by_chain=True)
 
 
-def gof_against_enumeration(draws, priors):
+@functools.cache
+def tiny_posterior(priors, beta):
+    """Every list of at most 5 rules on the tiny problem and its probability under p(d) p(y | d)^beta."""
     truth_table, y = tiny_problem()
     states = all_lists(5, 5)
     with enable_x64():
-        probs = enumerate_posterior(exact_log_joint(truth_table, y, 2, priors, 5), states)
+        return states, enumerate_posterior(exact_log_joint(truth_table, y, 2, priors, 5, beta), states)
+
+
+def gof_against_enumeration(draws, priors, beta=1.0):
+    """The exact test of draws of lists of at most 5 rules on the tiny problem against p(d) p(y | d)^beta."""
+    states, probs = tiny_posterior(priors, beta)
     indices = state_index({"rules": draws["rules"], "length": draws["length"]}, states)
     rules, lengths = states["rules"], states["length"]
     statistics = {f"length={m}": (lengths == m) * 1.0 for m in range(6)}
@@ -287,9 +262,8 @@ def gof_against_enumeration(draws, priors):
     return exact_gof_test(indices, probs, statistics=statistics)
 
 
-@pytest.mark.parametrize("priors", [brl.Priors(), OTHER_PRIORS], ids=["default", "lam0.5-eta2-alpha0.3,3"])
-def test_sampler_matches_the_enumerated_posterior(priors):
-    result = gof_against_enumeration(run_on_tiny_problem(priors, seed=11), priors)
+def test_numpyro_kernel_matches_the_enumerated_posterior():
+    result = gof_against_enumeration(run_on_tiny_problem(OTHER_PRIORS, seed=11), OTHER_PRIORS)
     assert result.passed(alpha=1e-3), result
 
 
@@ -299,68 +273,23 @@ def test_negative_control_wrong_prior_fails():
     assert not result.passed(alpha=1e-3), result
 
 
-def test_negative_control_hastings_ratio_without_edge_move_probabilities_fails(monkeypatch):
-    """The proposal probability without P_m(move): wrong exactly at the edges (m = 0, 1, capacity)."""
-
-    def without_move_probability(move, length, n_antecedents, capacity):
-        m = jnp.asarray(length, jnp.float32)
-        choice = jnp.stack([-jnp.log((n_antecedents - m) * (m + 1)), -jnp.log(m), -jnp.log(m * (m - 1) / 2)])
-        return choice[move]
-
-    monkeypatch.setattr(brl_mh, "log_proposal_probability", without_move_probability)
-    result = gof_against_enumeration(run_on_tiny_problem(brl.Priors(), seed=11), brl.Priors())
-    assert not result.passed(alpha=1e-3), result
-
-
-# ---------------------------------------------------------------- parallel tempering
-
-LADDER = (1.0, 0.3, 0.05)
-
-
-def test_swaps_pair_neighbours_of_one_parity_with_the_exact_acceptance():
-    capacity, n_copies = 5, 4
-    rules = jnp.tile(jnp.arange(n_copies)[:, None], (1, capacity))
-    log_likelihood = jnp.array([-10.0, -4.0, -9.0, -12.0])
-    ladder = brl_mh.BRLState(
-        z={"rules": rules, "length": jnp.full(n_copies, capacity)},
-        cardinality_counts=jnp.tile(jnp.arange(n_copies)[:, None], (1, 2)),
-        log_prior=jnp.zeros(n_copies),
-        log_likelihood=log_likelihood,
-        accept_prob=jnp.zeros(n_copies),
-        rng_key=jax.random.split(jax.random.PRNGKey(0), n_copies),
-    )
-    betas = jnp.array([1.0, 0.5, 0.25, 0.1])
-    swap = jax.jit(brl_mh.swap_step)
-    for parity, pairs in ((0, [(0, 1), (2, 3)]), (1, [(1, 2)])):
-        for u in (0.0, 0.3, 0.9):
-            swapped = swap(ladder, betas, jnp.full(n_copies, u), jnp.asarray(parity))
-            expected = list(range(n_copies))
-            for k, j in pairs:
-                ratio = math.exp((betas[k] - betas[j]) * (log_likelihood[j] - log_likelihood[k]))
-                if u < ratio:
-                    expected[k], expected[j] = j, k
-            assert np.asarray(swapped.z["rules"][:, 0]).tolist() == expected
-            np.testing.assert_array_equal(swapped.log_likelihood, log_likelihood[np.array(expected)])
-            np.testing.assert_array_equal(swapped.cardinality_counts[:, 0], expected)
-    with pytest.raises(ValueError, match="inverse_temperatures"):
-        brl_mh.BRLMetropolisHastings(inverse_temperatures=(0.5, 1.0))
-    assert brl_mh.geometric_ladder(3, 0.04) == pytest.approx((1.0, 0.2, 0.04))
-
-
-def test_parallel_tempering_matches_the_enumerated_posterior():
-    """The temperature-1 copy of a three-temperature ladder, two iterations per draw."""
-    kernel = brl_mh.BRLMetropolisHastings(inverse_temperatures=LADDER, steps_per_sample=2)
-    draws = run_on_tiny_problem(brl.Priors(), seed=11, num_samples=3000, kernel=kernel)
-    result = gof_against_enumeration(draws, brl.Priors())
-    assert result.passed(alpha=1e-3), result
-
-
-def test_negative_control_swaps_always_accepted_fails(monkeypatch):
-    exact_swap = brl_mh.swap_step
-    monkeypatch.setattr(brl_mh, "swap_step", lambda ladder, betas, uniforms, parity: exact_swap(ladder, betas, 0.0 * uniforms, parity))
-    kernel = brl_mh.BRLMetropolisHastings(inverse_temperatures=LADDER, steps_per_sample=2)
-    result = gof_against_enumeration(run_on_tiny_problem(brl.Priors(), seed=11, num_samples=1500, kernel=kernel), brl.Priors())
-    assert not result.passed(alpha=1e-3), result
+def test_numpyro_kernel_starts_from_given_lists_runs_under_pmap_and_pickles():
+    """``init_params`` as the start; init and sample traced under ``pmap`` (what chain_method="parallel"
+    does on each device); the kernel pickles after init."""
+    truth_table, y = tiny_problem()
+    args = (truth_table, CARDINALITIES, 2, y)
+    start = {"rules": jnp.array([3, 0, -1, -1, -1]), "length": jnp.array(2)}
+    kernel = brl_mh.BRLMetropolisHastings(steps_per_sample=2)
+    assert kernel.model is brl.collapsed_model
+    state = jax.pmap(lambda key: kernel.init(key, 0, start, args, {}))(jax.random.split(jax.random.PRNGKey(0), 1))
+    np.testing.assert_array_equal(state.z["rules"][0], start["rules"])
+    exact = float(exact_log_joint(truth_table, y, 2, brl.Priors(), 5)(start))
+    assert float(state.potential_energy[0]) == pytest.approx(-exact, rel=1e-5)
+    state = jax.pmap(lambda s: kernel.sample(s, args, {}))(state)
+    assert state.z["rules"].shape == (1, 5) and np.isfinite(np.asarray(state.potential_energy)).all()
+    (static, data), (static_again, data_again) = kernel._target, pickle.loads(pickle.dumps(kernel))._target
+    assert static_again == static
+    jax.tree.map(np.testing.assert_array_equal, data_again, data)
 
 
 # ---------------------------------------------------------------- simulation-based calibration
@@ -370,17 +299,20 @@ def test_simulation_based_calibration_on_lists_drawn_from_the_model():
     truth_table, _ = tiny_problem(n=30, seed=4)
     capacity = 5
     priors = brl.Priors(lam=2.0)
-    spec = brl_mh.TargetSpec(priors, tuple(CARDINALITIES), 2, capacity)
     num_warmup, num_draws, thin = 100, 60, 10
+    static, template = brl_mh.make_target(truth_table, CARDINALITIES, 2, np.zeros(30, int), priors, capacity, steps_per_call=thin)
 
     def fit(rng_key, data):
-        bits = brl_mh.target_data(spec, truth_table, data["y"])
+        target = template._replace(label_bits=brl_mh.pack_labels(data["y"], 2, static.n_words))
         key_init, key_chain = jax.random.split(rng_key)
-        state = brl_mh.init_chain(spec, bits, key_chain, *brl_mh.random_list(spec, key_init))
-        step = lambda s, _: (brl_mh.mh_step(spec, bits, s),) * 2  # noqa: E731
-        state, _ = jax.lax.scan(step, state, None, length=num_warmup)
-        _, states = jax.lax.scan(step, state, None, length=num_draws * thin)
-        rules, lengths = states.z["rules"], states.z["length"]
+        state = jax.tree.map(lambda x: x[None], brl_mh.init(static, target, key_init))
+
+        def call(state, key):
+            state = brl_mh.step(static, target, state, key[None], jnp.ones(1))
+            return state, (state.rules[0], state.length[0])
+
+        _, (rules, lengths) = jax.lax.scan(call, state, jax.random.split(key_chain, num_warmup // thin + num_draws))
+        rules, lengths = rules[num_warmup // thin :], lengths[num_warmup // thin :]
         draws = {"length": lengths}
         for j in range(capacity):
             draws[f"antecedent_{j}"] = jnp.maximum(rules[:, j], 0)
@@ -403,6 +335,5 @@ def test_simulation_based_calibration_on_lists_drawn_from_the_model():
         model_args=(truth_table, CARDINALITIES, 2),
         model_kwargs={"priors": priors, "max_length": capacity},
         statistics=statistics,
-        thin=thin,
     )
     assert result.passed(alpha=1e-3), result

@@ -1,5 +1,7 @@
 """The izoo command: help, clear messages for unavailable models and bad files, summary of a run file."""
 
+import importlib
+
 import numpy as np
 import pytest
 from numpyro.infer import NUTS
@@ -11,7 +13,7 @@ from tests.test_diagnostics_inference_data import normal_model
 
 @pytest.fixture
 def unavailable_model(monkeypatch):
-    monkeypatch.setitem(cli.MODELS, "bcm", cli.ModelEntry("Bayesian Case Model", None))
+    monkeypatch.setitem(cli.MODELS, "bcm", cli.ModelEntry("Bayesian Case Model", None, fits=True))
     return "bcm"
 
 
@@ -26,6 +28,22 @@ def test_fit_of_an_unavailable_model_is_a_clear_message_not_a_traceback(unavaila
 def test_demo_names_the_models_that_are_not_there_yet(unavailable_model, capsys):
     assert cli.main(["demo", unavailable_model]) == 0
     assert "Not available yet: bcm" in capsys.readouterr().out
+
+
+def test_fit_offers_exactly_the_models_with_a_posterior(capsys):
+    fitting = [
+        name for name, entry in cli.MODELS.items() if importlib.import_module(entry.module).__dict__.get("cli_fit")
+    ]
+    assert fitting == [name for name, entry in cli.MODELS.items() if entry.fits] == ["bcm", "brl"]
+    with pytest.raises(SystemExit) as exit_status:
+        cli.main(["fit", "--help"])
+    assert exit_status.value.code == 0
+    help_text = capsys.readouterr().out
+    assert "bcm, brl" in help_text and "mgm" not in help_text and "prototype_selection" not in help_text
+    with pytest.raises(SystemExit) as exit_status:
+        cli.main(["fit", "mgm", "--data", "x.csv", "--out", "run.nc"])
+    assert exit_status.value.code == 2
+    assert "invalid choice: 'mgm'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

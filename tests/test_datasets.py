@@ -165,18 +165,30 @@ def test_movielens(data_home):
     assert movies.sample_names[542] == "Misérables, Les (1995)"
 
 
-def test_nell(data_home):
+def test_nell_merges_duplicated_phrases(data_home):
     nell = ds.load_nell(data_home)
-    assert isinstance(nell.X, scipy.sparse.csr_matrix) and nell.X.shape == (229897, 5548)
-    assert nell.X.nnz == 557495 and set(nell.X.data) == {1.0}
-    assert len(nell.sample_names) == 229897
-    seeds = nell.extras["seed_sets"]
-    assert sorted(seeds) == ["class_seed_set_01", "class_seed_set_02", "class_seed_set_03"]
-    countries = seeds["class_seed_set_01"]
-    assert countries.phrases[:2] == ("india", "china") and countries.missing == ()
-    for seed in seeds.values():
-        assert [nell.sample_names[index] for index in seed.indices] == list(seed.phrases)
-    assert seeds["class_seed_set_03"].missing == ("intertia",)
+    lines = ds.load_nell(data_home, merge_duplicates=False)
+    assert isinstance(lines.X, scipy.sparse.csr_matrix) and lines.X.shape == (229897, 5548)
+    assert lines.X.nnz == 557495 and set(lines.X.data) == {1.0}
+    assert len(lines.sample_names) == 229897 and len(set(lines.sample_names)) == 228161
+    # merged: one item per phrase, in first-occurrence order, with the union of its lines' contexts
+    assert isinstance(nell.X, scipy.sparse.csr_matrix) and nell.X.shape == (228161, 5548)
+    assert len(set(nell.sample_names)) == len(nell.sample_names) == 228161 and set(nell.X.data) == {1.0}
+    item_of_line = nell.extras["item_of_line"]
+    assert [nell.sample_names[item] for item in item_of_line] == list(lines.sample_names)
+    union = (scipy.sparse.csr_matrix((np.ones(229897), (item_of_line, np.arange(229897)))) @ lines.X) > 0
+    assert (union != (nell.X > 0)).nnz == 0
+    assert (lines.X != nell.X[item_of_line]).nnz == 0  # the shared file's repeated lines have identical contexts
+    for data in (nell, lines):
+        seeds = data.extras["seed_sets"]
+        assert sorted(seeds) == ["class_seed_set_01", "class_seed_set_02", "class_seed_set_03"]
+        countries = seeds["class_seed_set_01"]
+        assert countries.phrases[:2] == ("india", "china") and countries.missing == ()
+        for seed in seeds.values():
+            assert [data.sample_names[index] for index in seed.indices] == list(seed.phrases)
+        assert seeds["class_seed_set_03"].missing == ("intertia",)  # a misspelling in the seed file
+    with pytest.raises(ValueError, match="merge_duplicates"):
+        ds.load_nell(data_home, merge_duplicates="yes")
 
 
 # --- preprocessing --------------------------------------------------------------------------------------

@@ -236,6 +236,24 @@ def test_quantile_matches_r_type7_with_ties():
         assert set_cover.dissimilarity_quantile(X, q, "l1") == pytest.approx(np.quantile(pdist(X, "cityblock"), q), abs=1e-12)
 
 
+@pytest.mark.parametrize("metric,scipy_name", [("l1", "cityblock"), ("l2", "euclidean"), ("cosine", "cosine")])
+def test_streamed_quantiles_equal_numpy_on_all_pairs(metric, scipy_name, monkeypatch):
+    """Many levels at once, on tie-heavy grid points and on continuous points, in one float32 tile and in
+    tiles of 64 points: the two-pass histogram gives exactly the type-7 quantiles of the float64 pair
+    dissimilarities."""
+    rng = np.random.default_rng(15)
+    levels = np.concatenate([np.linspace(0.0, 0.5, 26), [0.9, 1.0]])
+    cases = [rng.integers(1, 4, size=(200, 3)).astype(float), rng.normal(size=(300, 4)) + 2.0]
+    expected = [np.quantile(pdist(X, scipy_name), levels) for X in cases]
+    for tiles in ("one", "many"):
+        if tiles == "many":
+            monkeypatch.setattr(set_cover, "_tile_size", lambda *args: 64)
+        for X, quantiles in zip(cases, expected):
+            got = set_cover.dissimilarity_quantiles(X, levels, metric)
+            np.testing.assert_allclose(got, quantiles, rtol=1e-13, atol=1e-15)
+    assert set_cover.dissimilarity_quantiles(X, [], metric).shape == (0,)
+
+
 # ----------------------------------------------------------------------------- predictions and candidates
 
 
@@ -283,6 +301,8 @@ def test_classifier_one_standard_error_rule_and_sklearn_api():
     assert clone(classifier).get_params()["cv"] == 5
     assert list(classifier.feature_names_in_) == ["u", "v"]
     results = classifier.cv_results_
+    grid = np.unique(set_cover.dissimilarity_quantiles(data.X, np.linspace(0.01, 0.4, 12), "l2"))
+    np.testing.assert_array_equal(results["eps"], grid)  # the exact quantiles of the training pairs
     best = np.argmin(results["mean_error"])
     chosen = int(np.flatnonzero(results["eps"] == classifier.eps_)[0])
     eligible = results["mean_error"] <= results["mean_error"][best] + results["se_error"][best]

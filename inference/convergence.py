@@ -1,0 +1,389 @@
+"""Run a target kernel under parallel tempering until its chains agree (or a time budget ends).
+
+The run is a sequence of rounds of doubling length, as in Pigeons.jl: the first ``tuning_rounds`` adapt
+the tempering schedule (and, with ``n_temperatures="auto"``, the number of rungs) and are discarded; each
+later round runs with the schedule tuned on the round before it, and is itself a valid MCMC run started
+where the previous one stopped. After every round the label-free summaries of the posterior rung (the
+log joint and the kernel's summaries) are checked: the run stops when every one has rank-normalised
+split R-hat <= ``target_rhat`` and bulk ESS >= ``min_ess`` (Vehtari et al. 2021, through ArviZ) over the
+round's draws, or when ``max_seconds`` have passed; the result keeps the last round's draws, says which
+(``converged``), and warns with the numbers when the budget ended first. A fixed ``num_samples`` runs
+exactly that many scans after the tuning rounds instead.
+
+Scans run in compiled chunks of ``scans_per_chunk``; every chunk of a run, and of any later run of the
+same shapes, reuses one compiled program. When the budget ends a run, how far it got depends on the
+machine's speed; otherwise the same seed gives the same draws.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import jax
+import numpy as np
+
+from interpretable_zoo.inference import tempering
+
+_COMPILE_SECONDS = [0.0]
+
+
+def _count_compile_time(event: str, duration: float, **_) -> None:
+    if event == "/jax/core/compile/backend_compile_duration":
+        _COMPILE_SECONDS[0] += duration
+
+
+jax.monitoring.register_event_duration_secs_listener(_count_compile_time)
+
+
+def compile_seconds() -> float:
+    """XLA compilation time of this process so far (seconds)."""
+    return _COMPILE_SECONDS[0]
+
+
+@dataclass(frozen=True)
+class ConvergenceTarget:
+    """When a run may stop: every label-free summary at R-hat <= ``target_rhat`` and bulk ESS >=
+    ``min_ess``; ``max_seconds`` of wall time at most (None: no limit)."""
+
+    target_rhat: float = 1.01
+    min_ess: float = 400.0
+    max_seconds: float | None = 300.0
+
+    def __post_init__(self):
+        if not _is_real(self.target_rhat) or not self.target_rhat >= 1.0:
+            raise ValueError(f"target_rhat: must be a number >= 1, got {self.target_rhat!r}")
+        if not _is_real(self.min_ess) or not self.min_ess > 0:
+            raise ValueError(f"min_ess: must be a positive number, got {self.min_ess!r}")
+        if self.max_seconds is not None and (not _is_real(self.max_seconds) or not self.max_seconds > 0):
+            raise ValueError(f"max_seconds: must be a positive number or None, got {self.max_seconds!r}")
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_count(value, name: str, *, minimum: int = 1) -> int:
+    """``value`` as an int, or a ValueError naming ``name`` when it is not an integer >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name}: expected an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name}: must be at least {minimum}, got {value}")
+    return int(value)
+
+
+MAX_DRAWS = 2000
+"""Draws kept per chain by default (a longer round is thinned evenly to this many)."""
+
+DEFAULT_TUNING_ROUNDS = 4
+
+
+def tuning_rounds_for(num_warmup: int | None, scans_per_chunk: int) -> int:
+    """The number of tuning rounds (``scans_per_chunk`` * 2^r scans each) that covers ``num_warmup``
+    scans; :data:`DEFAULT_TUNING_ROUNDS` for None."""
+    if num_warmup is None:
+        return DEFAULT_TUNING_ROUNDS
+    num_warmup = check_count(num_warmup, "num_warmup", minimum=0)
+    return math.ceil(math.log2(num_warmup / scans_per_chunk + 1))
+
+
+def check_temperatures(n_temperatures) -> int | str:
+    """``"auto"`` or an integer number of rungs >= 1 (1: no tempering)."""
+    if isinstance(n_temperatures, str):
+        if n_temperatures != "auto":
+            raise ValueError(f"n_temperatures: expected 'auto' or an integer >= 1, got {n_temperatures!r}")
+        return n_temperatures
+    return check_count(n_temperatures, "n_temperatures")
+
+
+def diagnose(summaries: dict[str, np.ndarray]) -> dict[str, tuple[float, float]]:
+    """Rank-normalised split R-hat and bulk ESS of each (chain, draw, ...) summary; a summary with
+    trailing axes counts as one scalar per entry, named ``name[i]``. A scalar equal in every draw of
+    every chain agrees perfectly (R-hat 1, ESS the number of draws); one constant within chains but
+    not across them never converges (R-hat inf)."""
+    import arviz as az
+
+    table = {}
+    for name, values in summaries.items():
+        values = np.asarray(values, dtype=np.float64)
+        flat = values.reshape(*values.shape[:2], -1)
+        for index in range(flat.shape[-1]):
+            label = name if values.ndim == 2 else f"{name}[{index}]"
+            scalar = flat[..., index]
+            if np.ptp(scalar) == 0:
+                table[label] = (1.0, float(scalar.size))
+                continue
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rhat, ess = float(az.rhat(scalar)), float(az.ess(scalar, method="bulk"))
+            table[label] = (rhat if math.isfinite(rhat) else math.inf, ess if math.isfinite(ess) else 0.0)
+    return table
+
+
+def worst(table: dict[str, tuple[float, float]]) -> tuple[float, float]:
+    """(largest R-hat, smallest bulk ESS) over the summaries."""
+    return max(r for r, _ in table.values()), min(e for _, e in table.values())
+
+
+@dataclass
+class TemperedRun:
+    """A finished run. ``records`` and ``summaries``: name -> (chain, draw, ...) arrays of the posterior
+    rung (the kept round, thinned to at most ``max_draws`` per chain); ``swap_accept`` (chain, draw);
+    ``schedule`` the inverse temperatures; ``barrier`` Lambda; ``round_trip_rate`` round trips per scan
+    and chain; ``log_evidence`` +- ``log_evidence_se`` (stepping stone, NaN without tempering);
+    ``diagnostics`` name -> (R-hat, bulk ESS); ``seconds`` {"total", "compile", "sampling"};
+    ``ladder``, ``settings``: what :func:`extend` needs to continue."""
+
+    records: dict
+    summaries: dict
+    swap_accept: np.ndarray
+    schedule: np.ndarray
+    barrier: float
+    round_trip_rate: float
+    log_evidence: float
+    log_evidence_se: float
+    diagnostics: dict
+    converged: bool
+    n_scans: int
+    thin: int
+    seconds: dict
+    ladder: object = field(repr=False)
+    settings: dict = field(repr=False)
+
+    @property
+    def n_temperatures(self) -> int:
+        return len(self.schedule)
+
+    def message(self) -> str:
+        rhat, ess = worst(self.diagnostics)
+        state = "converged" if self.converged else "NOT converged"
+        return (
+            f"{state}: worst R-hat {rhat:.3f}, worst bulk ESS {ess:.0f} over {self.summaries['log_joint'].shape[0]} "
+            f"chains x {self.summaries['log_joint'].shape[1]} draws (every {self.thin} scans), "
+            f"{self.n_temperatures} temperatures"
+        )
+
+
+class TemperedResult:
+    """What every tempered fit's result offers, from its ``run`` (a :class:`TemperedRun`) and ``target``
+    ((static, data) of its kernel): convergence facts, the log evidence, and :meth:`extend`. A subclass
+    defines ``_kernel()`` and ``_with_run(run)`` (the same result around another run)."""
+
+    @property
+    def converged(self) -> bool:
+        return self.run.converged
+
+    @property
+    def diagnostics(self) -> dict:
+        """Label-free summary name -> (R-hat, bulk ESS) over the kept draws."""
+        return self.run.diagnostics
+
+    @property
+    def log_evidence(self) -> float:
+        """Stepping-stone log marginal likelihood (NaN when run untempered); ``log_evidence_se`` its error."""
+        return self.run.log_evidence
+
+    @property
+    def log_evidence_se(self) -> float:
+        return self.run.log_evidence_se
+
+    def extend(self, num_samples: int | None = None, *, max_seconds: float | None = None,
+               progress_bar: bool | None = None):
+        """Continue the chains from their last state (no new tuning): ``num_samples`` more scans, or by
+        default until converged within ``max_seconds`` (the fit's budget unless given). Returns a new
+        result holding the new draws."""
+        target = self.run.settings["target"]
+        if max_seconds is not None:
+            target = ConvergenceTarget(target.target_rhat, target.min_ess, max_seconds)
+        run = extend(self.run, self._kernel(), *self.target, num_samples=num_samples, target=target,
+                     progress_bar=progress_bar)
+        return self._with_run(run)
+
+
+def _progress(enabled, description: str):
+    if enabled is None:
+        enabled = not os.environ.get("CI")
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(desc=description, unit=" scans", leave=True)
+
+
+def _thinned(chunks: list, max_draws: int):
+    """Concatenate chunk outputs over the draw axis (axis 1 after moving chains first) and thin them to
+    at most ``max_draws`` draws per chain; returns (tree, thinning interval)."""
+    tree = jax.tree.map(lambda *xs: np.concatenate([np.swapaxes(np.asarray(x), 0, 1) for x in xs], axis=1), *chunks)
+    n_draws = jax.tree.leaves(tree)[0].shape[1]
+    thin = max(1, math.ceil(n_draws / max_draws))
+    return jax.tree.map(lambda x: x[:, thin - 1 :: thin], tree), thin
+
+
+def sample(
+    kernel: tempering.TargetKernel,
+    static,
+    data,
+    *,
+    num_chains: int = 4,
+    seed: int = 0,
+    n_temperatures="auto",
+    max_temperatures: int = 32,
+    num_samples: int | None = None,
+    tuning_rounds: int = DEFAULT_TUNING_ROUNDS,
+    scans_per_chunk: int = 256,
+    max_draws: int = MAX_DRAWS,
+    target: ConvergenceTarget = ConvergenceTarget(),
+    progress_bar: bool | None = None,
+    description: str = "sampling",
+    initial_states=None,
+) -> TemperedRun:
+    """Tempered sampling of ``kernel`` on (``static``, ``data``) until converged (see the module docstring).
+
+    ``n_temperatures``: rungs per chain, or "auto" (start at 8, then about 2 Lambda after each tuning
+    round, at most ``max_temperatures``); 1 runs the kernel untempered. ``tuning_rounds``: rounds of
+    ``scans_per_chunk`` * 2^r scans (r = 0, 1, ...) that tune the schedule and are discarded.
+    ``num_samples``: run exactly that many scans after tuning (no convergence stopping; ``max_seconds`` is
+    ignored). ``max_draws``: draws kept per chain (thinned evenly). ``initial_states``: one kernel state
+    per chain (leading axis ``num_chains``) where all of the chain's rungs start; by default each replica
+    starts from the kernel's ``init``.
+    """
+    settings = {
+        "num_chains": check_count(num_chains, "num_chains"),
+        "seed": check_count(seed, "seed", minimum=0),
+        "n_temperatures": check_temperatures(n_temperatures),
+        "max_temperatures": check_count(max_temperatures, "max_temperatures"),
+        "num_samples": None if num_samples is None else check_count(num_samples, "num_samples"),
+        "tuning_rounds": check_count(tuning_rounds, "tuning_rounds", minimum=0),
+        "scans_per_chunk": check_count(scans_per_chunk, "scans_per_chunk"),
+        "max_draws": check_count(max_draws, "max_draws"),
+        "target": target,
+        "progress_bar": progress_bar,
+        "description": description,
+    }
+    if not isinstance(target, ConvergenceTarget):
+        raise ValueError(f"target: expected a ConvergenceTarget, got {type(target).__name__}")
+    start, compile_start = time.perf_counter(), compile_seconds()
+    n_rungs = 8 if settings["n_temperatures"] == "auto" else settings["n_temperatures"]
+    schedule = tempering.default_schedule(n_rungs)
+    keys = tempering.chain_keys(settings["seed"], num_chains)
+    ladder = tempering.initial_ladder(kernel, static, data, keys, n_rungs, initial_states)
+    bar = _progress(progress_bar, description)
+    try:
+        for round_index in range(settings["tuning_rounds"]):
+            ladder, statistics, _ = _run_round(
+                kernel, static, data, ladder, schedule, settings["scans_per_chunk"] * 2**round_index, settings, bar
+            )
+            schedule, ladder = _retuned(ladder, schedule, statistics, settings)
+        return _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def extend(run: TemperedRun, kernel: tempering.TargetKernel, static, data, *, num_samples: int | None = None,
+           target: ConvergenceTarget | None = None, progress_bar: bool | None = None) -> TemperedRun:
+    """Continue a run from its last state, with its schedule: until converged (``target``, by default the
+    run's), or exactly ``num_samples`` more scans. No tuning is repeated; the new run keeps only the new
+    draws. Continuing is the same as having run longer: the random stream carries on from the ladder."""
+    settings = {**run.settings, "num_samples": None if num_samples is None else check_count(num_samples, "num_samples")}
+    if target is not None:
+        settings["target"] = target
+    if progress_bar is not None:
+        settings["progress_bar"] = progress_bar
+    start, compile_start = time.perf_counter(), compile_seconds()
+    bar = _progress(settings["progress_bar"], settings["description"])
+    try:
+        return _sampling_rounds(kernel, static, data, run.ladder, run.schedule, settings, start, compile_start, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _retuned(ladder, schedule, statistics, settings):
+    """The schedule tuned on a round's statistics, with a new number of rungs when it is "auto"."""
+    if len(schedule) == 1:
+        return schedule, ladder
+    n_rungs = len(schedule)
+    if settings["n_temperatures"] == "auto":
+        n_rungs = tempering.rungs_for_barrier(
+            tempering.communication_barrier(statistics), maximum=settings["max_temperatures"]
+        )
+    new_schedule = tempering.tuned_schedule(schedule, statistics, n_rungs)
+    if n_rungs != len(schedule):
+        ladder = tempering.resized_ladder(ladder, schedule, new_schedule)
+    return new_schedule, ladder
+
+
+def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline=None):
+    """Up to ``n_scans`` scans in chunks (stopping early at ``deadline``, a perf_counter time); returns
+    the ladder, the round's statistics and the chunks' outputs."""
+    chunk = settings["scans_per_chunk"]
+    chunk_statistics, outputs, done = [], [], 0
+    while done < n_scans:
+        size = min(chunk, n_scans - done)
+        ladder, statistics, output = tempering.run_scans(kernel, static, data, ladder, schedule, size, capacity=chunk)
+        chunk_statistics.append(statistics)
+        outputs.append(output)
+        done += size
+        if bar is not None:
+            bar.update(size)
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+    return ladder, tempering.combine(chunk_statistics), outputs
+
+
+def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar):
+    target: ConvergenceTarget = settings["target"]
+    fixed = settings["num_samples"]
+    deadline = None if fixed is not None or target.max_seconds is None else start + target.max_seconds
+    n_scans = fixed or settings["scans_per_chunk"]
+    previous = None
+    while True:
+        ladder, statistics, outputs = _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline)
+        scans_run = statistics.n_scans
+        out_of_time = deadline is not None and time.perf_counter() > deadline
+        if out_of_time and previous is not None and scans_run < n_scans:
+            outputs = previous + outputs  # a cut-short round joins the complete round before it
+        (records, summaries, swap_accept), thin = _thinned(outputs, settings["max_draws"])
+        table = diagnose(summaries)
+        rhat, ess = worst(table)
+        converged = rhat <= target.target_rhat and ess >= target.min_ess
+        if bar is not None:
+            bar.set_postfix_str(f"K={len(schedule)} R-hat={rhat:.3f} ESS={ess:.0f}")
+        if fixed is not None or converged or out_of_time:
+            break
+        schedule, ladder = _retuned(ladder, schedule, statistics, {**settings, "n_temperatures": len(schedule)})
+        previous, n_scans = outputs, 2 * n_scans
+    barrier = tempering.communication_barrier(statistics) if len(schedule) > 1 else 0.0
+    evidence, evidence_se = tempering.log_evidence(statistics)
+    total = time.perf_counter() - start
+    compiling = compile_seconds() - compile_start
+    run = TemperedRun(
+        records=records,
+        summaries=summaries,
+        swap_accept=swap_accept,
+        schedule=np.asarray(schedule),
+        barrier=barrier,
+        round_trip_rate=statistics.round_trips / max(scans_run * settings["num_chains"], 1),
+        log_evidence=evidence,
+        log_evidence_se=evidence_se,
+        diagnostics=table,
+        converged=converged,
+        n_scans=int(ladder.scan),
+        thin=thin,
+        seconds={"total": total, "compile": compiling, "sampling": total - compiling},
+        ladder=ladder,
+        settings=settings,
+    )
+    if not converged and fixed is None:
+        warnings.warn(
+            f"{settings['description']}: the time budget (max_seconds={target.max_seconds}) ended before the "
+            f"chains agreed: {run.message()}; targets R-hat <= {target.target_rhat}, bulk ESS >= {target.min_ess}. "
+            "Raise max_seconds, or continue with result.extend().",
+            stacklevel=3,
+        )
+    return run

@@ -1,0 +1,294 @@
+"""Non-reversible parallel tempering shared by every MCMC kernel (Syed, Bouchard-Cote, Deligiannidis,
+Doucet 2022, JRSS-B: "NRPT").
+
+Each chain runs K replicas of a target kernel at inverse temperatures 0 = beta_0 < ... < beta_{K-1} = 1,
+replica k targeting pi_k(x) proportional to p(x) L(x)^beta_k: the model file's prior kept whole and its
+likelihood tempered, so rung 0 is the prior and rung K-1 the posterior, and a prior edit reaches every
+rung. One *scan* is a local move of every replica (the kernel's ``step`` at the replica's beta) and one
+round of swaps between neighbouring rungs: the pairs (k, k + 1) with k even on even scans and k odd on
+odd scans (the deterministic even-odd scheme that makes the index process non-reversible, Syed et al.
+sec. 3). A swap is accepted with probability
+
+    alpha_k = min(1, exp((beta_{k+1} - beta_k) (log L(x_k) - log L(x_{k+1})))),
+
+and exchanges the replicas' rungs, not their states (a replica's state never moves in memory).
+
+The schedule is tuned from the swap rejection rates r_k = E[1 - alpha_k] (Syed et al. sec. 5.1): the
+cumulative communication barrier Lambda(beta_k) = sum_{j<k} r_j, interpolated piecewise linearly, is
+inverted at equally spaced levels, so that every neighbouring pair rejects equally often; Lambda =
+Lambda(1) is the global barrier, and the number of rungs that keeps the round-trip rate near its optimum
+1 / (2 + 2 Lambda) at the least cost is about 2 Lambda (:func:`rungs_for_barrier`).
+
+Stepping stone (Xie et al. 2011) gives the log marginal likelihood from the same scans:
+log Z = sum_k log E_{pi_k}[exp((beta_{k+1} - beta_k) log L)], each expectation a running mean over the
+scans at rung k.
+
+A *target kernel* (:class:`TargetKernel`) plugs in with module-level pure functions:
+``init(static, data, key) -> state`` (one replica, a dispersed start), ``step(static, data, states,
+keys, betas) -> states`` (a batch of B replicas, each with its own key and inverse temperature, each
+leaving p L^beta invariant), ``summaries(static, data, states)`` (label-free scalars per replica) and
+``record(static, data, states)`` (what a kept draw stores). A state has fields ``log_prior`` and
+``log_likelihood``. ``static`` is hashable and holds shapes only; ``data`` is a pytree of arrays holding
+the observations and the model file's prior and likelihood tables, so one compiled program serves every
+fit of the same shapes.
+
+Every chain's random stream comes from its own key, ``fold_in(seed key, chain index)``: chain c gets the
+same draws whatever the number of chains run beside it.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import random
+
+
+class TargetKernel(NamedTuple):
+    """The four pure functions of a sampler that the engine runs (see the module docstring)."""
+
+    init: Callable
+    step: Callable
+    summaries: Callable
+    record: Callable
+
+
+class Ladder(NamedTuple):
+    """C chains of K replicas. ``states``: the kernel states, leading axis C * K (chain-major, replica
+    slot within chain); ``rung_of_slot`` / ``slot_of_rung`` (C, K): the permutation between replica slots
+    and rungs; ``phase`` (C, K): per slot, 0 before its first visit to the prior rung, 1 after leaving
+    it, 2 after then reaching the posterior rung (a round trip ends at the next visit to the prior);
+    ``rng_key`` (C,): one key per chain; ``scan`` (): scans run so far (its parity picks the swap pairs)."""
+
+    states: Any
+    rung_of_slot: jnp.ndarray
+    slot_of_rung: jnp.ndarray
+    phase: jnp.ndarray
+    rng_key: jnp.ndarray
+    scan: jnp.ndarray
+
+
+class SwapStatistics(NamedTuple):
+    """Sums over the scans of a round: ``rejection`` (K - 1,) of 1 - alpha_k over attempted swaps of all
+    chains and ``attempts`` (K - 1,) their number; ``log_stepping_stone`` (C, K - 1): per chain and rung
+    k < K - 1, log sum over scans of exp((beta_{k+1} - beta_k) log L at rung k), over ``n_scans`` scans;
+    ``round_trips`` (C,): prior -> posterior -> prior trips completed."""
+
+    rejection: jnp.ndarray
+    attempts: jnp.ndarray
+    log_stepping_stone: jnp.ndarray
+    n_scans: jnp.ndarray
+    round_trips: jnp.ndarray
+
+
+def chain_keys(seed: int, num_chains: int):
+    """One key per chain, ``fold_in(PRNGKey(seed), c)``: independent of how many chains run."""
+    base = random.PRNGKey(seed)
+    return jax.vmap(lambda c: random.fold_in(base, c))(jnp.arange(num_chains))
+
+
+def initial_ladder(kernel: TargetKernel, static, data, rng_keys, n_rungs: int, initial_states=None) -> Ladder:
+    """K independently initialised replicas per chain (``rng_keys`` (C,)), slot k at rung k; or, with
+    ``initial_states`` (a state with leading axis C), every replica of chain c starting there."""
+    ladder = _initial_ladder(kernel, static, data, rng_keys, n_rungs)
+    if initial_states is None:
+        return ladder
+    return ladder._replace(states=jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x), n_rungs, axis=0), initial_states))
+
+
+def posterior_states(ladder: Ladder):
+    """The state of each chain's posterior rung (leading axis C)."""
+    n_chains, n_rungs = ladder.slot_of_rung.shape
+    slots = ladder.slot_of_rung[:, -1] + jnp.arange(n_chains) * n_rungs
+    return jax.tree.map(lambda x: x[slots], ladder.states)
+
+
+@partial(jax.jit, static_argnames=("kernel", "static", "n_rungs"))
+def _initial_ladder(kernel, static, data, rng_keys, n_rungs):
+    keys = jax.vmap(lambda key: random.split(key, n_rungs + 1))(rng_keys)  # (C, K + 1)
+    replica_keys = keys[:, 1:].reshape(-1, *keys.shape[2:])
+    states = jax.vmap(lambda key: kernel.init(static, data, key))(replica_keys)
+    n_chains = rng_keys.shape[0]
+    order = jnp.broadcast_to(jnp.arange(n_rungs, dtype=jnp.int32), (n_chains, n_rungs))
+    return Ladder(states, order, order, jnp.zeros((n_chains, n_rungs), jnp.int8), keys[:, 0], jnp.zeros((), jnp.int32))
+
+
+def run_scans(kernel: TargetKernel, static, data, ladder: Ladder, schedule, n_scans: int, *, capacity: int | None = None):
+    """``n_scans`` scans (local moves, then one even or odd swap round). Returns the new ladder, the
+    chunk's :class:`SwapStatistics` and, per scan, the posterior rung's record, its summaries with
+    ``log_joint`` added, and ``swap_accept`` (C,): the mean alpha of the swaps attempted in that scan
+    (NumPy arrays, scan first).
+
+    The compiled program runs ``capacity`` (default ``n_scans``) iterations of which the first
+    ``n_scans`` scan and the others do nothing, so one program serves every ``n_scans <= capacity``."""
+    capacity = n_scans if capacity is None else capacity
+    if not 0 < n_scans <= capacity:
+        raise ValueError(f"n_scans: expected 1..{capacity}, got {n_scans}")
+    ladder, statistics, outputs = ladder_scans(kernel, static, data, ladder, jnp.asarray(schedule), jnp.asarray(n_scans), capacity)
+    return ladder, statistics, jax.tree.map(lambda x: np.asarray(x)[:n_scans], outputs)
+
+
+@partial(jax.jit, static_argnames=("kernel", "static", "capacity"))
+def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity):
+    """:func:`run_scans` as a traceable function (e.g. under ``jax.vmap`` over data sets): ``n_scans`` a
+    traced count <= the static ``capacity``; the outputs keep all ``capacity`` rows (rows from
+    ``n_scans`` on are zeros)."""
+    n_chains, n_rungs = ladder.slot_of_rung.shape
+    chain_offset = (jnp.arange(n_chains) * n_rungs)[:, None]
+    pairs = jnp.arange(n_rungs - 1)
+    gap = schedule[1:] - schedule[:-1]
+    statistics = SwapStatistics(
+        rejection=jnp.zeros(n_rungs - 1),
+        attempts=jnp.zeros(n_rungs - 1),
+        log_stepping_stone=jnp.full((n_chains, n_rungs - 1), -jnp.inf),
+        n_scans=jnp.zeros(()),
+        round_trips=jnp.zeros(n_chains, jnp.int32),
+    )
+
+    def one_scan(carry, _):
+        ladder, statistics = carry
+        keys = jax.vmap(lambda key: random.split(key, 3))(ladder.rng_key)
+        replica_keys = jax.vmap(lambda key: random.split(key, n_rungs))(keys[:, 1]).reshape(-1, *keys.shape[2:])
+        betas = schedule[ladder.rung_of_slot].reshape(-1)
+        states = kernel.step(static, data, ladder.states, replica_keys, betas)
+
+        # swaps between rungs k and k + 1 for k of this scan's parity
+        log_likelihood = states.log_likelihood.reshape(n_chains, n_rungs)
+        at_rung = jnp.take_along_axis(log_likelihood, ladder.slot_of_rung, axis=1)  # (C, K)
+        alpha = jnp.exp(jnp.minimum(0.0, gap * (at_rung[:, :-1] - at_rung[:, 1:])))  # (C, K - 1)
+        attempted = pairs % 2 == ladder.scan % 2
+        uniforms = jax.vmap(lambda key: random.uniform(key, (max(n_rungs - 1, 1),)))(keys[:, 2])[:, : n_rungs - 1]
+        accept = attempted & (uniforms < alpha)
+        no_pair = jnp.zeros((n_chains, 1), bool)
+        source = jnp.arange(n_rungs) + jnp.concatenate([accept, no_pair], 1) - jnp.concatenate([no_pair, accept], 1)
+        slot_of_rung = jnp.take_along_axis(ladder.slot_of_rung, source, axis=1)
+        rung_of_slot = jnp.zeros_like(slot_of_rung).at[jnp.arange(n_chains)[:, None], slot_of_rung].set(
+            jnp.arange(n_rungs, dtype=slot_of_rung.dtype)
+        )
+
+        # round trips of the replicas' rung (index) processes
+        at_prior, at_posterior = rung_of_slot == 0, rung_of_slot == n_rungs - 1
+        completed = at_prior & (ladder.phase == 2)
+        phase = jnp.where(at_prior, 1, jnp.where(at_posterior & (ladder.phase == 1), 2, ladder.phase)).astype(jnp.int8)
+
+        statistics = SwapStatistics(
+            rejection=statistics.rejection + jnp.where(attempted, 1.0 - alpha, 0.0).sum(0),
+            attempts=statistics.attempts + n_chains * attempted,
+            log_stepping_stone=jnp.logaddexp(statistics.log_stepping_stone, gap * at_rung[:, :-1]),
+            n_scans=statistics.n_scans + 1,
+            round_trips=statistics.round_trips + completed.sum(1),
+        )
+        ladder = Ladder(states, rung_of_slot, slot_of_rung, phase, keys[:, 0], ladder.scan + 1)
+
+        posterior_slot = (slot_of_rung[:, -1:] + chain_offset)[:, 0]
+        take = lambda tree: jax.tree.map(lambda x: x[posterior_slot], tree)  # noqa: E731
+        summaries = dict(take(kernel.summaries(static, data, states)))
+        summaries["log_joint"] = take(states.log_prior + states.log_likelihood)
+        swap_accept = jnp.where(attempted, alpha, 0.0).sum(1) / jnp.maximum(attempted.sum(), 1)
+        return (ladder, statistics), (take(kernel.record(static, data, states)), summaries, swap_accept)
+
+    carry = (ladder, statistics)
+    idle_outputs = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), jax.eval_shape(one_scan, carry, None)[1])
+
+    def scan_or_idle(carry, index):
+        return jax.lax.cond(index < n_scans, one_scan, lambda carry, _: (carry, idle_outputs), carry, None)
+
+    (ladder, statistics), outputs = jax.lax.scan(scan_or_idle, carry, jnp.arange(capacity))
+    return ladder, statistics, outputs
+
+
+class RoundStatistics(NamedTuple):
+    """The swap statistics of a round of chunks, on the host: ``rejection``, ``attempts`` (K - 1,) summed;
+    ``log_stepping_stone`` (B, K - 1) and ``batch_scans`` (B,): one batch per chain and chunk (for the
+    batch-means standard error); ``round_trips`` and ``n_scans`` in total (per chain for scans)."""
+
+    rejection: np.ndarray
+    attempts: np.ndarray
+    log_stepping_stone: np.ndarray
+    batch_scans: np.ndarray
+    round_trips: int
+    n_scans: int
+
+
+def combine(chunks) -> RoundStatistics:
+    """The :class:`RoundStatistics` of consecutive chunks' :class:`SwapStatistics`."""
+    chunks = [jax.tree.map(np.asarray, chunk) for chunk in chunks]
+    n_chains = chunks[0].log_stepping_stone.shape[0]
+    return RoundStatistics(
+        rejection=sum(chunk.rejection for chunk in chunks),
+        attempts=sum(chunk.attempts for chunk in chunks),
+        log_stepping_stone=np.concatenate([chunk.log_stepping_stone for chunk in chunks]),
+        batch_scans=np.concatenate([np.full(n_chains, float(chunk.n_scans)) for chunk in chunks]),
+        round_trips=int(sum(chunk.round_trips.sum() for chunk in chunks)),
+        n_scans=int(sum(float(chunk.n_scans) for chunk in chunks)),
+    )
+
+
+def rejection_rates(statistics: RoundStatistics) -> np.ndarray:
+    """r_k: the mean rejection probability 1 - alpha_k of each neighbouring pair over the round."""
+    return statistics.rejection / np.maximum(statistics.attempts, 1)
+
+
+def communication_barrier(statistics: RoundStatistics) -> float:
+    """Lambda = sum_k r_k, the global communication barrier estimated from a round (Syed et al. Thm. 3)."""
+    return float(rejection_rates(statistics).sum())
+
+
+def rungs_for_barrier(barrier: float, *, minimum: int = 2, maximum: int = 32) -> int:
+    """About 2 Lambda rungs, rounded to the nearest power of two (fewer distinct compiled shapes),
+    within [minimum, maximum]. With N rungs each pair rejects about Lambda / N of its swaps, and the
+    cost of a round trip, N (1 + sum_k r_k / (1 - r_k)) scans of one replica (Syed et al. sec. 5.3),
+    is smallest near N = 2 Lambda."""
+    wanted = max(float(minimum), 2.0 * barrier)
+    return int(min(maximum, max(minimum, 2 ** round(math.log2(wanted)))))
+
+
+def tuned_schedule(schedule, statistics: RoundStatistics, n_rungs: int) -> np.ndarray:
+    """``n_rungs`` inverse temperatures from 0 to 1 at equal steps of the cumulative barrier Lambda(beta)
+    estimated from the round's rejection rates (Syed et al. Algorithm 4, piecewise-linear Lambda)."""
+    schedule = np.asarray(schedule, dtype=np.float64)
+    cumulative = np.concatenate([[0.0], np.cumsum(rejection_rates(statistics))])
+    # a flat stretch (no rejection) carries no barrier; a tiny floor keeps Lambda strictly increasing
+    cumulative = cumulative + 1e-9 * np.arange(cumulative.size)
+    levels = np.linspace(0.0, cumulative[-1], n_rungs)
+    new = np.interp(levels, cumulative, schedule)
+    new[0], new[-1] = 0.0, 1.0
+    return new
+
+
+def default_schedule(n_rungs: int) -> np.ndarray:
+    """The starting schedule before any tuning: beta_k = (k / (K - 1))^3, dense near the prior where
+    log-likelihood tempering changes the target fastest; (1,) for a single rung (no tempering)."""
+    if n_rungs == 1:
+        return np.ones(1)
+    return np.linspace(0.0, 1.0, n_rungs) ** 3
+
+
+def resized_ladder(ladder: Ladder, schedule, new_schedule) -> Ladder:
+    """A ladder with ``len(new_schedule)`` rungs whose rung i starts from the current replica nearest in
+    beta (the states are copied; the rung processes restart)."""
+    schedule, new_schedule = np.asarray(schedule), np.asarray(new_schedule)
+    n_chains, n_rungs = ladder.slot_of_rung.shape
+    nearest = np.abs(new_schedule[:, None] - schedule[None, :]).argmin(1)  # old rung per new rung
+    source = (np.asarray(ladder.slot_of_rung)[:, nearest] + np.arange(n_chains)[:, None] * n_rungs).reshape(-1)
+    states = jax.tree.map(lambda x: x[source], ladder.states)
+    order = jnp.broadcast_to(jnp.arange(len(new_schedule), dtype=jnp.int32), (n_chains, len(new_schedule)))
+    return Ladder(states, order, order, jnp.zeros(order.shape, jnp.int8), ladder.rng_key, ladder.scan)
+
+
+def log_evidence(statistics: RoundStatistics) -> tuple[float, float]:
+    """Stepping-stone log Z over the round's scans pooled over chains, and its batch-means standard
+    error (one batch per chain and chunk). NaN without tempering (one rung) or with a single batch."""
+    log_sums, scans = statistics.log_stepping_stone, statistics.batch_scans
+    n_batches, pairs = log_sums.shape
+    if pairs == 0 or statistics.n_scans == 0:
+        return float("nan"), float("nan")
+    pooled = float((np.logaddexp.reduce(log_sums, axis=0) - np.log(scans.sum())).sum())
+    if n_batches < 2:
+        return pooled, float("nan")
+    per_batch = (log_sums - np.log(scans)[:, None]).sum(1)
+    return pooled, float(per_batch.std(ddof=1) / np.sqrt(n_batches))

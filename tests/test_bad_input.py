@@ -1,0 +1,829 @@
+"""Bad and unusual input to prototype selection, Bayesian Sets, the dataset loaders and the izoo command.
+
+A catalogue over (entry point x bad input). Each case asserts the exception type and that the message
+names the argument, or the data set and the file; command-line cases assert a one-line ``izoo: ...``
+message naming the option and a non-zero exit status. Ids are "<group>-<number>-<what>", numbered from
+1 without gaps in each group (checked below), so the catalogue only grows: append new cases with the
+next number. Corrupt data files are small files written into a temporary data folder.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import sys
+import types
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse
+import xarray
+
+from interpretable_zoo import cli
+from interpretable_zoo import datasets as ds
+from interpretable_zoo.inference import memory
+from interpretable_zoo.inference.bayesian_sets import BayesianSets, estimate_membership_rate, precision_at_k
+from interpretable_zoo.inference.memory import InsufficientMemoryError
+from interpretable_zoo.inference.prototype_selection import PrototypeClassifier, select_prototypes
+from interpretable_zoo.inference.set_cover import dissimilarity_quantile, dissimilarity_quantiles
+from interpretable_zoo.models.bayesian_sets import Priors
+
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(12, 3))
+Y = np.repeat([0, 1], 6)
+D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(axis=2))
+BINARY = (RNG.random((14, 7)) < 0.5).astype(np.uint8)
+BINARY[0], BINARY[1] = 1, 0
+
+
+def no_memory(monkeypatch) -> None:
+    """Pretend that only 100 bytes of memory are available."""
+    monkeypatch.setattr(memory, "available_bytes", lambda: 100)
+
+
+def fitted_selection():
+    return select_prototypes(X, Y, eps=1.5)
+
+
+# ----------------------------------------------------------------------------- prototype selection
+
+PROTOTYPE_SELECTION = [
+    (lambda mp: select_prototypes(X, Y, eps=None), ValueError, r"^eps: .*got None", "eps-none"),
+    (lambda mp: select_prototypes(X, Y, eps="1"), ValueError, r"^eps: .*got '1'", "eps-string"),
+    (lambda mp: select_prototypes(X, Y, eps=True), ValueError, r"^eps: ", "eps-bool"),
+    (lambda mp: select_prototypes(X, Y, eps=1.0, lam="0.1"), ValueError, r"^lam: ", "lam-string"),
+    (
+        lambda mp: select_prototypes(X, np.array(["a", 1] * 6, dtype=object), eps=1.0),
+        ValueError,
+        r"^y: labels of different types \(int, str\)",
+        "y-mixed-str-int",
+    ),
+    (
+        lambda mp: select_prototypes(X, np.array([None, 1] * 6, dtype=object), eps=1.0),
+        ValueError,
+        r"^y: contains missing labels",
+        "y-none",
+    ),
+    (lambda mp: select_prototypes(X, [[0, 1], [1]] * 6, eps=1.0), ValueError, r"^y: cannot be read", "y-ragged"),
+    (
+        lambda mp: select_prototypes(np.zeros((12, 0)), Y, eps=1.0),
+        ValueError,
+        r"^X: needs at least one row and one column",
+        "X-no-columns",
+    ),
+    (
+        lambda mp: select_prototypes(np.zeros((0, 3)), Y[:0], eps=1.0),
+        ValueError,
+        r"^X: needs at least one row",
+        "X-no-rows",
+    ),
+    (lambda mp: select_prototypes(X + 1j, Y, eps=1.0), ValueError, r"^X: must be numeric", "X-complex"),
+    (
+        lambda mp: select_prototypes(scipy.sparse.csr_matrix(X), Y, eps=1.0),
+        ValueError,
+        r"^X: sparse matrices",
+        "X-sparse",
+    ),
+    (
+        lambda mp: select_prototypes([[0.0, 1.0], [1.0]], [0, 1], eps=1.0),
+        ValueError,
+        r"^X: cannot be read as a 2-D array",
+        "X-ragged",
+    ),
+    (
+        lambda mp: select_prototypes(X * 1e30, Y, eps=1.0),
+        ValueError,
+        r"^X: values as large as .* overflow",
+        "X-overflows-float32",
+    ),
+    (
+        lambda mp: select_prototypes(y=Y, dissimilarity=D - 1.0, eps=1.0),
+        ValueError,
+        r"^dissimilarity: a dissimilarity is never negative",
+        "dissimilarity-negative",
+    ),
+    (
+        lambda mp: select_prototypes(X, Y, eps=1.0, candidates=np.zeros((0, 3))),
+        ValueError,
+        r"^candidates: needs at least one row",
+        "candidates-no-rows",
+    ),
+    (
+        lambda mp: select_prototypes(y=Y, dissimilarity=D, eps=1.0, candidates=5),
+        ValueError,
+        r"^candidates: expected a sequence",
+        "candidates-not-a-sequence",
+    ),
+    (lambda mp: select_prototypes(X, Y, eps=1.0, method=None), ValueError, r"^method: must be one of", "method-none"),
+    (lambda mp: select_prototypes(X, Y, eps=1.0, metric=["l2"]), ValueError, r"^metric: must be one of", "metric-list"),
+    (
+        lambda mp: select_prototypes(X, Y, eps=1.0, method="lp", seed=-1),
+        ValueError,
+        r"^seed: must be at least 0",
+        "seed-negative",
+    ),
+    (
+        lambda mp: select_prototypes(X, Y, eps=1.0, method="lp", seed="a"),
+        ValueError,
+        r"^seed: expected an integer",
+        "seed-string",
+    ),
+    (
+        lambda mp: PrototypeClassifier(eps_quantiles=[]).fit(X, Y),
+        ValueError,
+        r"^eps_quantiles: must be a non-empty",
+        "classifier-eps-quantiles-empty",
+    ),
+    (
+        lambda mp: PrototypeClassifier(eps_quantiles=[0.5, 2.0]).fit(X, Y),
+        ValueError,
+        r"^eps_quantiles: quantile levels must lie in \[0, 1\]",
+        "classifier-eps-quantiles-above-1",
+    ),
+    (
+        lambda mp: PrototypeClassifier(eps_quantiles=["0.1"]).fit(X, Y),
+        ValueError,
+        r"^eps_quantiles: must be a non-empty 1-D sequence of numbers",
+        "classifier-eps-quantiles-strings",
+    ),
+    (lambda mp: PrototypeClassifier(cv=1).fit(X, Y), ValueError, r"^cv: must be at least 2", "classifier-cv-1"),
+    (lambda mp: PrototypeClassifier(cv=2.5).fit(X, Y), ValueError, r"^cv: expected an integer", "classifier-cv-float"),
+    (
+        lambda mp: PrototypeClassifier(cv=7).fit(X, Y),
+        ValueError,
+        r"^cv: 7 stratified folds .* smallest class has 6",
+        "classifier-cv-above-smallest-class",
+    ),
+    (lambda mp: PrototypeClassifier(eps="1").fit(X, Y), ValueError, r"^eps: ", "classifier-eps-string"),
+    (lambda mp: PrototypeClassifier(lam=-1.0).fit(X, Y), ValueError, r"^lam: ", "classifier-lam-negative"),
+    (lambda mp: PrototypeClassifier(method="anneal").fit(X, Y), ValueError, r"^method: ", "classifier-method-unknown"),
+    (
+        lambda mp: PrototypeClassifier().fit(X, np.array(["a", 1] * 6, dtype=object)),
+        ValueError,
+        r"^y: labels of different types",
+        "classifier-y-mixed",
+    ),
+    (
+        lambda mp: PrototypeClassifier(cv=2, eps_quantiles=[0.0, 0.1]).fit(np.repeat(X[:4], 3, axis=0), Y),
+        ValueError,
+        r"^eps_quantiles: the dissimilarity quantiles .* are all 0",
+        "classifier-quantiles-all-zero",
+    ),
+    (
+        lambda mp: PrototypeClassifier(cv=2).fit(np.ones((12, 3)), Y),
+        ValueError,
+        r"^X: every pair of training points is at dissimilarity 0",
+        "classifier-identical-points",
+    ),
+    (
+        lambda mp: PrototypeClassifier(metric="cosine").fit(np.vstack([np.zeros((1, 3)), X[1:]]), Y),
+        ValueError,
+        r"^X: the cosine dissimilarity",
+        "classifier-cosine-zero-row",
+    ),
+    (
+        lambda mp: PrototypeClassifier(eps=1.5).fit(X, Y).predict(np.zeros((2, 0))),
+        ValueError,
+        r"^X: needs at least one row and one column",
+        "classifier-predict-no-columns",
+    ),
+    (
+        lambda mp: fitted_selection().predict(dissimilarity=-np.ones((2, 12))),
+        ValueError,
+        r"^dissimilarity: a dissimilarity is never negative",
+        "predict-dissimilarity-negative",
+    ),
+    (
+        lambda mp: fitted_selection().predict(np.array([["a", "b", "c"]])),
+        ValueError,
+        r"^X: must be numeric",
+        "predict-X-strings",
+    ),
+    (lambda mp: dissimilarity_quantile(X, "0.5"), ValueError, r"^q: ", "quantile-q-string"),
+    (lambda mp: dissimilarity_quantiles(X, [0.1, np.nan]), ValueError, r"^levels: ", "quantiles-levels-nan"),
+    (
+        lambda mp: (no_memory(mp), select_prototypes(X, Y, eps=1.0)),
+        InsufficientMemoryError,
+        r"^X: the 12 x 12 cover matrix .* needs about .*, more than .* available; use fewer candidates",
+        "memory-X",
+    ),
+    (
+        lambda mp: (no_memory(mp), select_prototypes(X, Y, eps=1.0, candidates=X[:5])),
+        InsufficientMemoryError,
+        r"^candidates: the 12 x 5 cover matrix",
+        "memory-candidates",
+    ),
+    (
+        lambda mp: (no_memory(mp), select_prototypes(y=Y, dissimilarity=D, eps=1.0, method="lp")),
+        InsufficientMemoryError,
+        r"^dissimilarity: the 12 x 12 cover matrix of prototype selection \(lp\)",
+        "memory-dissimilarity-lp",
+    ),
+    (
+        lambda mp: (no_memory(mp), PrototypeClassifier(cv=2, eps_quantiles=[0.3]).fit(X, Y)),
+        InsufficientMemoryError,
+        r"^X: the 6 x 6 cover matrix",
+        "memory-classifier-folds",
+    ),
+    (
+        lambda mp: select_prototypes(np.zeros((2_000_000, 1)), np.arange(2_000_000) % 2, eps=1.0),
+        InsufficientMemoryError,
+        r"^X: the 2000000 x 2000000 cover matrix .* needs about [0-9.]+ TiB, more than",
+        "memory-real-estimate",
+    ),
+]
+
+# ----------------------------------------------------------------------------- Bayesian Sets
+
+BAYESIAN_SETS = [
+    (
+        lambda mp: BayesianSets(BINARY, kappa=5e-324),
+        ValueError,
+        r"^priors.kappa: 5e-324 times a feature mean underflows to 0",
+        "kappa-underflows",
+    ),
+    (lambda mp: BayesianSets(BINARY, kappa="2"), ValueError, r"^priors.kappa: ", "kappa-string"),
+    (lambda mp: BayesianSets(BINARY, kappa=True), ValueError, r"^priors.kappa: ", "kappa-bool"),
+    (
+        lambda mp: BayesianSets(BINARY, item_names=[f"i{k}" for k in range(14)]).query(
+            ["i1", "nobody", "i2", "nothing"]
+        ),
+        ValueError,
+        r"^query: no items named 'nobody', 'nothing' \(4 query items\)",
+        "query-unknown-names",
+    ),
+    (lambda mp: BayesianSets(BINARY).query(None), ValueError, r"^query: expected a sequence", "query-none"),
+    (
+        lambda mp: BayesianSets(BINARY).query(np.array([0.0, 1.0])),
+        ValueError,
+        r"^query: items must be integer indices",
+        "query-floats",
+    ),
+    (
+        lambda mp: BayesianSets(BINARY).query([[0, 1], [2]]),
+        ValueError,
+        r"^query: items must be integer indices",
+        "query-batch-to-query",
+    ),
+    (
+        lambda mp: BayesianSets(BINARY).log_scores([[0, 1], []]),
+        ValueError,
+        r"^query: is empty",
+        "log-scores-empty-query-in-batch",
+    ),
+    (lambda mp: BayesianSets([[0, 1], [1]]), ValueError, r"^X: cannot be read as a 2-D array", "X-ragged"),
+    (lambda mp: BayesianSets(BINARY + 1j), ValueError, r"^X: expected numbers", "X-complex"),
+    (lambda mp: BayesianSets(np.where(BINARY == 1, np.inf, 0.0)), ValueError, r"^X: must be binary", "X-infinite"),
+    (lambda mp: BayesianSets(np.zeros((0, 0))), ValueError, r"^X: needs at least 2 items", "X-empty"),
+    (
+        lambda mp: BayesianSets(BINARY, item_names=5),
+        ValueError,
+        r"^item_names: expected a sequence of names, got int",
+        "item-names-int",
+    ),
+    (
+        lambda mp: BayesianSets(BINARY, feature_names="abcdefg"),
+        ValueError,
+        r"^feature_names: expected a sequence of names, got str",
+        "feature-names-string",
+    ),
+    (lambda mp: BayesianSets(BINARY).query([0], top_k=2.5), ValueError, r"^top_k: expected an integer", "top-k-float"),
+    (
+        lambda mp: BayesianSets(BINARY).query([0], n_reasons=-1),
+        ValueError,
+        r"^n_reasons: must be at least 0",
+        "n-reasons-negative",
+    ),
+    (
+        lambda mp: BayesianSets(BINARY).query([0], include_query="no"),
+        ValueError,
+        r"^include_query: expected True or False",
+        "include-query-string",
+    ),
+    (
+        lambda mp: Priors(alpha=[np.nan] * 7, beta=[1.0] * 7),
+        ValueError,
+        r"^priors.alpha: every entry must be finite",
+        "priors-alpha-nan",
+    ),
+    (lambda mp: Priors(membership_rate="0.5"), ValueError, r"^priors.membership_rate: ", "membership-rate-string"),
+    (
+        lambda mp: precision_at_k(BayesianSets(BINARY), [0], np.zeros(3)),
+        ValueError,
+        r"^relevant: expected shape \(14,\)",
+        "precision-relevant-shape",
+    ),
+    (
+        lambda mp: precision_at_k(BayesianSets(BINARY), [0], np.zeros(14), k=0),
+        ValueError,
+        r"^k: must be at least 1",
+        "precision-k-zero",
+    ),
+    (
+        lambda mp: estimate_membership_rate([np.nan]),
+        ValueError,
+        r"^log_scores: must be finite",
+        "membership-rate-nan-scores",
+    ),
+    (
+        lambda mp: (no_memory(mp), BayesianSets(BINARY).log_scores([[0], [1], [2]])),
+        InsufficientMemoryError,
+        r"^query: scoring a batch of 3 queries over 14 items needs about .*; score fewer queries per call",
+        "memory-batch",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        pytest.param(call, error, message, id=f"ps-{k:02d}-{name}")
+        for k, (call, error, message, name) in enumerate(PROTOTYPE_SELECTION, 1)
+    ]
+    + [
+        pytest.param(call, error, message, id=f"bs-{k:02d}-{name}")
+        for k, (call, error, message, name) in enumerate(BAYESIAN_SETS, 1)
+    ],
+)
+def test_entry_point_rejects_bad_input(call, error, message, monkeypatch):
+    with pytest.raises(error, match=message) as raised:
+        call(monkeypatch)
+    assert type(raised.value) is error
+
+
+# ----------------------------------------------------------------------------- dataset loaders
+
+
+def write(path: Path, content: bytes | str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+
+
+def hdf5(path: Path, n_rows: int = 7291, truncate: bool = False, splits=("train", "test")) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with h5py.File(path, "w") as file:
+        for split in splits:
+            file[f"{split}/data"] = np.zeros((n_rows, 256), np.float32)
+            file[f"{split}/target"] = np.zeros(n_rows, np.int64)
+    if truncate:
+        path.write_bytes(path.read_bytes()[:3000])
+
+
+def table(n_rows: int, n_columns: int, separator: str = " ") -> str:
+    return "".join(separator.join(["0"] * n_columns) + "\n" for _ in range(n_rows))
+
+
+ZOO_ROW = "aardvark,1,0,0,1,0,0,1,1,1,1,0,0,4,0,0,1,1\n"
+TICTACTOE_HEADER = "c1,c2,c3,c4,c5,c6,c7,c8,c9,label\n"
+
+
+def movielens_ratings(n_ratings: int = 100000) -> str:
+    k = np.arange(n_ratings)
+    return "".join(f"{k % 943 + 1}\t{k % 1682 + 1}\t4\t881250949\n" for k in k.tolist())
+
+
+def nell_matrix(path: Path, shape=(5548, 229897)) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scipy.io.savemat(path, {"X": scipy.sparse.csc_matrix(shape)})
+
+
+LOADERS = [
+    (
+        lambda home: hdf5(home / "usps/usps.h5", truncate=True),
+        lambda home: ds.load_usps("train", home),
+        r"^usps: cannot read .*usps\.h5 \(OSError",
+        "usps-truncated-hdf5",
+    ),
+    (
+        lambda home: write(home / "usps/usps.h5", "not hdf5"),
+        lambda home: ds.load_usps("train", home),
+        r"^usps: cannot read .*usps\.h5",
+        "usps-not-hdf5",
+    ),
+    (
+        lambda home: hdf5(home / "usps/usps.h5", splits=("train",)),
+        lambda home: ds.load_usps("test", home),
+        r"^usps: .*usps\.h5 lacks the arrays \[.test/data., .test/target.\]",
+        "usps-split-missing",
+    ),
+    (
+        lambda home: hdf5(home / "usps/usps.h5", n_rows=10),
+        lambda home: ds.load_usps("train", home),
+        r"^usps: .*usps\.h5 train/data has shape \(10, 256\), expected \(7291, 256\)",
+        "usps-wrong-shape",
+    ),
+    (
+        lambda home: write(home / "recipes/ingredlist", "0, 1\n0, 1, 0\n"),
+        lambda home: ds.load_recipes(home),
+        r"^recipes: cannot read .*ingredlist",
+        "recipes-ragged",
+    ),
+    (
+        lambda home: write(home / "recipes/ingredlist", table(3, 147, ", ")),
+        lambda home: ds.load_recipes(home),
+        r"^recipes: .*ingredlist holds a 3 x 147 table, expected 56 x 147",
+        "recipes-truncated",
+    ),
+    (
+        lambda home: write(home / "recipes/ingredlist", table(56, 147, ", ").replace("0", "2", 1)),
+        lambda home: ds.load_recipes(home),
+        r"^recipes: .*ingredlist has values other than 0 and 1",
+        "recipes-not-binary",
+    ),
+    (
+        lambda home: (
+            write(home / "recipes/ingredlist", table(56, 147, ", ")),
+            write(home / "recipes/ingrednames", "zest\n"),
+        ),
+        lambda home: ds.load_recipes(home),
+        r"^recipes: .*ingrednames has 1 lines, expected 147 names",
+        "recipes-names-count",
+    ),
+    (
+        lambda home: (
+            write(home / "recipes/ingredlist", table(56, 147, ", ")),
+            write(home / "recipes/ingrednames", b"\xff\xfe\x00\x81"),
+        ),
+        lambda home: ds.load_recipes(home),
+        r"^recipes: cannot read .*ingrednames \(UnicodeDecodeError",
+        "recipes-names-binary",
+    ),
+    (
+        lambda home: write(home / "zoo/zoo.data", bytes(range(256)) * 4),
+        lambda home: ds.load_zoo(home),
+        r"^zoo: (cannot read )?.*zoo\.data",
+        "zoo-garbage",
+    ),
+    (
+        lambda home: write(home / "zoo/zoo.data", "garbage\nmore garbage\n"),
+        lambda home: ds.load_zoo(home, binary=False),
+        r"^zoo: .*zoo\.data has 1 columns, expected 18",
+        "zoo-garbage-counts",
+    ),
+    (
+        lambda home: write(home / "zoo/zoo.data", ZOO_ROW + ZOO_ROW[:20]),
+        lambda home: ds.load_zoo(home),
+        r"^zoo: .*zoo\.data has 2 animals, expected 101",
+        "zoo-truncated",
+    ),
+    (
+        lambda home: write(home / "zoo/zoo.data", ZOO_ROW.replace(",4,", ",9,") * 101),
+        lambda home: ds.load_zoo(home),
+        r"^zoo: .*zoo\.data column 'legs' has values that are not integers in 0\.\.8",
+        "zoo-legs-out-of-range",
+    ),
+    (
+        lambda home: write(home / "zoo/zoo.data", ZOO_ROW.replace(",4,", ",four,") * 101),
+        lambda home: ds.load_zoo(home),
+        r"^zoo: cannot read .*zoo\.data \(ValueError",
+        "zoo-legs-not-a-number",
+    ),
+    (
+        lambda home: write(home / "animals50/predicate-matrix-binary.txt", "0 1 x\n"),
+        lambda home: ds.load_animals50(home),
+        r"^animals50: cannot read .*predicate-matrix-binary\.txt",
+        "animals50-garbage",
+    ),
+    (
+        lambda home: (
+            write(home / "animals50/predicate-matrix-binary.txt", table(50, 85)),
+            write(home / "animals50/predicates.txt", "black\n" * 85),
+        ),
+        lambda home: ds.load_animals50(home),
+        r"^animals50: .*predicates\.txt has lines that are not <number><tab><name>",
+        "animals50-names-without-number",
+    ),
+    (
+        lambda home: write(home / "titanic/titanic_train.tab", "crew adult male\ncrew adu"),
+        lambda home: ds.load_titanic("train", home),
+        r"^titanic_train: .*titanic_train\.tab has 2 passengers, expected 1761",
+        "titanic-truncated",
+    ),
+    (
+        lambda home: write(home / "titanic/titanic_train.tab", "crew adult robot\n" * 1761),
+        lambda home: ds.load_titanic("train", home),
+        r"^titanic_train: .*titanic_train\.tab has values outside",
+        "titanic-unknown-level",
+    ),
+    (
+        lambda home: (
+            write(home / "titanic/titanic_test.tab", "crew adult male\n" * 440),
+            write(home / "titanic/titanic_test.Y", "1 0\n" * 5),
+        ),
+        lambda home: ds.load_titanic("test", home),
+        r"^titanic_test: .*titanic_test\.Y holds a 5 x 2 table, expected 440 x 2",
+        "titanic-labels-mismatch",
+    ),
+    (
+        lambda home: write(
+            home / "tictactoe/tictactoe.txt.gz",
+            gzip.compress((TICTACTOE_HEADER + "x,o,b,x,o,b,x,o,b,1\n" * 958).encode())[:40],
+        ),
+        lambda home: ds.load_tictactoe(home),
+        r"^tictactoe: cannot read .*tictactoe\.txt\.gz",
+        "tictactoe-truncated-gzip",
+    ),
+    (
+        lambda home: write(home / "tictactoe/tictactoe.txt.gz", b"PK\x03\x04 not gzip at all"),
+        lambda home: ds.load_tictactoe(home),
+        r"^tictactoe: cannot read .*tictactoe\.txt\.gz",
+        "tictactoe-not-gzip",
+    ),
+    (
+        lambda home: write(home / "tictactoe/tictactoe.txt.gz", gzip.compress(b"a,b\n1,2\n")),
+        lambda home: ds.load_tictactoe(home),
+        r"^tictactoe: .*tictactoe\.txt\.gz lacks the columns \['c1'",
+        "tictactoe-missing-columns",
+    ),
+    (
+        lambda home: write(
+            home / "tictactoe/tictactoe.txt.gz",
+            gzip.compress((TICTACTOE_HEADER + "x,o,b,x,o,b,x,o,z,1\n" * 958).encode()),
+        ),
+        lambda home: ds.load_tictactoe(home),
+        r"^tictactoe: .*tictactoe\.txt\.gz has cells other than x, o and b",
+        "tictactoe-bad-cell",
+    ),
+    (
+        lambda home: write(home / "mushroom/agaricus-lepiota.data", b"\x00\x01garbage"),
+        lambda home: ds.load_mushroom(home),
+        r"^mushroom: .*agaricus-lepiota\.data",
+        "mushroom-garbage",
+    ),
+    (
+        lambda home: write(
+            home / "mushroom/agaricus-lepiota.data",
+            "edibility," + ",".join(f"a{k}" for k in range(22)) + "\np" + ",x" * 22 + "\ne,x",
+        ),
+        lambda home: ds.load_mushroom(home),
+        r"^mushroom: .*agaricus-lepiota\.data has missing values",
+        "mushroom-truncated",
+    ),
+    (
+        lambda home: write(home / "adult/adult.data", "a,b\n1,2\n"),
+        lambda home: ds.load_adult(home),
+        r"^adult: .*adult\.data has columns \['a', 'b'\]",
+        "adult-wrong-header",
+    ),
+    (
+        lambda home: write(
+            home / "adult/adult.data", ",".join(ds.real.ADULT_COLUMNS) + "\nold,x,1,x,1,x,x,x,x,x,0,0,40,x,<=50K\n"
+        ),
+        lambda home: ds.load_adult(home),
+        r"^adult: .*adult\.data column .age. has values that are not integers >= 0",
+        "adult-age-not-integer",
+    ),
+    (
+        lambda home: write(home / "movielens-100k/u.data", movielens_ratings(10)),
+        lambda home: ds.load_movielens(home),
+        r"^movielens: .*u\.data has 10 ratings, expected 100000",
+        "movielens-truncated-ratings",
+    ),
+    (
+        lambda home: write(home / "movielens-100k/u.data", b"\x89PNG\r\n\x1a\n\x00\x00"),
+        lambda home: ds.load_movielens(home),
+        r"^movielens: .*u\.data",
+        "movielens-garbage-ratings",
+    ),
+    (
+        lambda home: (
+            write(home / "movielens-100k/u.data", movielens_ratings()),
+            write(
+                home / "movielens-100k/u.item",
+                "1|Toy Story (1995)|01-Jan-1995||http://x|0|0|1|1|1|0|0|0|0|0|0|0|0|0|0|0|0|0|0\n",
+            ),
+        ),
+        lambda home: ds.load_movielens(home),
+        r"^movielens: .*u\.item has 1 movies, expected 1682",
+        "movielens-truncated-movies",
+    ),
+    (
+        lambda home: write(home / "nell/nell_exp_X_transpose.mat", b"MATLAB 5.0 garbage" * 20),
+        lambda home: ds.load_nell(home),
+        r"^nell: cannot read .*nell_exp_X_transpose\.mat",
+        "nell-garbage-matrix",
+    ),
+    (
+        lambda home: (
+            nell_matrix(home / "nell/nell_exp_X_transpose.mat"),
+            write(home / "nell/nell_exp_X_transpose.mat", (home / "nell/nell_exp_X_transpose.mat").read_bytes()[:300]),
+        ),
+        lambda home: ds.load_nell(home),
+        r"^nell: cannot read .*nell_exp_X_transpose\.mat",
+        "nell-truncated-matrix",
+    ),
+    (
+        lambda home: nell_matrix(home / "nell/nell_exp_X_transpose.mat", (5, 7)),
+        lambda home: ds.load_nell(home),
+        r"^nell: .*nell_exp_X_transpose\.mat holds X of shape \(5, 7\), expected \(5548, 229897\)",
+        "nell-wrong-shape",
+    ),
+    (
+        lambda home: (
+            nell_matrix(home / "nell/nell_exp_X_transpose.mat"),
+            write(home / "nell/all_set_elements.csv", "india\nchina\n"),
+        ),
+        lambda home: ds.load_nell(home),
+        r"^nell: .*all_set_elements\.csv has 2 phrases, expected 229897",
+        "nell-phrases-count",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "corrupt, load, message",
+    [
+        pytest.param(corrupt, load, message, id=f"ds-{k:02d}-{name}")
+        for k, (corrupt, load, message, name) in enumerate(LOADERS, 1)
+    ],
+)
+def test_loader_names_data_set_and_file_of_a_corrupt_file(corrupt, load, message, tmp_path):
+    corrupt(tmp_path)
+    with pytest.raises(ds.DataFileError, match=message) as raised:
+        load(tmp_path)
+    assert isinstance(raised.value, ValueError) and str(tmp_path) in str(raised.value)
+
+
+# ----------------------------------------------------------------------------- the izoo command
+
+
+@pytest.fixture
+def fake_model(monkeypatch):
+    """A fitting model named 'fake' whose cli_fit records its calls and raises what ``fake.raises`` holds."""
+    module = types.ModuleType("fake_izoo_model")
+    module.calls, module.raises = [], None
+
+    def cli_fit(X, y, args):
+        module.calls.append(args)
+        raise module.raises
+
+    module.cli_fit = cli_fit
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(cli.MODELS, "fake", cli.ModelEntry("a fake model", module.__name__, fits=True))
+    return module
+
+
+def fit_argv(home: Path, data: str, *extra: str) -> list[str]:
+    return ["fit", "fake", "--data", str(home / data), "--out", str(home / "run.nc"), *extra]
+
+
+def data_files(home: Path) -> None:
+    write(home / "ragged.csv", "a,b\n0,1\n0,1,1\n")
+    write(home / "empty.csv", "")
+    write(home / "header.csv", "a,b\n")
+    write(home / "binary.csv", bytes(range(255, 0, -1)))
+    np.save(home / "object.npy", np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+    write(home / "corrupt.npy", b"\x93NUMPY\x01\x00garbage")
+    write(home / "corrupt.npz", b"PK\x03\x04garbage")
+    write(home / "good.csv", "a,b\n0,1\n1,0\n")
+    write(home / "not.nc", "not a NetCDF file")
+    scipy.io.savemat(home / "matlab.nc", {"a": np.zeros(2)})
+    xarray.Dataset({"a": ("x", np.zeros(2))}).to_netcdf(home / "plain.nc")
+
+
+def raise_in_fit(error):
+    def argv(home, fake):
+        fake.raises = error
+        return fit_argv(home, "good.csv")
+
+    return argv
+
+
+COMMANDS = [
+    (
+        lambda home, fake: fit_argv(home, "ragged.csv"),
+        2,
+        r"--data: cannot read ragged\.csv as a CSV table .*Expected 2 fields in line 3",
+        "fit-csv-ragged",
+    ),
+    (
+        lambda home, fake: fit_argv(home, "empty.csv"),
+        2,
+        r"--data: cannot read empty\.csv as a CSV table",
+        "fit-csv-empty",
+    ),
+    (
+        lambda home, fake: fit_argv(home, "header.csv"),
+        2,
+        r"--data: header\.csv has no data rows",
+        "fit-csv-header-only",
+    ),
+    (
+        lambda home, fake: fit_argv(home, "binary.csv"),
+        2,
+        r"--data: cannot read binary\.csv as a CSV table",
+        "fit-csv-binary",
+    ),
+    (
+        lambda home, fake: fit_argv(home, "object.npy"),
+        2,
+        r"--data: cannot read object\.npy as a NumPy \.npy file of numeric arrays \(Object arrays",
+        "fit-npy-object",
+    ),
+    (lambda home, fake: fit_argv(home, "corrupt.npy"), 2, r"--data: cannot read corrupt\.npy", "fit-npy-corrupt"),
+    (lambda home, fake: fit_argv(home, "corrupt.npz"), 2, r"--data: cannot read corrupt\.npz", "fit-npz-corrupt"),
+    (
+        lambda home, fake: ["summary", str(home / "not.nc")],
+        2,
+        r"run: .*not\.nc is not a NetCDF file written by `izoo fit`",
+        "summary-not-netcdf",
+    ),
+    (
+        lambda home, fake: ["summary", str(home / "matlab.nc")],
+        2,
+        r"run: .*matlab\.nc is not a NetCDF file",
+        "summary-matlab-file",
+    ),
+    (
+        lambda home, fake: [
+            "fit",
+            "fake",
+            "--data",
+            str(home / "good.csv"),
+            "--out",
+            str(home / "no/such/folder/run.nc"),
+        ],
+        2,
+        r"--out: the folder .*folder does not exist",
+        "fit-out-folder-missing",
+    ),
+    (
+        lambda home, fake: ["fit", "fake", "--data", str(home / "good.csv"), "--out", str(home)],
+        2,
+        r"--out: .* is a folder",
+        "fit-out-is-a-folder",
+    ),
+    (
+        raise_in_fit(ValueError("n_clusters: expected an integer,\ngot None")),
+        1,
+        r"n_clusters: expected an integer, got None$",
+        "fit-library-value-error",
+    ),
+    (
+        raise_in_fit(InsufficientMemoryError("X: the cover needs about 9 GiB")),
+        1,
+        r"X: the cover needs about 9 GiB$",
+        "fit-library-memory-error",
+    ),
+    (
+        lambda home, fake: ["fit", "brl", "--data", str(home / "good.csv"), "--out", str(home / "b.nc")],
+        1,
+        r"y: .*--target",
+        "fit-brl-without-target",
+    ),
+    (
+        lambda home, fake: ["summary", str(home / "plain.nc")],
+        2,
+        r"run: .*plain\.nc has no posterior group; give a file written by `izoo fit`",
+        "summary-netcdf-without-posterior",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "argv, status, message",
+    [
+        pytest.param(argv, status, message, id=f"cli-{k:02d}-{name}")
+        for k, (argv, status, message, name) in enumerate(COMMANDS, 1)
+    ],
+)
+def test_command_prints_one_line_naming_the_option(argv, status, message, tmp_path, fake_model, capsys):
+    data_files(tmp_path)
+    arguments = argv(tmp_path, fake_model)
+    assert cli.main(arguments) == status
+    err = capsys.readouterr().err
+    assert err.startswith("izoo: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    assert re.search(message, err), err
+    if "--out:" in message:
+        assert fake_model.calls == [] and not (tmp_path / "run.nc").exists()  # refused before fitting
+
+
+CATALOGUE_SIZE = {"ps": 43, "bs": 23, "ds": 34, "cli": 15}
+"""Cases per group when the catalogue was written; a group may grow past these, never shrink below."""
+
+
+def test_catalogue_only_grows():
+    groups = {"ps": PROTOTYPE_SELECTION, "bs": BAYESIAN_SETS, "ds": LOADERS, "cli": COMMANDS}
+    for prefix, cases in groups.items():
+        names = [case[-1] for case in cases]
+        assert len(set(names)) == len(names), prefix
+        assert len(cases) >= CATALOGUE_SIZE[prefix], prefix
+
+
+def test_available_memory_is_the_smaller_of_the_system_and_the_cgroup_limit(tmp_path, monkeypatch):
+    meminfo, limit, usage = tmp_path / "meminfo", tmp_path / "memory.max", tmp_path / "memory.current"
+    meminfo.write_text("MemTotal:       33554432 kB\nMemAvailable:    8388608 kB\n")
+    monkeypatch.setattr(memory, "_MEMINFO", meminfo)
+    monkeypatch.setattr(memory, "_CGROUP_FILES", ((limit, usage),))
+    assert memory.available_bytes() == 8 << 30  # no cgroup files: the system's MemAvailable
+    limit.write_text("max\n")
+    usage.write_text(str(1 << 30))
+    assert memory.available_bytes() == 8 << 30  # a cgroup without a limit
+    limit.write_text(str(3 << 30))
+    assert memory.available_bytes() == 2 << 30  # the limit less what the cgroup uses
+    with pytest.raises(InsufficientMemoryError, match=r"^thing needs about 3 GiB, more than the 2 GiB available; less"):
+        memory.check_memory(3 << 30, "thing", "less")
+    memory.check_memory(1 << 30, "thing", "less")

@@ -1,0 +1,184 @@
+"""BCM's split-merge move and the tempered kernel: the move applied to exact draws keeps the (tempered)
+target invariant, with negative controls; tempered chains against the enumerated tempered target; a refit
+of the same shapes compiles nothing; the NumPyro kernel pickles; label-free summaries."""
+
+import functools
+import pickle
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.scipy.special import logsumexp
+
+from interpretable_zoo.diagnostics.exact import exact_gof_test, state_index
+from interpretable_zoo.inference.bcm_gibbs import (
+    BCMGibbs,
+    make_target,
+    split_merge_accept,
+    split_merge_log_ratio,
+    split_merge_proposal,
+    state_from_params,
+    summaries,
+)
+from interpretable_zoo.models import bcm
+from test_bcm_exact import (
+    BETAS,
+    N_CLUSTERS,
+    OTHER_PRIORS,
+    X_TINY,
+    exact_draws,
+    exact_probabilities,
+    gof_of_draws,
+    jit_init,
+    jit_step,
+    label_free_statistics,
+    run_chains,
+)
+
+X_THREE = np.array([[0, 1], [1, 1]])  # N = 2, P = 2, for S = 3 clusters
+NUM_DRAWS = 40000
+
+
+@partial(jax.jit, static_argnums=0)
+def _moved(static, data, keys, betas, params, hastings):
+    """One split-merge move on every draw (each a replica of its own). With ``hastings`` False the move
+    accepts with the target ratio alone, dropping the ratio of the proposal probabilities (the sums of
+    T(launch -> relabelled current) and T(launch -> relabelled proposal)): a negative control."""
+    states = jax.vmap(lambda p: state_from_params(static, data, p["omega"], p["prototype"], p["z"]))(params)
+
+    def move(key, beta, state):
+        key_proposal, key_accept = jax.random.split(key)
+        proposal = split_merge_proposal(static, data, key_proposal, beta, state)
+        target_ratio = logsumexp(proposal.log_target_proposed) - logsumexp(proposal.log_target_current)
+        log_ratio = jnp.where(hastings, split_merge_log_ratio(proposal), target_ratio)
+        return split_merge_accept(static, data, key_accept, beta, state, proposal, log_ratio)
+
+    z, omega, prototype, _, _, accepted = jax.vmap(move)(keys, betas, states)
+    return {"omega": omega, "prototype": prototype, "z": z}, accepted
+
+
+def split_merge_of_exact_draws(x, n_clusters, priors, beta, move_beta=None, hastings=True, seed=0):
+    """Draw states i.i.d. from the enumerated tempered target at ``beta``, apply one split-merge move
+    (at ``move_beta``, default ``beta``) to each, and test the moved states against the same target."""
+    states, probs = exact_probabilities(priors, x, n_clusters, beta)
+    key_draw, key_move = jax.random.split(jax.random.PRNGKey(seed))
+    params = exact_draws(states, probs, NUM_DRAWS, key_draw)
+    static, data = make_target(x, n_clusters, priors)
+    betas = jnp.full(NUM_DRAWS, beta if move_beta is None else move_beta)
+    moved, accepted = _moved(static, data, jax.random.split(key_move, NUM_DRAWS), betas, params, jnp.asarray(hastings))
+    changed = np.any(np.asarray(moved["z"]) != np.asarray(params["z"]), axis=(1, 2))
+    assert changed.mean() > 0.05, changed.mean()  # the move does move
+    indices = state_index({k: np.asarray(v) for k, v in moved.items()}, states).reshape(8, -1)
+    return exact_gof_test(indices, probs, statistics=label_free_statistics(states)), float(np.mean(accepted))
+
+
+CASES = {
+    "S2": (X_TINY, N_CLUSTERS, OTHER_PRIORS),
+    "S3": (X_THREE, 3, OTHER_PRIORS),
+    "S3_paper_priors": (X_THREE, 3, bcm.Priors()),
+}
+
+
+@pytest.mark.parametrize(
+    "case, beta", [("S2", 1.0), ("S2", 0.3), ("S3", 1.0), ("S3", 0.3), ("S3_paper_priors", 1.0)]
+)
+def test_split_merge_keeps_the_target_invariant(case, beta):
+    result, acceptance = split_merge_of_exact_draws(*CASES[case], beta)
+    assert result.passed(alpha=1e-3), result
+    assert acceptance > 0.05
+
+
+@pytest.mark.parametrize("beta", [1.0, 0.3], ids=["posterior", "tempered"])
+@pytest.mark.parametrize("case", ["S2", "S3"])
+def test_split_merge_without_the_proposal_ratio_fails(case, beta):
+    result, _ = split_merge_of_exact_draws(*CASES[case], beta, hastings=False)
+    assert not result.passed(alpha=1e-3), result
+
+
+def test_untempered_split_merge_fails_on_the_tempered_target():
+    """The move built for beta = 1 does not keep the target at beta = 0.3 invariant."""
+    result, _ = split_merge_of_exact_draws(*CASES["S3"], 0.3, move_beta=1.0)
+    assert not result.passed(alpha=1e-3), result
+
+
+@functools.cache
+def tempered_draws():
+    """Whole sweeps (split-merge on) on X_TINY: chains 0-3 at beta = 0.4, chains 4-7 at beta = 0."""
+    static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)
+    return run_chains(static, data, jax.random.PRNGKey(2), jnp.array([0.4] * 4 + [0.0] * 4), 200, 2000)
+
+
+@pytest.mark.parametrize(
+    "chains, exact_beta, passes",
+    [(slice(0, 4), 0.4, True), (slice(0, 4), 0.8, False), (slice(4, 8), 0.0, True)],
+    ids=["beta_0.4", "other_beta_must_fail", "beta_0_is_the_prior"],
+)
+def test_tempered_chains_match_the_enumerated_tempered_target(chains, exact_beta, passes):
+    states, probs = exact_probabilities(OTHER_PRIORS, beta=exact_beta)
+    draws = {name: value[chains] for name, value in tempered_draws().items()}
+    result = gof_of_draws(draws, states, probs)
+    assert result.passed(alpha=1e-3) == passes, result
+
+
+def test_a_refit_of_the_same_shapes_compiles_nothing():
+    """A jitted step with other data, other priors and another seed of the same shapes: no tracing, no
+    lowering, no backend compile (the events JAX reports for each)."""
+    events = []
+
+    def listener(event, duration, **kwargs):
+        if any(name in event for name in ("backend_compile", "jaxpr_trace", "jaxpr_to_mlir")):
+            events.append(event)
+
+    def run(x, priors, seed):
+        static, data = make_target(x, N_CLUSTERS, priors, n_values=np.array([2, 2]))
+        keys = jax.random.split(jax.random.PRNGKey(seed), 8)
+        states = jit_init(static, data, keys)
+        events.clear()
+        return jax.block_until_ready(jit_step(static, data, states, keys, BETAS))
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        run(X_TINY, bcm.Priors(), 0)
+        jax.jit(lambda value: value * 3.0 - 1.0)(jnp.ones(7))  # a new program: the listener sees its tracing
+        assert any("jaxpr_trace" in event for event in events), events
+        result = run(1 - X_TINY, bcm.Priors(alpha=0.5, lam=2.0, c=10.0, q=0.3), 1)
+        assert events == [], events
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert np.all(np.isfinite(result.log_likelihood))
+
+
+def test_numpyro_kernel_pickles_after_init():
+    kernel = BCMGibbs()
+    state = kernel.init(jax.random.PRNGKey(0), 0, None, (X_TINY, N_CLUSTERS), {})
+    restored = pickle.loads(pickle.dumps(kernel))
+    again = restored.init(jax.random.PRNGKey(0), 0, None, (X_TINY, N_CLUSTERS), {})
+    for name in ("omega", "prototype", "z"):
+        np.testing.assert_array_equal(again.params[name], state.params[name])
+
+
+def test_summaries_are_sorted_cluster_sizes_and_subspace_size():
+    static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)
+    states = jit_init(static, data, jax.random.split(jax.random.PRNGKey(0), 8))
+    values = summaries(static, data, states)
+    assert set(values) == {"cluster_size_0", "cluster_size_1", "n_subspace_features"}
+    sizes = np.stack([values["cluster_size_0"], values["cluster_size_1"]], -1)
+    np.testing.assert_array_equal(sizes, -np.sort(-np.asarray(states.row_counts).sum(1), -1))
+    np.testing.assert_array_equal(values["n_subspace_features"], np.asarray(states.omega).sum((1, 2)))
+
+
+@pytest.mark.parametrize(
+    "arguments, name",
+    [
+        ((np.array([0, 1]), 2), "x"),
+        ((np.array([[0, -1], [1, 1]]), 2), "x"),
+        ((X_TINY, 0), "n_clusters"),
+        ((X_TINY, 2, None, np.array([1, 2])), "n_values"),
+        ((X_TINY, 2, {"alpha": 1.0}), "priors"),
+    ],
+)
+def test_make_target_names_bad_arguments(arguments, name):
+    with pytest.raises(ValueError, match=name):
+        make_target(*arguments)

@@ -1,0 +1,175 @@
+"""BRL Metropolis-Hastings moves (insert, delete, swap, replace): proposal probabilities at every edge,
+drawn frequencies, and the kernel's draws against the enumerated posterior (also tempered), each
+with a negative control."""
+
+import itertools
+import math
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+from test_brl_sampler import CARDINALITIES, gof_against_enumeration, tiny_problem
+
+from interpretable_zoo.inference import brl_mh
+from interpretable_zoo.models import brl
+
+# ---------------------------------------------------------------- proposals
+
+
+def neighbours(rules, n_antecedents, capacity):
+    """Brute force Q(. | d): every list one move away with its proposal probability (module docstring)."""
+    m = len(rules)
+    unused = [a for a in range(n_antecedents) if a not in rules]
+    outcomes = {
+        "insert": [rules[:p] + (a,) + rules[p:] for a in unused for p in range(m + 1)] if m < capacity else [],
+        "delete": [rules[:p] + rules[p + 1 :] for p in range(m)],
+        "swap": [],
+        "replace": [rules[:p] + (a,) + rules[p + 1 :] for a in unused for p in range(m)],
+    }
+    for i, j in itertools.combinations(range(m), 2):
+        swapped = list(rules)
+        swapped[i], swapped[j] = swapped[j], swapped[i]
+        outcomes["swap"].append(tuple(swapped))
+    moves = [move for move in outcomes if outcomes[move]]
+    q = {}
+    for move in moves:
+        for outcome in outcomes[move]:
+            q[outcome] = q.get(outcome, 0.0) + 1.0 / len(moves) / len(outcomes[move])
+    return q
+
+
+def move_of(old, new):
+    if len(new) != len(old):
+        return brl_mh.INSERT if len(new) > len(old) else brl_mh.DELETE
+    return brl_mh.SWAP if set(new) == set(old) else brl_mh.REPLACE
+
+
+EDGE_CASES = [  # (list, |A|, capacity): empty, one rule, middle, one short of full, full; capacity below |A|
+    ((), 5, 5), ((3,), 5, 5), ((3, 0), 5, 5), ((3, 0, 4, 1), 5, 5), ((3, 0, 4, 1, 2), 5, 5),
+    ((), 5, 1), ((2,), 5, 1), ((2,), 5, 3), ((2, 4), 5, 3), ((2, 4, 0), 5, 3), ((0,), 1, 1), ((0, 1), 2, 2),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("rules, n_antecedents, capacity", EDGE_CASES)
+def test_proposal_probabilities_forward_and_reverse_at_every_edge(rules, n_antecedents, capacity):
+    forward = neighbours(rules, n_antecedents, capacity)
+    assert sum(forward.values()) == pytest.approx(1.0)
+    hastings = brl_mh.log_hastings_table(n_antecedents, capacity)
+    for new_rules, q in forward.items():
+        move = move_of(rules, new_rules)
+        log_q = brl_mh.log_proposal_probability(move, len(rules), n_antecedents, capacity)
+        assert float(log_q) == pytest.approx(math.log(q))
+        reverse = neighbours(new_rules, n_antecedents, capacity)[rules]
+        reverse_move = brl_mh.REVERSE_MOVE[move]
+        log_q_reverse = brl_mh.log_proposal_probability(reverse_move, len(new_rules), n_antecedents, capacity)
+        assert float(log_q_reverse) == pytest.approx(math.log(reverse))
+        # the kernel reads the ratio from its table
+        assert hastings[move, len(rules)] == pytest.approx(math.log(reverse / q))
+    moves_drawn = {move_of(rules, new_rules) for new_rules in forward}
+    for move in set(brl_mh.MOVES) - moves_drawn:
+        assert brl_mh.log_proposal_probability(move, len(rules), n_antecedents, capacity) == -np.inf
+
+
+draw_proposals = jax.jit(jax.vmap(brl_mh.propose, in_axes=(0, None, None, None)))
+
+
+@pytest.mark.parametrize("rules, n_antecedents, capacity", EDGE_CASES)
+def test_proposals_are_drawn_with_those_probabilities(rules, n_antecedents, capacity):
+    forward = neighbours(rules, n_antecedents, capacity)
+    outcomes = list(forward)
+    n_draws = 20000
+    uniforms = jax.random.uniform(jax.random.PRNGKey(len(rules) + 7 * capacity), (n_draws, 4))
+    padded = jnp.array(list(rules) + [-1] * (capacity - len(rules)), jnp.int32)
+    proposals = draw_proposals(uniforms, padded, jnp.int32(len(rules)), jnp.int32(n_antecedents))
+    moves, new_rules, new_lengths = (np.asarray(a) for a in proposals)
+    drawn = [tuple(r[:m]) for r, m in zip(new_rules.tolist(), new_lengths.tolist())]
+    assert set(drawn) <= set(outcomes)  # in particular no antecedent beyond n_antecedents
+    assert all(move == move_of(rules, d) for move, d in zip(moves[:500], drawn[:500]))
+    assert all((r[m:] == -1).all() for r, m in zip(new_rules, new_lengths))
+    counts = np.array([drawn.count(o) for o in outcomes])
+    expected = n_draws * np.array([forward[o] for o in outcomes])
+    if len(outcomes) > 1:
+        assert stats.chisquare(counts, expected).pvalue > 1e-4
+    else:
+        assert counts[0] == n_draws
+
+
+# ---------------------------------------------------------------- exactness against enumeration
+
+CAPACITY = 5  # all 5 antecedents: the full list is reached, where insert and replace are impossible
+LONG_LISTS = brl.Priors(lam=6.0, eta=2.0, alpha=(0.5, 2.0))
+N_REPLICAS, N_WARMUP, N_DRAWS, THIN = 16, 25, 3000, 4
+POSTERIOR = jnp.ones(N_REPLICAS)
+
+
+@partial(jax.jit, static_argnums=0)
+def sample_replicas(static, data, key, betas):
+    """(replica, draw) lists from N_REPLICAS replicas at inverse temperatures ``betas`` (N_REPLICAS,),
+    THIN steps per draw, after N_WARMUP draws left out."""
+    key_init, key_calls = jax.random.split(key)
+    states = jax.vmap(partial(brl_mh.init, static, data))(jax.random.split(key_init, N_REPLICAS))
+
+    def call(states, key):
+        states = brl_mh.step(static, data, states, jax.random.split(key, N_REPLICAS), betas)
+        return states, (states.rules, states.length)
+
+    _, (rules, lengths) = jax.lax.scan(call, states, jax.random.split(key_calls, N_WARMUP + N_DRAWS))
+    return {"rules": rules[N_WARMUP:].swapaxes(0, 1), "length": lengths[N_WARMUP:].T}
+
+
+def target(priors):
+    truth_table, y = tiny_problem()
+    return brl_mh.make_target(truth_table, CARDINALITIES, 2, y, priors, CAPACITY, steps_per_call=THIN)
+
+
+def hastings_table_with(monkeypatch, move_log_probabilities):
+    """The kernel's Hastings table built with other move probabilities P_m."""
+    with monkeypatch.context() as patch:
+        patch.setattr(brl_mh, "move_log_probabilities", move_log_probabilities)
+        return jnp.asarray(brl_mh.log_hastings_table(len(CARDINALITIES), CAPACITY))
+
+
+def without_move_probabilities(length, n_antecedents, capacity):
+    """P_m(move) left out of Q: wrong at the edges (m = 0, 1 and the full list)."""
+    return np.zeros((4, *np.shape(length)))
+
+
+def replace_always_possible(length, n_antecedents, capacity):
+    """Replace counted as possible at the full list of all |A| antecedents: P_|A| wrong."""
+    m = np.asarray(length)
+    feasible = np.stack([m < capacity, m >= 1, m >= 2, m >= 1])
+    with np.errstate(divide="ignore"):
+        return np.where(feasible, -np.log(feasible.sum(axis=0)), -np.inf)
+
+
+@pytest.mark.parametrize(
+    "priors, wrong",
+    [(brl.Priors(), without_move_probabilities), (LONG_LISTS, replace_always_possible)],
+    ids=["default", "long-lists"],
+)
+def test_kernel_matches_the_enumerated_posterior_and_a_wrong_ratio_fails(priors, wrong, monkeypatch):
+    static, data = target(priors)
+    result = gof_against_enumeration(sample_replicas(static, data, jax.random.PRNGKey(11), POSTERIOR), priors)
+    assert result.passed(alpha=1e-3), result
+    wrong_data = data._replace(log_hastings=hastings_table_with(monkeypatch, wrong))
+    result = gof_against_enumeration(sample_replicas(static, wrong_data, jax.random.PRNGKey(11), POSTERIOR), priors)
+    assert not result.passed(alpha=1e-3), result
+
+
+def test_tempered_replicas_match_the_enumerated_tempered_posterior_and_a_tempered_prior_fails():
+    """One batch with replicas at beta = 0.3 and at 1: each follows p(d) p(y | d)^beta. The control
+    tempers the prior as well."""
+    betas = jnp.where(jnp.arange(N_REPLICAS) % 2 == 0, 0.3 * POSTERIOR, POSTERIOR)
+    static, data = target(brl.Priors())
+    draws = sample_replicas(static, data, jax.random.PRNGKey(5), betas)
+    for first, beta in ((0, 0.3), (1, 1.0)):
+        result = gof_against_enumeration(jax.tree.map(lambda x: x[first::2], draws), brl.Priors(), beta)
+        assert result.passed(alpha=1e-3), (beta, result)
+    prior = data.prior
+    tempered = prior._replace(length=0.3 * prior.length, cardinality=0.3 * prior.cardinality, choice=0.3 * prior.choice)
+    draws = sample_replicas(static, data._replace(prior=tempered), jax.random.PRNGKey(5), 0.3 * POSTERIOR)
+    result = gof_against_enumeration(draws, brl.Priors(), 0.3)
+    assert not result.passed(alpha=1e-3), result

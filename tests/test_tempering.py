@@ -1,0 +1,152 @@
+"""The parallel-tempering engine and the run-until-converged driver on a bimodal lattice target whose
+tempered posteriors and marginal likelihood are known exactly (tests/toy_tempering.py)."""
+
+import jax
+import numpy as np
+import pytest
+import toy_tempering as toy
+
+from interpretable_zoo.diagnostics import exact_gof_test
+from interpretable_zoo.inference import convergence, tempering
+
+# a fixed ladder: the engine's draws must be exact whatever the schedule
+FIXED = dict(num_chains=4, n_temperatures=6, num_samples=6000, tuning_rounds=2, scans_per_chunk=512, progress_bar=False)
+
+
+def tempered_run(data, seed=0, **options):
+    static = toy.LatticeStatic(int(data.log_prior.shape[0]))
+    return convergence.sample(toy.KERNEL, static, data, seed=seed, **{**FIXED, **options})
+
+
+@pytest.fixture(scope="module")
+def bimodal():
+    return toy.bimodal()
+
+
+@pytest.fixture(scope="module")
+def run(bimodal):
+    return tempered_run(bimodal[1])
+
+
+def test_posterior_rung_matches_the_exact_posterior(bimodal, run):
+    _, _, exact, _ = bimodal
+    result = exact_gof_test(run.records["x"], exact, statistics={
+        "left mode": (np.arange(exact.size) < exact.size / 2).astype(float),
+        "x": np.arange(exact.size, dtype=float),
+        "at a mode": np.isin(np.arange(exact.size), [2, exact.size - 3]).astype(float),
+    })
+    assert result.p_value > 0.01, result
+
+
+def test_wrong_swap_rule_fails_the_same_test(bimodal):
+    """Negative control: the states report twice their log-likelihood, so the swaps (and only they)
+    target the wrong tempered distributions."""
+    _, data, exact, _ = bimodal
+    wrong = tempered_run(data._replace(report_scale=np.float64(2.0)))
+    result = exact_gof_test(wrong.records["x"], exact, statistics={
+        "left mode": (np.arange(exact.size) < exact.size / 2).astype(float),
+        "x": np.arange(exact.size, dtype=float),
+        "at a mode": np.isin(np.arange(exact.size), [2, exact.size - 3]).astype(float),
+    })
+    assert result.p_value < 1e-3, result
+
+
+def test_stepping_stone_recovers_the_log_marginal_likelihood(bimodal, run):
+    _, _, _, log_evidence = bimodal
+    assert 0 < run.log_evidence_se < 0.05
+    assert abs(run.log_evidence - log_evidence) < 4 * run.log_evidence_se
+
+
+def test_barrier_round_trips_and_swap_acceptance(run):
+    assert run.n_temperatures == 6 and run.schedule[0] == 0.0 and run.schedule[-1] == 1.0
+    assert np.all(np.diff(run.schedule) > 0)
+    assert 0.3 < run.barrier < 5.0
+    # NRPT's round-trip rate is at most 1 / (2 + 2 Lambda) and near it with a tuned schedule
+    assert 0.2 / (2 + 2 * run.barrier) < run.round_trip_rate <= 1.05 / (2 + 2 * run.barrier)
+    assert run.swap_accept.shape == run.summaries["log_joint"].shape
+    assert 0.0 < run.swap_accept.mean() < 1.0
+
+
+def test_tuned_schedule_equalises_rejection():
+    """Algorithm 4 of Syed et al.: the new rungs split the cumulative barrier into equal steps."""
+    statistics = tempering.RoundStatistics(
+        rejection=np.array([90.0, 10.0, 0.0]), attempts=np.full(3, 100.0),
+        log_stepping_stone=np.zeros((2, 3)), batch_scans=np.ones(2), round_trips=0, n_scans=1,
+    )
+    schedule = tempering.tuned_schedule(np.array([0.0, 0.25, 0.5, 1.0]), statistics, 5)
+    np.testing.assert_allclose(schedule, [0.0, 0.25 * 0.25 / 0.9, 0.25 * 0.5 / 0.9, 0.25 * 0.75 / 0.9, 1.0], rtol=1e-6)
+    assert [tempering.rungs_for_barrier(b) for b in (0.1, 1.0, 4.0, 6.0, 40.0)] == [2, 2, 8, 16, 32]
+
+
+def test_untempered_chains_disagree_and_say_so(bimodal):
+    """One rung: chains started in different modes stay there; the run warns with its numbers."""
+    _, data, _, _ = bimodal
+    target = convergence.ConvergenceTarget(max_seconds=3.0)
+    with pytest.warns(UserWarning, match="NOT converged: worst R-hat"):
+        stuck = convergence.sample(toy.KERNEL, toy.LatticeStatic(12), data, num_chains=4, seed=0, n_temperatures=1,
+                                   target=target, progress_bar=False)
+    assert not stuck.converged
+    assert stuck.diagnostics["x"][0] > 1.1
+
+
+def test_auto_tempering_converges_and_stops(bimodal):
+    _, data, _, _ = bimodal
+    result = convergence.sample(toy.KERNEL, toy.LatticeStatic(12), data, num_chains=4, seed=2, progress_bar=False,
+                                target=convergence.ConvergenceTarget(max_seconds=120.0))
+    assert result.converged
+    rhat, ess = convergence.worst(result.diagnostics)
+    assert rhat <= 1.01 and ess >= 400
+    assert 2 <= result.n_temperatures <= 8
+
+
+def test_same_seed_same_draws_and_no_compilation_on_refit(bimodal):
+    _, data, _, _ = bimodal
+    first = tempered_run(data, seed=5, num_samples=700)
+    compiles = []
+    listener = lambda event, duration, **_: compiles.append(event) if "backend_compile" in event else None  # noqa: E731
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        again = tempered_run(data, seed=5, num_samples=700)
+        other = tempered_run(toy.bimodal(slope=2.0, tilt=-0.2)[1], seed=6, num_samples=700)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert compiles == []
+    np.testing.assert_array_equal(first.records["x"], again.records["x"])
+    assert not np.array_equal(first.records["x"], other.records["x"])
+
+
+def test_extend_continues_from_the_last_state(bimodal):
+    _, data, _, _ = bimodal
+    run = tempered_run(data, seed=7, num_samples=512)
+    longer = convergence.extend(run, toy.KERNEL, toy.LatticeStatic(12), data, num_samples=512)
+    assert longer.n_scans == run.n_scans + 512
+    np.testing.assert_array_equal(longer.schedule, run.schedule)
+    # the continuation is the same chain as one longer run of the same kernel from the same state
+    direct = tempering.run_scans(toy.KERNEL, toy.LatticeStatic(12), data, run.ladder, run.schedule, 512)
+    np.testing.assert_array_equal(longer.records["x"], np.swapaxes(np.asarray(direct[2][0]["x"]), 0, 1))
+
+
+@pytest.mark.parametrize(
+    "options, argument",
+    [
+        ({"num_chains": 0}, "num_chains"),
+        ({"seed": -1}, "seed"),
+        ({"n_temperatures": 0}, "n_temperatures"),
+        ({"n_temperatures": "many"}, "n_temperatures"),
+        ({"num_samples": 0}, "num_samples"),
+        ({"scans_per_chunk": 2.5}, "scans_per_chunk"),
+    ],
+)
+def test_bad_arguments_are_named(bimodal, options, argument):
+    with pytest.raises(ValueError, match=argument):
+        tempered_run(bimodal[1], **options)
+
+
+@pytest.mark.parametrize(
+    "options, argument",
+    [({"target_rhat": 0.99}, "target_rhat"), ({"min_ess": 0}, "min_ess"), ({"max_seconds": -1.0}, "max_seconds"),
+     ({"target_rhat": float("nan")}, "target_rhat")],
+)
+def test_bad_convergence_targets_are_named(options, argument):
+    with pytest.raises(ValueError, match=argument):
+        convergence.ConvergenceTarget(**options)
