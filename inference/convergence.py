@@ -272,12 +272,16 @@ def sample(
     keys = tempering.chain_keys(settings["seed"], num_chains)
     ladder = tempering.initial_ladder(kernel, static, data, keys, n_rungs, initial_states)
     bar = _progress(progress_bar, description)
+    deadline = None if num_samples is not None or target.max_seconds is None else start + target.max_seconds
     try:
         for round_index in range(settings["tuning_rounds"]):
             ladder, statistics, _ = _run_round(
-                kernel, static, data, ladder, schedule, settings["scans_per_chunk"] * 2**round_index, settings, bar
+                kernel, static, data, ladder, schedule, settings["scans_per_chunk"] * 2**round_index, settings, bar,
+                deadline,
             )
             schedule, ladder = _retuned(ladder, schedule, statistics, settings)
+            if deadline is not None and time.perf_counter() > deadline:
+                break  # the budget ended while tuning: sample what is left (one chunk) and say so
         return _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar)
     finally:
         if bar is not None:

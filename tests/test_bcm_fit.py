@@ -25,7 +25,7 @@ from interpretable_zoo.models import bcm
 
 RNG = np.random.default_rng(0)
 X_SMALL = RNG.integers(0, 3, (12, 5))
-QUICK = {"num_warmup": 20, "num_samples": 30, "num_chains": 2}
+QUICK = {"num_warmup": 20, "num_samples": 30, "num_chains": 2, "n_temperatures": 2}
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +104,7 @@ def test_explain_and_transform_on_a_dataframe():
 
 
 def test_clusterer_follows_the_scikit_learn_protocol():
-    clusterer = BCMClusterer(n_clusters=2, num_warmup=10, num_samples=20, num_chains=2, seed=3)
+    clusterer = BCMClusterer(n_clusters=2, num_warmup=10, num_samples=20, num_chains=2, seed=3, n_temperatures=2)
     assert clusterer.get_params()["n_clusters"] == 2
     clusterer.set_params(n_clusters=3)
     labels = clusterer.fit_predict(X_SMALL)
@@ -194,7 +194,7 @@ def test_recipes_prototypes_and_accuracy(data_home):
     category of its dominant cluster's prototype; chance (all pasta) is 0.43."""
     recipes = load_recipes(data_home)
     frame = pd.DataFrame(recipes.X, columns=recipes.feature_names, index=recipes.sample_names)
-    result = fit_bcm(frame, 4, num_warmup=300, num_samples=100, num_chains=2, seed=0)
+    result = fit_bcm(frame, 4, num_warmup=300, num_samples=100, num_chains=2, seed=0, n_temperatures=1)
     accuracy = result.unsupervised_accuracy(recipes.y)[result.best_chain].mean()
     table = result.explain(hide_value="0")
     print(f"accuracy via prototype labels: {accuracy:.3f}\n{table.to_string()}")
