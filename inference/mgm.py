@@ -13,7 +13,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.cluster import KMeans
 
 from interpretable_zoo.inference.mcmc import check_positive_int
 from interpretable_zoo.models.mgm import AND, FORMULA_NAMES, Priors
@@ -39,10 +38,10 @@ def check_binary_matrix(X, name: str = "X") -> tuple[np.ndarray, tuple[str, ...]
     return array, columns
 
 
-def _check_n_clusters(n_clusters, n_obs: int) -> int:
-    n_clusters = check_positive_int(n_clusters, "n_clusters")
+def _check_n_clusters(n_clusters, n_obs: int, name: str = "n_clusters") -> int:
+    n_clusters = check_positive_int(n_clusters, name)
     if n_clusters > n_obs:
-        raise ValueError(f"n_clusters: {n_clusters} clusters for only {n_obs} observations")
+        raise ValueError(f"{name}: {n_clusters} clusters for only {n_obs} observations")
     return n_clusters
 
 
@@ -52,7 +51,8 @@ class MGMResult:
 
     Attributes:
         elbo: ELBO of the returned fit.
-        elbo_traces: per restart, the ELBO after the singleton start and after each search iteration.
+        elbo_traces: per restart, the ELBO after the start (annealing and cluster moves on singleton groups),
+            after each search iteration and after the final cluster moves; never decreasing.
         groups: member dimensions of each extracted group (index tuples, occupied groups only).
         formulas: "OR" or "AND" per group.
         importance: q(y_g = 1), the probability that the group is important (bi-modal).
@@ -63,6 +63,8 @@ class MGMResult:
         high_mode: q(t_gk = 1), (n_groups, K).
         responsibilities: q(z_n), (N, K); ``labels`` their argmax.
         cluster_weights: E q(pi).
+        sweep_elbo, sweep_restart_elbo: from ``fit_mgm_sweep``, each number of clusters' best ELBO and the
+            ELBO of each of its restarts (the paper keeps the number with the highest).
     """
 
     elbo: float
@@ -80,6 +82,7 @@ class MGMResult:
     priors: Priors
     exact_or: bool = False
     sweep_elbo: dict[int, float] = field(default_factory=dict)
+    sweep_restart_elbo: dict[int, np.ndarray] = field(default_factory=dict)
     _phi: np.ndarray | None = field(default=None, repr=False)
     _tau: np.ndarray | None = field(default=None, repr=False)
 
@@ -158,6 +161,29 @@ class MGMResult:
         ax.figure.colorbar(image, ax=ax, label="E[beta] (presence probability)")
         return ax
 
+    def plot_sweep(self, axes=None, cluster_names=None, threshold: float = 0.5, max_members: int = 4):
+        """Two panels: the ELBO of every restart against the number of clusters (best per number joined,
+        the chosen one marked), and :meth:`plot_heatmap` of the chosen fit (clusters by distinguishing groups)."""
+        import matplotlib.pyplot as plt
+
+        if not self.sweep_restart_elbo:
+            raise ValueError("plot_sweep: this result has no sweep (use fit_mgm_sweep)")
+        if axes is None:
+            _, axes = plt.subplots(1, 2, figsize=(12, 0.45 * max(len(self.distinguishing_groups(threshold)), 6) + 1.5),
+                                   gridspec_kw={"width_ratios": [1, 1.4]})  # fmt: skip
+        numbers = sorted(self.sweep_restart_elbo)
+        for k in numbers:
+            values = self.sweep_restart_elbo[k]
+            axes[0].plot(np.full(len(values), k), values, "o", color="0.6", markersize=4)
+        axes[0].plot(numbers, [self.sweep_elbo[k] for k in numbers], "-o", color="C0", label="best restart")
+        axes[0].plot([self.n_clusters], [self.elbo], "*", color="C3", markersize=14,
+                     label=f"chosen K={self.n_clusters}")  # fmt: skip
+        axes[0].set(xlabel="number of clusters K", ylabel="ELBO", title="ELBO by number of clusters")
+        axes[0].legend()
+        self.plot_heatmap(ax=axes[1], cluster_names=cluster_names, threshold=threshold, max_members=max_members)
+        axes[1].set_title("distinguishing groups of the chosen fit")
+        return axes
+
     def _present(self, X) -> np.ndarray:
         array, _ = check_binary_matrix(X)
         if array.shape[1] != len(self.feature_names):
@@ -181,13 +207,9 @@ class MGMResult:
         return self.predict_proba(X).argmax(1)
 
 
-def _kmeans_onehots(X: np.ndarray, n_clusters: int, seeds, width: int) -> np.ndarray:
-    """The k-means runs behind the data-driven proposals, one per restart, as one-hot (R, N, width)."""
-    eye = np.eye(n_clusters, width, dtype=np.float32)
-    return np.stack([eye[KMeans(n_clusters, n_init=1, random_state=s).fit_predict(X)] for s in seeds])
-
-
-def _result_from(search: mgm_vi.SearchResult, best: int, n_clusters, names, priors, exact_or) -> MGMResult:
+def _result_from(search: mgm_vi.SearchResult, n_clusters, names, priors, exact_or) -> MGMResult:
+    """The restart with the highest ELBO of ``search`` (restarts stacked) as an ``MGMResult``."""
+    best = int(np.nanargmax(np.asarray(search.elbo)))
     take = lambda v: np.asarray(v[best])  # noqa: E731
     ext, params = jax.tree.map(take, search.ext), jax.tree.map(take, search.params)
     slots = np.flatnonzero(ext.sizes > 0)
@@ -198,7 +220,8 @@ def _result_from(search: mgm_vi.SearchResult, best: int, n_clusters, names, prio
     nu, tau = params.nu[:, :n_clusters], params.tau[:n_clusters]
     occupied = np.isin(np.arange(n_clusters), nu.argmax(1))
     all_equal = np.prod(lam[:, occupied], 1) + np.prod(1 - lam[:, occupied], 1)
-    traces = [np.asarray(t[: int(n) + 1], float) for t, n in zip(np.asarray(search.trace), np.asarray(search.n_iterations))]
+    lengths = np.asarray(search.n_iterations) + 2  # the start, the iterations, the final cluster moves
+    traces = [np.asarray(t[:n], float) for t, n in zip(np.asarray(search.trace), lengths)]
     return MGMResult(
         elbo=float(search.elbo[best]),
         elbo_traces=traces,
@@ -219,6 +242,63 @@ def _result_from(search: mgm_vi.SearchResult, best: int, n_clusters, names, prio
     )
 
 
+def _check_seed(seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
+        raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
+    return int(seed)
+
+
+def _check_priors(priors) -> Priors:
+    if priors is None:
+        return Priors()
+    if not isinstance(priors, Priors):
+        raise ValueError(f"priors: must be an interpretable_zoo.models.mgm.Priors (e.g. Priors(**values)), "
+                         f"got {type(priors).__name__}")  # fmt: skip
+    try:
+        hash(priors)  # the compiled search is specialised on the priors' values
+    except TypeError:
+        raise ValueError(f"priors: alpha_f must be a tuple of two numbers, got {priors.alpha_f!r}") from None
+    return priors
+
+
+def _settings(X, feature_names, priors, restarts, max_iter, seed, n_proposals, rel_tol, exact_or):
+    """Checked arguments shared by ``fit_mgm`` and ``fit_mgm_sweep``: (array, names, priors, config, restarts, seed)."""
+    array, columns = check_binary_matrix(X)
+    restarts = check_positive_int(restarts, "restarts")
+    max_iter = check_positive_int(max_iter, "max_iter", minimum=0)
+    n_proposals = check_positive_int(n_proposals, "n_proposals")
+    if not 0 <= rel_tol < 1:
+        raise ValueError(f"rel_tol: must lie in [0, 1), got {rel_tol}")
+    names = resolve_names(feature_names if feature_names is not None else columns, array.shape[1],
+                          argument="feature_names")  # fmt: skip
+    config = mgm_vi.SearchConfig(max_iter=max_iter, n_proposals=n_proposals, rel_tol=rel_tol, exact_or=bool(exact_or))
+    return array, names, _check_priors(priors), config, restarts, _check_seed(seed)
+
+
+def _restart_keys(seed: int, n_clusters: int, restarts: int):
+    """PRNG keys (restarts, 2) of the restarts with ``n_clusters`` clusters: a fit and a sweep draw the same."""
+    base = jax.random.fold_in(jax.random.PRNGKey(seed), n_clusters)
+    return jax.vmap(lambda r: jax.random.fold_in(base, r))(jnp.arange(restarts))
+
+
+def _search(array, cluster_numbers, width, per_batch, *, restarts, seed, priors, config) -> dict:
+    """Every restart for every number of clusters, ``per_batch`` numbers of clusters per vmapped call (the last
+    call padded with repeats, so that all calls share one compiled program), all padded to ``width`` clusters;
+    returns {number of clusters: its restarts' ``SearchResult``, stacked}."""
+    W = jnp.asarray(array, jnp.float32)
+    results = {}
+    for first in range(0, len(cluster_numbers), per_batch):
+        chunk = cluster_numbers[first : first + per_batch]
+        padded = chunk + chunk[-1:] * (per_batch - len(chunk))
+        keys = jnp.concatenate([_restart_keys(seed, k, restarts) for k in padded])
+        active = np.repeat(np.arange(width)[None, :] < np.array(padded)[:, None], restarts, axis=0)
+        batch = mgm_vi.search_batch(keys, W, jnp.asarray(active), priors=priors, config=config)
+        for c, k in enumerate(chunk):
+            rows = slice(c * restarts, (c + 1) * restarts)
+            results[k] = jax.tree.map(lambda leaf, rows=rows: leaf[rows], batch)
+    return results
+
+
 def fit_mgm(
     X,
     n_clusters: int,
@@ -235,52 +315,58 @@ def fit_mgm(
 ) -> MGMResult:
     """Fit MGM with ``n_clusters`` clusters: agglomerative extraction + coordinate-ascent ELBO, best of ``restarts``.
 
-    ``X`` is a binary (N, D) array or DataFrame; ``rel_tol`` stops a restart once an iteration improves
-    the ELBO by less than that fraction of the first iteration's improvement (the paper's "0.1 relative",
-    see ``interpretable_zoo.inference.mgm_vi``); ``exact_or`` uses the exact
-    OR of eq. 2 instead of the relaxed one of eq. 3. The search is compiled for ``max_clusters`` clusters
-    (default ``n_clusters``), the ones past ``n_clusters`` masked out: fits of one data shape sharing
-    ``max_clusters`` share one compilation (``fit_mgm_sweep`` passes the largest number of its sweep).
+    ``X`` is a binary (N, D) array or DataFrame. The restarts run together (vmapped); each starts from a
+    k-means++ / k-means clustering, anneals, and moves clusters by split-merge (``interpretable_zoo.inference.mgm_vi``).
+    ``rel_tol`` stops a restart once an iteration improves the ELBO by less than that fraction of the first
+    iteration's improvement (the paper's "0.1 relative"); ``exact_or`` uses the exact OR of eq. 2 instead of
+    the relaxed one of eq. 3. The search is compiled for ``max_clusters`` clusters (default ``n_clusters``),
+    the ones past ``n_clusters`` masked out: fits of one data shape sharing ``max_clusters`` and ``restarts``
+    share one compiled program whatever the data and seed (the priors are compile-time constants).
     """
-    array, columns = check_binary_matrix(X)
+    array, names, priors, config, restarts, seed = _settings(X, feature_names, priors, restarts, max_iter, seed,
+                                                             n_proposals, rel_tol, exact_or)  # fmt: skip
     n_clusters = _check_n_clusters(n_clusters, array.shape[0])
-    width = n_clusters if max_clusters is None else _check_n_clusters(max_clusters, array.shape[0])
+    width = n_clusters if max_clusters is None else _check_n_clusters(max_clusters, array.shape[0], "max_clusters")
     if width < n_clusters:
         raise ValueError(f"max_clusters: {max_clusters} is below n_clusters ({n_clusters})")
-    restarts = check_positive_int(restarts, "restarts")
-    max_iter = check_positive_int(max_iter, "max_iter", minimum=0)
-    n_proposals = check_positive_int(n_proposals, "n_proposals")
-    if not 0 <= rel_tol < 1:
-        raise ValueError(f"rel_tol: must lie in [0, 1), got {rel_tol}")
-    names = resolve_names(feature_names if feature_names is not None else columns, array.shape[1], argument="feature_names")
-    priors = Priors() if priors is None else priors
-    config = mgm_vi.SearchConfig(max_iter=max_iter, n_proposals=n_proposals, rel_tol=rel_tol, exact_or=exact_or)
-    seeds = [seed * 1000 + r for r in range(restarts)]
-    onehots = _kmeans_onehots(array, n_clusters, seeds, width)
-    keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds))
-    active = jnp.arange(width) < n_clusters
-    search = mgm_vi.search_restarts(keys, jnp.asarray(array, jnp.float32), jnp.asarray(onehots), active,
-                                    priors=priors, config=config)  # fmt: skip
-    elbos = np.asarray(search.elbo)
-    return _result_from(search, int(np.nanargmax(elbos)), n_clusters, names, priors, exact_or)
+    searches = _search(array, [n_clusters], width, 1, restarts=restarts, seed=seed, priors=priors, config=config)
+    return _result_from(searches[n_clusters], n_clusters, names, priors, config.exact_or)
 
 
-def fit_mgm_sweep(X, n_clusters=range(4, 17), **kwargs) -> MGMResult:
+def fit_mgm_sweep(
+    X,
+    n_clusters=range(4, 17),
+    *,
+    priors: Priors | None = None,
+    restarts: int = 5,
+    max_iter: int = 40,
+    seed: int = 0,
+    feature_names=None,
+    n_proposals: int = 20,
+    rel_tol: float = 0.1,
+    exact_or: bool = False,
+    clusters_per_batch: int = 1,
+) -> MGMResult:
     """``fit_mgm`` for every number of clusters in ``n_clusters`` (paper: 4 to 16), keeping the best ELBO.
 
-    The result's ``sweep_elbo`` maps each number of clusters to its best ELBO. All fits share one
-    compiled search (``max_clusters`` = the largest number of clusters).
+    The result is that fit, with ``sweep_elbo`` (number of clusters -> best ELBO), ``sweep_restart_elbo``
+    (-> the ELBO of every restart) and ``plot_sweep``. Every fit is padded to the largest number of clusters,
+    so all share one compiled search; ``clusters_per_batch`` numbers of clusters run in one vmapped call
+    (each fit with K clusters equals ``fit_mgm(X, K, max_clusters=max(n_clusters))``).
     """
-    candidates = [int(k) for k in n_clusters]
+    array, names, priors, config, restarts, seed = _settings(X, feature_names, priors, restarts, max_iter, seed,
+                                                             n_proposals, rel_tol, exact_or)  # fmt: skip
+    candidates = sorted({_check_n_clusters(k, array.shape[0]) for k in n_clusters})
     if not candidates:
         raise ValueError("n_clusters: the sweep needs at least one number of clusters")
-    best, sweep = None, {}
-    for k in candidates:
-        result = fit_mgm(X, k, max_clusters=max(candidates), **kwargs)
-        sweep[k] = result.elbo
-        if best is None or result.elbo > best.elbo:
-            best = result
-    best.sweep_elbo = sweep
+    per_batch = check_positive_int(clusters_per_batch, "clusters_per_batch")
+    searches = _search(array, candidates, candidates[-1], per_batch, restarts=restarts, seed=seed, priors=priors,
+                       config=config)  # fmt: skip
+    restart_elbo = {k: np.asarray(s.elbo, float) for k, s in searches.items()}
+    chosen = max(candidates, key=lambda k: np.nanmax(restart_elbo[k]))
+    best = _result_from(searches[chosen], chosen, names, priors, config.exact_or)
+    best.sweep_elbo = {k: float(np.nanmax(v)) for k, v in restart_elbo.items()}
+    best.sweep_restart_elbo = restart_elbo
     return best
 
 

@@ -38,21 +38,32 @@ Coordinate-ascent updates (each the exact maximiser of the ELBO in its block, al
     logit eta = logit rho + sum_k [(1 - lam) E_b + lam E_t - E_u]                                     (U5)
     log nu_nk = Elpi_k + sum_g [I_ng Elb_gk + (1 - I_ng) Elb1_gk] + const                           (U6)
 
-Agglomerative search (sec. 3): start with every dimension its own OR group and the best by ELBO of
-``n_init`` clusterings, the k-means one behind the proposals and random ones (each fitted by U1-U5 before
-the first U6, then ``start_sweeps`` sweeps; the chosen one is run to convergence); each iteration makes
-``n_proposals`` merge proposals of two groups, data-driven (the pair among random candidates whose merged
-feature varies most across the clusters of a k-means run) until ``max_rejections`` data-driven proposals
-have been rejected, random afterwards. A proposal is scored with nu fixed: the merged group's terms at
-their block optimum (both formulas tried) replace the two groups' terms; this is an exact ELBO value of a
-member of the family, so an accepted merge never lowers the ELBO. The best set of non-overlapping
-proposals (greedy by gain, best prefix by exact ELBO) is accepted, then coordinate ascent runs to
-convergence. The search stops after ``max_iter`` iterations or when an iteration's ELBO gain falls below
-``rel_tol`` (the paper's 0.1) times the first iteration's gain. The paper's "improved by less than 0.1
-relative to the previous iteration" read as gain / |ELBO| < 0.1 would stop every run after one iteration
-(gains are a few per cent of |ELBO| at most); relative to the first gain, 0.1 stops a search once its merges
-have become an order of magnitude less useful than at the start, which on USPS, faces and zoo stops where
-gain / |ELBO| < 1e-3 does, and on recipes a few iterations earlier.
+Deterministic annealing (Ueda & Nakano 1998; Katahira, Watanabe & Okada 2008) climbs, for inverse
+temperatures b rising to 1, the annealed objective F_b = ELBO + (1/b - 1) H[q(z)]: the entropy of q(z)
+weighted by the temperature 1/b. U1-U5 do not involve H[q(z)] and stay its block maximisers; in q(z)
+    log nu_nk = b (Elpi_k + sum_g [I_ng Elb_gk + (1 - I_ng) Elb1_gk]) + const                       (U6b)
+At b = 1, F_1 is the ELBO and U6b is U6.
+
+Search, one restart (sec. 3). Start: every dimension its own OR group; a k-means clustering (k-means++
+seeds, Lloyd steps; the paper's "vanilla k-means" behind the data-driven proposals) as q(z), U1-U5 fitted to
+it, then annealing over a geometric schedule of b. Cluster moves: split-merge rounds (Ueda, Nakano,
+Ghahramani & Hinton 2000) at a fixed number of clusters; a move merges the pair of clusters closest by Ward's
+criterion on E beta and splits a cluster (drawn by size times presence entropy; the merged one re-partitions
+the pair) by a 2-means of its members;
+each round refines the current state and every move by U1-U5 and a few sweeps and keeps the best ELBO, then
+coordinate ascent runs to convergence. Merge iterations: ``n_proposals`` merge proposals of two groups,
+data-driven (the pair among random candidates whose merged feature varies most across the k-means clusters)
+until ``max_rejections`` data-driven proposals have been rejected, random afterwards. A proposal is scored
+with nu fixed: the merged group's terms at their block optimum (both formulas tried) replace the two groups'
+terms; this is an exact ELBO value of a member of the family, so an accepted merge never lowers the ELBO.
+The best set of non-overlapping proposals (greedy by gain, best prefix by exact ELBO) is accepted, then
+coordinate ascent runs. The search goes: start, cluster moves, merge iterations until ``max_iter`` or until an
+iteration's ELBO gain falls below ``rel_tol`` (the paper's 0.1) times the first iteration's gain, cluster
+moves on the final extraction. From the end of the annealing on, every step raises the ELBO.
+
+The paper's "improved by less than 0.1 relative to the previous iteration" read as gain / |ELBO| < 0.1
+would stop every run after one iteration (gains are a few per cent of |ELBO| at most); relative to the first
+gain, 0.1 stops a search once its merges have become an order of magnitude less useful than at the start.
 """
 
 from __future__ import annotations
@@ -283,10 +294,15 @@ def cluster_logits(phi, tau, present, occupied, active=None):
     return logits if active is None else jnp.where(active, logits, -jnp.inf)
 
 
-def update_nu(params, ext, priors):
-    """(U6)."""
+def update_nu(params, ext, priors, inverse_temperature=1.0):
+    """(U6); for an inverse temperature b < 1, the maximiser (U6b) of the annealed objective F_b."""
     logits = cluster_logits(params.phi, params.tau, ext.present, ext.sizes > 0, params.active)
-    return params._replace(nu=jax.nn.softmax(logits, -1))
+    return params._replace(nu=jax.nn.softmax(inverse_temperature * logits, -1))
+
+
+def annealed_objective(params, ext, priors, inverse_temperature, exact_or=False):
+    """F_b = ELBO + (1 / b - 1) H[q(z)] of the module docstring (the ELBO at b = 1)."""
+    return elbo(params, ext, priors, exact_or) + (1 / inverse_temperature - 1) * entr(params.nu).sum()
 
 
 CAVI_UPDATES = (update_tau, update_phi, update_lam, update_ell, update_eta, update_nu)
@@ -300,11 +316,11 @@ def cavi_sweep(params, ext, priors):
     return params
 
 
-def _sweep_with_counts(params, ext, priors, counts):
-    """``cavi_sweep`` given the counts of the current nu; returns the new params and the counts of the new nu,
-    so that a sweep and the ELBO after it share one (N, G) x (N, K) product."""
+def _sweep_with_counts(params, ext, priors, counts, inverse_temperature=1.0):
+    """``cavi_sweep`` (with U6b at ``inverse_temperature``) given the counts of the current nu; returns the new
+    params and the counts of the new nu, so that a sweep and the ELBO after it share one (N, G) x (N, K) product."""
     params = update_tau(params, ext, priors)
-    params = update_nu(_update_group_blocks(params, counts, priors), ext, priors)
+    params = update_nu(_update_group_blocks(params, counts, priors), ext, priors, inverse_temperature)
     return params, cluster_counts(params.nu, ext.present)
 
 
@@ -357,23 +373,145 @@ def run_cavi(params, ext, priors, *, tol, max_sweeps, exact_or=False):
     return params, value
 
 
-def random_responsibilities(key, W, active):
-    """nu from distinct random observations as centres of the active clusters: each observation to its
-    nearest centre in Hamming distance (:func:`soft_responsibilities`)."""
-    width = active.shape[0]
-    centres = W[jax.random.permutation(key, W.shape[0])[:width]]
-    distance = W @ (1 - centres).T + (1 - W) @ centres.T
-    noise_key = jax.random.fold_in(key, 1)  # tie-breaking noise per centre, the same whatever the padding
-    noise = jax.vmap(lambda k: jax.random.uniform(jax.random.fold_in(noise_key, k), W.shape[:1], W.dtype, 0, 1e-3),
-                     out_axes=1)(jnp.arange(width))  # fmt: skip
-    hard = jax.nn.one_hot(jnp.argmin(jnp.where(active, distance + noise, jnp.inf), 1), width, dtype=W.dtype)
-    return soft_responsibilities(hard, active)
+# ---- starts: k-means++ seeding and Lloyd iterations, then annealing ----
+
+
+def _hamming(W, centre):
+    """Hamming distance of every row of W (N, D) to a 0/1 vector (D,): the squared Euclidean distance."""
+    return W @ (1 - centre) + (1 - W) @ centre
+
+
+def kmeans_plus_plus(key, W, active):
+    """k-means++ seeding (Arthur & Vassilvitskii 2007): centre k is an observation drawn with probability
+    proportional to its squared distance to the nearest earlier centre (uniform for the first, and when every
+    observation is a centre). Slot k draws with ``fold_in(key, k)`` and inactive slots do not count as
+    centres, so the centres of the active prefix do not depend on the padding. Returns (width, D)."""
+    n_obs = W.shape[0]
+
+    def pick(nearest, k):
+        usable = jnp.isfinite(nearest).all() & (nearest.sum() > 0)  # inf before the first active centre
+        index = jax.random.categorical(jax.random.fold_in(key, k), jnp.log(jnp.where(usable, nearest, 1.0)))
+        nearest = jnp.where(active[k], jnp.minimum(nearest, _hamming(W, W[index])), nearest)
+        return nearest, index
+
+    _, indices = jax.lax.scan(pick, jnp.full(W.shape[0], jnp.inf, W.dtype), jnp.arange(active.shape[0]))
+    return W[indices]
+
+
+def nearest_centres(W, centres, active):
+    """One-hot (N, width) of each observation's nearest active centre in squared Euclidean distance."""
+    distance = (centres**2).sum(1) - 2 * W @ centres.T  # up to sum_d w_nd, the same for every centre
+    return jax.nn.one_hot(jnp.argmin(jnp.where(active, distance, jnp.inf), 1), active.shape[0], dtype=W.dtype)
+
+
+def kmeans(key, W, active, iterations):
+    """Hard k-means clustering (N, width) one-hot: k-means++ seeding, then ``iterations`` Lloyd steps
+    (an emptied cluster keeps its centre)."""
+
+    def lloyd(centres, _):
+        hard = nearest_centres(W, centres, active)
+        counts = hard.sum(0)[:, None]
+        return jnp.where(counts > 0, hard.T @ W / jnp.maximum(counts, 1), centres), None
+
+    centres, _ = jax.lax.scan(lloyd, kmeans_plus_plus(key, W, active), None, length=iterations)
+    return nearest_centres(W, centres, active)
 
 
 def soft_responsibilities(hard, active):
     """nu from a hard clustering (N, K) one-hot: 0.9 on each observation's cluster, the remaining 0.1
     spread over the active clusters, 0 on the others."""
     return jnp.where(active, 0.9 * hard + 0.1 / active.sum(), 0.0)
+
+
+def anneal(params, ext, priors, schedule, sweeps_per_stage):
+    """Deterministic annealing (Ueda & Nakano 1998; Katahira et al. 2008): ``sweeps_per_stage`` sweeps of
+    U1-U5 and U6b at each inverse temperature of ``schedule`` (increasing, below 1); each sweep raises F_b."""
+
+    def stage(carry, inverse_temperature):
+        def sweep(_, carry):
+            params, counts = carry
+            return _sweep_with_counts(params, ext, priors, counts, inverse_temperature)
+
+        return jax.lax.fori_loop(0, sweeps_per_stage, sweep, carry), None
+
+    (params, _), _ = jax.lax.scan(stage, (params, cluster_counts(params.nu, ext.present)), schedule)
+    return params
+
+
+# ---- split-merge moves between clusters (Ueda, Nakano, Ghahramani & Hinton 2000) ----
+
+
+def _cluster_scores(params, ext):
+    """(merge cost (K, K), split weight (K,)) from q(beta) of the occupied groups. A pair's merge cost is Ward's
+    n_i n_j / (n_i + n_j) sum_g (p_gi - p_gj)^2 with p = E beta and n the expected sizes (+inf unless i < j,
+    both active); a cluster's split weight is its size times the summed entropy of its group presences."""
+    sizes = params.nu.sum(0)
+    presence = jnp.where((ext.sizes > 0)[:, None], params.phi[..., 0] / params.phi.sum(-1), 0.0)
+    squared = jnp.sum((presence[:, :, None] - presence[:, None, :]) ** 2, 0)
+    ward = sizes[:, None] * sizes[None, :] / jnp.maximum(sizes[:, None] + sizes[None, :], 1e-12) * squared
+    active = jnp.ones(sizes.shape, bool) if params.active is None else params.active
+    index = jnp.arange(sizes.shape[0])
+    pairs = active[:, None] & active[None, :] & (index[:, None] < index[None, :])
+    entropy = jnp.sum(jnp.where((ext.sizes > 0)[:, None], _bernoulli_entropy(presence), 0.0), 0)
+    return jnp.where(pairs, ward, jnp.inf), jnp.where(active, sizes * entropy, 0.0)
+
+
+def split_merge_proposal(key, rank, params, ext, lloyd_steps=3):
+    """nu after one split-merge move, and whether the move exists. The pair of clusters with the ``rank``-th
+    smallest merge cost is merged (j into i); a cluster k other than j, drawn in proportion to its split
+    weight (i's: the pair's), is split in two by a 2-means of its members' group presences (weighted by
+    nu_k, seeded k-means++-style): one half stays in k, the other takes the freed slot j. With k = i the move
+    re-partitions the pair."""
+    merge_cost, split_weight = _cluster_scores(params, ext)
+    width = merge_cost.shape[0]
+    pair = jnp.argsort(merge_cost.ravel())[rank]
+    i, j = pair // width, pair % width
+    split_weight = split_weight.at[i].add(split_weight[j]).at[j].set(0.0)
+    split_key, a_key, b_key = jax.random.split(key, 3)
+    k = jax.random.categorical(split_key, jnp.log(split_weight))
+    nu = params.nu.at[:, i].add(params.nu[:, j]).at[:, j].set(0.0)
+    member = nu[:, k]
+    present = ext.present
+    a = present[jax.random.categorical(a_key, jnp.log(member))]
+    b = present[jax.random.categorical(b_key, jnp.log(member * _hamming(present, a)))]
+
+    def nearer_b(centres):
+        return nearest_centres(present, centres, jnp.ones(2, bool))[:, 1]
+
+    def lloyd(centres, _):
+        to_b = nearer_b(centres)
+        weights = jnp.stack([member * (1 - to_b), member * to_b])  # (2, N)
+        means = weights @ present / jnp.maximum(weights.sum(1, keepdims=True), 1e-12)
+        return jnp.where(weights.sum(1, keepdims=True) > 0, means, centres), None
+
+    centres, _ = jax.lax.scan(lloyd, jnp.stack([a, b]), None, length=lloyd_steps)
+    to_b = nearer_b(centres)
+    nu = nu.at[:, j].set(member * to_b).at[:, k].set(member * (1 - to_b))
+    exists = jnp.isfinite(merge_cost.ravel()[pair]) & (split_weight[k] > 0) & (member.sum() >= 2)
+    return nu, exists
+
+
+def split_merge(key, params, ext, priors, *, rounds, candidates, sweeps, exact_or=False):
+    """``rounds`` rounds of split-merge moves. A round refines the current state and ``candidates`` - 1 moved ones
+    (merge pairs of rank 0, 1, ...) by U1-U5 and ``sweeps`` sweeps each and keeps the one with the highest
+    ELBO; as every update raises the ELBO, the kept state's is at least the current one's. Returns (params, ELBO)."""
+
+    def refine(params, nu, exists):
+        start = fit_groups_given_clusters(params._replace(nu=nu), ext, priors)
+        moved, value = run_cavi(start, ext, priors, tol=0.0, max_sweeps=sweeps, exact_or=exact_or)
+        return moved, jnp.where(exists, value, -jnp.inf)
+
+    def one_round(params, key):
+        keys = jax.random.split(key, candidates - 1)
+        nus, exists = jax.vmap(lambda k, r: split_merge_proposal(k, r, params, ext))(keys, jnp.arange(candidates - 1))
+        nus = jnp.concatenate([params.nu[None], nus])
+        exists = jnp.concatenate([jnp.ones(1, bool), exists])
+        moved, values = jax.vmap(refine, in_axes=(None, 0, 0))(params, nus, exists)
+        best = jnp.argmax(values)
+        return jax.tree.map(lambda leaf: leaf[best], moved), values[best]
+
+    params, values = jax.lax.scan(one_round, params, jax.random.split(key, rounds))
+    return params, values[-1]
 
 
 # ---- proposals: one merged group, scored with nu fixed ----
@@ -449,8 +587,10 @@ def _between_cluster_variance(present, kmeans_onehot):
 
 
 class SearchConfig(NamedTuple):
-    """Settings of the search (sec. 3-4); ``rel_tol``: stop once an iteration gains less than this fraction
-    of the first iteration's gain (the paper's 0.1, see the module docstring)."""
+    """Settings of the search (sec. 3-4) and of its cluster moves (module docstring). ``rel_tol``: stop once an
+    iteration gains less than this fraction of the first iteration's gain (the paper's 0.1); coordinate ascent
+    runs until the relative ELBO change is below ``cavi_tol``, for at most ``max_sweeps`` sweeps after cluster
+    moves and ``merge_sweeps`` after a merge iteration (the next iteration goes on from there)."""
 
     max_iter: int = 40
     n_proposals: int = 20
@@ -459,9 +599,19 @@ class SearchConfig(NamedTuple):
     rel_tol: float = 0.1
     cavi_tol: float = 1e-6
     max_sweeps: int = 200
+    merge_sweeps: int = 30
     exact_or: bool = False
-    n_init: int = 8
-    start_sweeps: int = 10
+    kmeans_iterations: int = 10
+    anneal_start: float = 0.05
+    anneal_stages: int = 12
+    anneal_sweeps: int = 5
+    split_merge_rounds: int = 4
+    split_merge_candidates: int = 4
+    split_merge_sweeps: int = 10
+
+    def anneal_schedule(self) -> tuple[float, ...]:
+        """Inverse temperatures rising geometrically from ``anneal_start`` towards 1 (1 itself excluded)."""
+        return tuple(self.anneal_start ** (1 - s / self.anneal_stages) for s in range(self.anneal_stages))
 
 
 def propose(key, ext, params, kmeans_onehot, priors, config: SearchConfig):
@@ -546,72 +696,81 @@ class SearchResult(NamedTuple):
     ext: Extraction
     params: VariationalParams
     elbo: jax.Array
-    trace: jax.Array  # (max_iter + 1,) ELBO after initialisation and after each iteration, NaN past the end
+    trace: jax.Array  # (max_iter + 2,) ELBO after the start, after each iteration and after the final cluster moves
     n_iterations: jax.Array
 
 
-def best_singleton_start(key, W, kmeans_onehot, active, priors: Priors, config: SearchConfig):
-    """nu of the best by ELBO of ``config.n_init`` starting clusterings on singleton groups: the k-means
-    clustering behind the proposals and ``n_init - 1`` random ones, each fitted by U1-U5 and then
-    ``config.start_sweeps`` coordinate-ascent sweeps (the search's first iteration runs the chosen one to
-    convergence)."""
-    ext = singleton_extraction(W)
-    kmeans_nu = soft_responsibilities(kmeans_onehot, active)
-    random_nus = jax.vmap(lambda k: random_responsibilities(k, W, active))(jax.random.split(key, config.n_init - 1))
-
-    def fit(nu):
-        params = fit_groups_given_clusters(initial_params(nu, W.shape[1], priors, active), ext, priors)
-        params, value = run_cavi(params, ext, priors, tol=config.cavi_tol, max_sweeps=config.start_sweeps,
-                                 exact_or=config.exact_or)  # fmt: skip
-        return params.nu, value
-
-    nus, values = jax.vmap(fit)(jnp.concatenate([kmeans_nu[None], random_nus]))
-    return nus[jnp.argmax(values)]
+def cluster_moves(key, params, ext, priors, config: SearchConfig):
+    """Split-merge rounds, then coordinate ascent to convergence; returns (params, ELBO)."""
+    params, _ = split_merge(key, params, ext, priors, rounds=config.split_merge_rounds,
+                            candidates=config.split_merge_candidates, sweeps=config.split_merge_sweeps,
+                            exact_or=config.exact_or)  # fmt: skip
+    return run_cavi(params, ext, priors, tol=config.cavi_tol, max_sweeps=config.max_sweeps, exact_or=config.exact_or)
 
 
-@partial(jax.jit, static_argnames=("priors", "config"))
-def search(key, W, kmeans_onehot, active, *, priors: Priors, config: SearchConfig) -> SearchResult:
-    """One restart of the agglomerative search from singleton OR groups (sec. 3).
+def kmeans_start(key, W, active, config: SearchConfig):
+    """The k-means clustering (N, K) one-hot that the restart with PRNG key ``key`` starts from."""
+    return kmeans(jax.random.fold_in(key, 0), W, active, config.kmeans_iterations)
 
-    ``active`` (K,) bool marks the clusters in use (the number of clusters is ``active.sum()``); the
-    k-means one-hots (N, K) have zero columns for the others.
-    """
-    init_key, search_key = jax.random.split(key)
-    ext = singleton_extraction(W)
-    nu = best_singleton_start(init_key, W, kmeans_onehot, active, priors, config)
-    params = initial_params(nu, W.shape[1], priors, active)
-    trace = jnp.full(config.max_iter + 1, jnp.nan, W.dtype)
 
-    def merge_step(ext, params, iteration):
-        proposals = propose(jax.random.fold_in(search_key, iteration), ext, params, kmeans_onehot, priors, config)
-        accepted, _ = select_merges(proposals, ext, priors)
-        return apply_merges(proposals, accepted, ext, params)
+def merge_iterations(key, ext, params, value, trace, first, kmeans_onehot, priors, config: SearchConfig, enabled=True):
+    """Merge iterations (proposals, the best non-overlapping set, coordinate ascent) from trace index ``first``
+    until ``config.max_iter`` or the stopping rule; returns (ext, params, ELBO, trace, next trace index)."""
 
     def cond(carry):
         iteration, done = carry[-2:]
-        return (iteration <= config.max_iter) & ~done
+        return enabled & (iteration < first + config.max_iter) & ~done
 
     def body(carry):
-        # iteration 0 only fits the singleton start; each later one merges, then runs coordinate ascent
         ext, params, value, first_gain, trace, iteration, _ = carry
-        ext, params = jax.lax.cond(iteration > 0, merge_step, lambda e, p, i: (e, p), ext, params, iteration)
-        params, new_value = run_cavi(params, ext, priors, tol=config.cavi_tol, max_sweeps=config.max_sweeps,
+        proposals = propose(jax.random.fold_in(key, iteration), ext, params, kmeans_onehot, priors, config)
+        accepted, _ = select_merges(proposals, ext, priors)
+        ext, params = apply_merges(proposals, accepted, ext, params)
+        params, new_value = run_cavi(params, ext, priors, tol=config.cavi_tol, max_sweeps=config.merge_sweeps,
                                      exact_or=config.exact_or)  # fmt: skip
         gain = new_value - value
-        first_gain = jnp.where(iteration == 1, gain, first_gain)
-        done = (iteration > 0) & ~(gain > config.rel_tol * first_gain)
+        first_gain = jnp.where(iteration == first, gain, first_gain)
+        done = ~(gain > config.rel_tol * first_gain)
         return ext, params, new_value, first_gain, trace.at[iteration].set(new_value), iteration + 1, done
 
-    zero = jnp.zeros((), W.dtype)
-    init = (ext, params, jnp.array(-jnp.inf, W.dtype), zero, trace, 0, jnp.array(False))
+    init = (ext, params, value, jnp.zeros((), value.dtype), trace, first, jnp.array(False))
     ext, params, value, _, trace, iteration, _ = jax.lax.while_loop(cond, body, init)
-    return SearchResult(ext, params, value, trace, iteration - 1)
+    return ext, params, value, trace, iteration
 
 
-def search_restarts(keys, W, kmeans_onehots, active, *, priors: Priors, config: SearchConfig) -> SearchResult:
-    """``search`` for each restart (keys (R, 2), kmeans_onehots (R, N, K)), stacked on a leading axis R.
+def search(key, W, active, *, priors: Priors, config: SearchConfig) -> SearchResult:
+    """One restart (sec. 3). Start on singleton OR groups: :func:`kmeans_start`, U1-U5 fitted to it and
+    deterministic annealing up to b = 1. Then two phases, each cluster moves (:func:`cluster_moves`) and, in
+    the first only, merge iterations until the stopping rule (:func:`merge_iterations`).
 
-    One compiled search runs the restarts one after another: batched together (vmap) every restart would
-    run as many iterations and sweeps as the longest one."""
-    runs = [search(key, W, onehot, active, priors=priors, config=config) for key, onehot in zip(keys, kmeans_onehots)]
-    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *runs)
+    ``active`` (K,) bool marks the clusters in use (the number of clusters is ``active.sum()``).
+    """
+    ext = singleton_extraction(W)
+    kmeans_onehot = kmeans_start(key, W, active, config)
+    params = initial_params(soft_responsibilities(kmeans_onehot, active), W.shape[1], priors, active)
+    params = fit_groups_given_clusters(params, ext, priors)
+    params = anneal(params, ext, priors, jnp.asarray(config.anneal_schedule(), W.dtype), config.anneal_sweeps)
+    trace = jnp.full(config.max_iter + 2, jnp.nan, W.dtype)
+    merging = W.shape[1] > 1  # one dimension: nothing to merge
+
+    def phase(carry, index):
+        ext, params, _, trace, iteration = carry
+        params, value = cluster_moves(jax.random.fold_in(key, 1 + index), params, ext, priors, config)
+        trace = trace.at[iteration].set(value)
+        if not merging:
+            return (ext, params, value, trace, iteration + 1), None
+        carry = merge_iterations(jax.random.fold_in(key, 3), ext, params, value, trace, iteration + 1,
+                                 kmeans_onehot, priors, config, enabled=index == 0)  # fmt: skip
+        return carry, None
+
+    init = (ext, params, jnp.zeros((), W.dtype), trace, jnp.zeros((), jnp.int32))
+    (ext, params, value, trace, iteration), _ = jax.lax.scan(phase, init, jnp.arange(2))
+    return SearchResult(ext, params, value, trace, iteration - 2)
+
+
+@partial(jax.jit, static_argnames=("priors", "config"))
+def search_batch(keys, W, active, *, priors: Priors, config: SearchConfig) -> SearchResult:
+    """``search`` for a batch of runs, vmapped: keys (B, 2) and active (B, K), one row per run (restarts, and
+    numbers of clusters padded to one width K); results stacked on a leading axis B. One compiled program
+    serves every batch of the same shapes, whatever the data, seeds and numbers of clusters."""
+    return jax.vmap(lambda key, active: search(key, W, active, priors=priors, config=config))(keys, active)

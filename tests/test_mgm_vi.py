@@ -1,12 +1,16 @@
 """MGM variational inference: the ELBO and its coordinate-ascent updates against exact computations.
 
-- every CAVI block update never lowers the ELBO (random data, random states, two prior settings);
+- every CAVI block update never lowers the ELBO (random data, random states, two prior settings), nor, with
+  the annealed q(z) update, the annealed objective F_b;
 - on tiny data the ELBO of every extraction is below the exact log evidence, computed independently here
   by enumeration of (l, f, z, i) and closed-form Beta integrals (checked against numerical quadrature);
-- each block update equals the numerical optimum of the ELBO in its block, found by optax gradient ascent;
+- each block update equals the numerical optimum of the ELBO in its block (the annealed q(z) update: of F_b),
+  found by optax gradient ascent;
 - the ELBO equals a Monte Carlo estimate of E_q[log p - log q] with log p from the NumPyro program
   (the model file is the single source of truth), and a deliberately wrong prior fails that check;
-- the search's merge bookkeeping: an accepted set's predicted ELBO change is the real one.
+- the search's merge bookkeeping: an accepted set's predicted ELBO change is the real one;
+- the starts and cluster moves: k-means++ / k-means ignore padding clusters and find planted clusters;
+  split-merge repairs a stuck clustering and never lowers the ELBO, reporting the ELBO of what it returns.
 """
 
 import itertools
@@ -51,9 +55,13 @@ def data_with_an_and_group(rng, n_obs, n_dims):
     return jnp.asarray(W)
 
 
+@pytest.mark.parametrize("inverse_temperature", [1.0, 0.3], ids=["elbo", "annealed"])
 @pytest.mark.parametrize("priors", [Priors(), OTHER_PRIORS], ids=["default", "other"])
-def test_every_cavi_update_never_decreases_the_elbo(priors):
+def test_every_cavi_update_never_decreases_the_elbo(priors, inverse_temperature):
+    """Each update (U1-U6) never lowers the ELBO; at an inverse temperature b < 1, U1-U5 and U6b never lower the
+    annealed objective F_b that deterministic annealing climbs."""
     rng = np.random.default_rng(1)
+    updates = vi.CAVI_UPDATES[:-1] + (partial(vi.update_nu, inverse_temperature=inverse_temperature),)
     with enable_x64():
         for trial in range(3):
             W = data_with_an_and_group(rng, 30, 7)
@@ -61,13 +69,13 @@ def test_every_cavi_update_never_decreases_the_elbo(priors):
             formula = jnp.array([AND, OR, OR, OR, OR, OR, OR])
             ext = vi.make_extraction(W, assignment, formula)
             params = random_state(rng, 30, 7, 3)
-            previous = float(vi.elbo(params, ext, priors))
+            previous = float(vi.annealed_objective(params, ext, priors, inverse_temperature))
             assert np.isfinite(previous)
             for _ in range(6):
-                for update in vi.CAVI_UPDATES:
+                for update in updates:
                     params = update(params, ext, priors)
-                    value = float(vi.elbo(params, ext, priors))
-                    assert value >= previous - 1e-9 * abs(previous), (trial, update.__name__, previous, value)
+                    value = float(vi.annealed_objective(params, ext, priors, inverse_temperature))
+                    assert value >= previous - 1e-9 * abs(previous), (trial, update, previous, value)
                     previous = value
 
 
@@ -294,32 +302,40 @@ def test_elbo_of_every_extraction_is_below_the_exact_log_evidence(rows, priors):
 
 # ---- each block update is the numerical optimum of its block ----
 
+ANNEALED = 0.4
+"""Inverse temperature of the annealed nu block (U6b)."""
+
 BLOCKS = {
-    # name: (update, to unconstrained, from unconstrained)
-    "tau": (vi.update_tau, jnp.log, jnp.exp),
-    "phi": (vi.update_phi, jnp.log, jnp.exp),
-    "lam": (vi.update_lam, jax.scipy.special.logit, jax.nn.sigmoid),
-    "ell": (vi.update_ell, jnp.log, jnp.exp),
-    "eta": (vi.update_eta, jax.scipy.special.logit, jax.nn.sigmoid),
-    "nu": (vi.update_nu, jnp.log, lambda u: jax.nn.softmax(u, -1)),
+    # name: (update, to unconstrained, from unconstrained, inverse temperature of the objective)
+    "tau": (vi.update_tau, jnp.log, jnp.exp, 1.0),
+    "phi": (vi.update_phi, jnp.log, jnp.exp, 1.0),
+    "lam": (vi.update_lam, jax.scipy.special.logit, jax.nn.sigmoid, 1.0),
+    "ell": (vi.update_ell, jnp.log, jnp.exp, 1.0),
+    "eta": (vi.update_eta, jax.scipy.special.logit, jax.nn.sigmoid, 1.0),
+    "nu": (vi.update_nu, jnp.log, lambda u: jax.nn.softmax(u, -1), 1.0),
+    "nu_annealed": (partial(vi.update_nu, inverse_temperature=ANNEALED), jnp.log, lambda u: jax.nn.softmax(u, -1),
+                    ANNEALED),  # fmt: skip
 }
 
 
 @pytest.mark.parametrize("block", list(BLOCKS))
 def test_block_update_equals_the_numerical_optimum_of_its_block(block):
-    update, forward, backward = BLOCKS[block]
+    """Each update is the optimum of its block (U6b: of the annealed objective F_b), found here by L-BFGS."""
+    update, forward, backward, inverse_temperature = BLOCKS[block]
+    name = block.removesuffix("_annealed")
     rng = np.random.default_rng(3)
     priors = OTHER_PRIORS
     with enable_x64():
         W = data_with_an_and_group(rng, 12, 5)
         ext = vi.make_extraction(W, jnp.array([0, 0, 1, 1, 3]), jnp.array([AND, OR, OR, OR, OR]))
         params = random_state(rng, 12, 5, 3)
-        cavi_value = float(vi.elbo(update(params, ext, priors), ext, priors))
+        objective = partial(vi.annealed_objective, ext=ext, priors=priors, inverse_temperature=inverse_temperature)
+        cavi_value = float(objective(update(params, ext, priors)))
 
         def negative_elbo(u):
-            return -vi.elbo(params._replace(**{block: backward(u)}), ext, priors)
+            return -objective(params._replace(**{name: backward(u)}))
 
-        u = forward(getattr(params, block))
+        u = forward(getattr(params, name))
         optimizer = optax.lbfgs()
         value_and_grad = optax.value_and_grad_from_state(negative_elbo)
 
@@ -337,13 +353,13 @@ def test_block_update_equals_the_numerical_optimum_of_its_block(block):
         u = ascend(u)
         grad = jax.jit(jax.value_and_grad(negative_elbo))
         numeric_value = -float(grad(u)[0])
-        start_value = float(vi.elbo(params, ext, priors))
+        start_value = float(objective(params))
     assert numeric_value > start_value  # the ascent moved
     assert cavi_value >= numeric_value - 1e-7 * abs(numeric_value)
     assert cavi_value == pytest.approx(numeric_value, rel=1e-6, abs=1e-5)
-    optimum = getattr(update(params, ext, priors), block)
+    optimum = getattr(update(params, ext, priors), name)
     mask = np.ones(np.shape(optimum), bool)
-    if block in ("phi", "lam", "ell", "eta"):  # empty group slots do not enter the ELBO
+    if name in ("phi", "lam", "ell", "eta"):  # empty group slots do not enter the ELBO
         occupied = np.asarray(ext.sizes > 0)
         mask = np.broadcast_to(occupied.reshape((-1,) + (1,) * (mask.ndim - 1)), mask.shape)
     np.testing.assert_allclose(np.asarray(backward(u))[mask], np.asarray(optimum)[mask], rtol=2e-3, atol=2e-4)
@@ -441,3 +457,81 @@ def test_accepted_merges_change_the_elbo_by_their_predicted_gain():
     assert float(gain) > 0
     assert float(after) == pytest.approx(float(before) + float(gain), abs=1e-8)
     assert np.allclose(np.array(singles) - float(before), np.asarray(proposals.gain)[finite], atol=1e-8)
+
+
+# ---- starts and cluster moves ----
+
+
+def planted_clusters(rng, n_per_cluster=30, n_clusters=3, width=6):
+    """0/1 data of well-separated clusters: cluster c shows its own ``width`` dimensions with probability 0.95,
+    the others with probability 0.05. Returns (W (N, n_clusters * width), labels)."""
+    labels = np.repeat(np.arange(n_clusters), n_per_cluster)
+    own = np.repeat(np.eye(n_clusters), width, axis=1)[labels]
+    return (rng.random(own.shape) < np.where(own > 0, 0.95, 0.05)).astype(float), labels
+
+
+def same_partition(labels, truth):
+    """Whether two labelings are the same partition (up to renaming)."""
+    pairs = set(zip(labels.tolist(), truth.tolist()))
+    return len(pairs) == len(set(labels.tolist())) == len(set(truth.tolist()))
+
+
+def test_kmeans_start_finds_planted_clusters_whatever_the_padding():
+    rng = np.random.default_rng(7)
+    W, truth = planted_clusters(rng)
+    W = jnp.asarray(W, jnp.float32)
+    key = jax.random.PRNGKey(0)
+    narrow = np.asarray(vi.kmeans(key, W, jnp.ones(3, bool), 10))
+    wide = np.asarray(vi.kmeans(key, W, jnp.arange(6) < 3, 10))
+    np.testing.assert_array_equal(wide[:, :3], narrow)
+    assert not wide[:, 3:].any()  # padding slots get nobody
+    assert same_partition(narrow.argmax(1), truth)
+    centres = np.asarray(vi.kmeans_plus_plus(key, W, jnp.ones(3, bool)))
+    assert len({tuple(c) for c in centres}) == 3  # seeds are distinct observations
+
+
+def test_split_merge_repairs_a_bad_clustering_and_never_lowers_the_elbo():
+    """From a fixed point of coordinate ascent reached with two planted clusters in one slot and the third split
+    over two slots, a split-merge move wins and restores the planted partition; the reported ELBO is the ELBO of the
+    returned state and never below the start's, also from random states."""
+    rng = np.random.default_rng(8)
+    priors = Priors()
+    W, truth = planted_clusters(rng)
+    moves = jax.jit(vi.split_merge, static_argnames=("priors", "rounds", "candidates", "sweeps"))
+    with enable_x64():
+        ext = vi.singleton_extraction(jnp.asarray(W))
+        active = jnp.ones(3, bool)
+        bad = np.where(truth == 2, 1 + (np.arange(len(truth)) % 2), 0)
+        nu = vi.soft_responsibilities(jax.nn.one_hot(jnp.asarray(bad), 3), active)
+        params = vi.fit_groups_given_clusters(vi.initial_params(nu, W.shape[1], priors, active), ext, priors)
+        params, before = vi.run_cavi(params, ext, priors, tol=1e-12, max_sweeps=1000)
+        stuck = np.asarray(params.nu).argmax(1)
+        assert len(set(stuck[truth < 2].tolist())) == 1  # coordinate ascent alone keeps two clusters in one slot
+        moved, after = moves(jax.random.PRNGKey(1), params, ext, priors, rounds=2, candidates=3, sweeps=10)
+        assert float(after) > float(before) + 1.0
+        assert float(after) == pytest.approx(float(vi.elbo(moved, ext, priors)), rel=1e-12)
+        assert same_partition(np.asarray(moved.nu).argmax(1), truth)
+        for trial in range(3):
+            start = random_state(rng, W.shape[0], W.shape[1], 3)._replace(active=active)
+            moved, after = moves(jax.random.PRNGKey(trial), start, ext, priors, rounds=2, candidates=3, sweeps=5)
+            assert float(after) >= float(vi.elbo(start, ext, priors))
+            assert float(after) == pytest.approx(float(vi.elbo(moved, ext, priors)), rel=1e-12)
+
+
+def test_search_reports_its_elbo_which_is_below_the_exact_log_evidence():
+    """The whole search (k-means start, annealing, cluster moves, merges) on tiny data: each restart's reported
+    ELBO is the ELBO of its returned state, below the exact log evidence, and its trace never decreases."""
+    W = np.array([[1, 0, 0], [1, 1, 0], [0, 0, 1], [0, 1, 1]], float)
+    priors = Priors()
+    log_evidence = exact_log_evidence(W, 2, priors)
+    config = vi.SearchConfig(max_iter=3, n_proposals=4, n_candidates=4, split_merge_rounds=2)
+    with enable_x64():
+        keys = jax.vmap(lambda r: jax.random.fold_in(jax.random.PRNGKey(0), r))(jnp.arange(3))
+        runs = vi.search_batch(keys, jnp.asarray(W), jnp.ones((3, 2), bool), priors=priors, config=config)
+        for r in range(3):
+            ext, params = jax.tree.map(lambda leaf: leaf[r], runs.ext), jax.tree.map(lambda leaf: leaf[r], runs.params)
+            assert float(runs.elbo[r]) == pytest.approx(float(vi.elbo(params, ext, priors)), rel=1e-12)
+            trace = np.asarray(runs.trace[r][: int(runs.n_iterations[r]) + 2])
+            assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:])), trace
+            assert trace[-1] == float(runs.elbo[r])
+    assert np.all(np.asarray(runs.elbo) <= log_evidence + 1e-9), (np.asarray(runs.elbo), log_evidence)
