@@ -4,6 +4,7 @@ models, and preprocessing helpers. Each loader's module is imported at first use
 from interpretable_zoo.lazy import lazy_attributes
 
 __all__ = [
+    "CategoricalData",
     "DataFileError",
     "DataHomeMissing",
     "Dataset",
@@ -13,6 +14,8 @@ __all__ = [
     "bin_levels",
     "conditioned_model",
     "binarize",
+    "encode_categorical",
+    "encode_like",
     "load_adult",
     "load_animals50",
     "load_breast_cancer",
@@ -44,7 +47,7 @@ __getattr__, __dir__ = lazy_attributes(
         ".cartoon_faces": ("FACE_CLUSTERS", "FACE_FEATURES", "make_cartoon_faces"),
         ".gaussian_mixture": ("make_gaussian_mixture",),
         ".planted_rule_lists": ("planted_rule_lists",),
-        ".preprocessing": ("bin_levels", "binarize", "one_hot"),
+        ".preprocessing": ("CategoricalData", "bin_levels", "binarize", "encode_categorical", "encode_like", "one_hot"),
         ".real": (
             "SeedSet",
             "load_adult",

@@ -1,4 +1,5 @@
-"""Turning raw features into the discrete and binary ones the models need.
+"""Turning raw features into the discrete and binary ones the models need, and categorical tables into
+the integer codes BCM samples over.
 
 Numeric columns of mixed tables are left to callers: quantile binning belongs to the rule miner.
 """
@@ -6,6 +7,7 @@ Numeric columns of mixed tables are left to callers: quantile binning belongs to
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
@@ -103,3 +105,82 @@ def one_hot(
             blocks.append(1 - indicators)
             names += [f"{prefix}{column}!={value}" for value in categories]
     return np.hstack(blocks), tuple(names)
+
+
+@dataclass(frozen=True)
+class CategoricalData:
+    """A categorical matrix as integer codes, with the names that explain them."""
+
+    codes: np.ndarray  # (N, P) int32
+    n_values: np.ndarray  # (P,)
+    feature_names: tuple[str, ...]
+    value_names: tuple[tuple[str, ...], ...]  # value_names[j][v] names code v of feature j
+    sample_names: tuple[str, ...]
+
+
+def encode_categorical(X, name: str = "X") -> CategoricalData:
+    """Integer codes of a DataFrame (each column's values, in category or sorted order) or of an array of
+    non-negative integer codes; ValueError naming ``name`` on empty, NaN, negative or non-integer input."""
+    if isinstance(X, pd.DataFrame):
+        if X.shape[0] == 0 or X.shape[1] == 0:
+            raise ValueError(f"{name}: empty, shape {X.shape}")
+        if X.isna().any().any():
+            raise ValueError(f"{name}: contains missing values (NaN) in columns {list(X.columns[X.isna().any()])}")
+        codes, value_names = [], []
+        for column in X.columns:
+            categorical = X[column] if isinstance(X[column].dtype, pd.CategoricalDtype) else X[column].astype("category")
+            codes.append(categorical.cat.codes.to_numpy())
+            value_names.append(tuple(str(level) for level in categorical.cat.categories))
+        codes = np.column_stack(codes).astype(np.int32)
+        n_values = np.array([len(levels) for levels in value_names])
+        return CategoricalData(codes, n_values, tuple(map(str, X.columns)), tuple(value_names), tuple(map(str, X.index)))
+    array = np.asarray(X)
+    if array.ndim != 2:
+        raise ValueError(f"{name}: expected a 2-D matrix (observations x features), got shape {array.shape}")
+    if array.size == 0:
+        raise ValueError(f"{name}: empty, shape {array.shape}")
+    if array.dtype == bool:
+        array = array.astype(np.int32)
+    if not np.issubdtype(array.dtype, np.number):
+        raise ValueError(f"{name}: expected integer codes or a DataFrame, got dtype {array.dtype}")
+    if np.issubdtype(array.dtype, np.floating):
+        if np.isnan(array).any():
+            raise ValueError(f"{name}: contains NaN")
+        if not np.all(np.isfinite(array)) or np.any(array != np.round(array)):
+            raise ValueError(f"{name}: expected integer category codes, found non-integer values")
+    if array.min() < 0:
+        raise ValueError(f"{name}: category codes must be non-negative, found {array.min()}")
+    codes = array.astype(np.int32)
+    n_values = np.maximum(codes.max(0) + 1, 2)
+    value_names = tuple(tuple(str(v) for v in range(n)) for n in n_values)
+    return CategoricalData(
+        codes, n_values, tuple(f"x{j}" for j in range(codes.shape[1])), value_names, tuple(str(i) for i in range(len(codes)))
+    )
+
+
+def encode_like(X, data: CategoricalData) -> np.ndarray:
+    """Codes (M, P) of new observations in the coding of the fitted ``data``: a DataFrame's values are
+    looked up among the fitted value names of its columns, an array's codes must lie in the fitted ranges.
+    ValueError naming ``X`` on a wrong number of features, unknown values or codes out of range."""
+    n_features = len(data.feature_names)
+    if isinstance(X, pd.DataFrame):
+        if list(map(str, X.columns)) != list(data.feature_names):
+            raise ValueError(f"X: expected the fitted columns {list(data.feature_names)[:5]}..., got {list(X.columns)[:5]}")
+        if X.shape[0] == 0 or X.isna().any().any():
+            raise ValueError("X: empty or contains missing values")
+        codes = np.empty(X.shape, np.int32)
+        for j, column in enumerate(X.columns):
+            lookup = {name: code for code, name in enumerate(data.value_names[j])}
+            values = X[column].astype(str)
+            unknown = sorted(set(values) - lookup.keys())
+            if unknown:
+                raise ValueError(f"X: column {column!r} has values not seen when fitting: {unknown[:5]}")
+            codes[:, j] = values.map(lookup).to_numpy()
+        return codes
+    codes = encode_categorical(X, "X").codes
+    if codes.shape[1] != n_features:
+        raise ValueError(f"X: expected {n_features} features as when fitting, got {codes.shape[1]}")
+    out_of_range = np.flatnonzero((codes >= data.n_values).any(0))
+    if out_of_range.size:
+        raise ValueError(f"X: codes beyond the fitted ranges in features {out_of_range[:5].tolist()}")
+    return codes

@@ -47,7 +47,8 @@ def conditioned_model(n_obs: int, n_values, n_clusters: int, priors: bcm.Priors 
     ``prototype_value``, ``phi``, ``pi``, ``z``) whose draws have the collapsed sampler's target as their
     exact posterior. Conditioning on observation p_s agreeing with prototype s where g ignores the
     prototype value (omega_sj = 0) has probability 1/V_j whatever else was drawn: it tilts omega to
-    p(omega_sj = b) proportional to q^b (1 - q)^(1 - b) (1/V_j if g ignores the prototype value under b),
+    p(omega_sj = b) proportional to its prior ``models.bcm.omega_distribution`` (1/V_j more if g ignores
+    the prototype value under b),
     after which those values are read off the observation. The remaining agreement is enforced by
     rejection: omega (tilted) and ``model`` are redrawn (``lax.while_loop``) until observation p_s carries
     prototype s's values wherever g depends on them. ``omega`` (S, P), when given, is fixed instead of
@@ -57,8 +58,11 @@ def conditioned_model(n_obs: int, n_values, n_clusters: int, priors: bcm.Priors 
     n_values = np.asarray(n_values, np.int64)
     n_features = len(n_values)
     matters = _prototype_matters(n_values, priors)  # (P, 2)
-    log_weight = np.log([1 - priors.q, priors.q]) - np.where(matters, 0.0, np.log(n_values)[:, None])
-    tilted_logits = jnp.asarray(log_weight[:, 1] - log_weight[:, 0])
+    with jax.ensure_compile_time_eval():
+        omega_prior = bcm.omega_distribution(priors, n_clusters, n_features)
+        log_prior = np.stack([np.asarray(omega_prior.log_prob(jnp.full((n_clusters, n_features), b))) for b in (0, 1)], -1)
+    log_weight = log_prior - np.where(matters, 0.0, np.log(n_values)[:, None])  # (S, P, 2)
+    tilted_logits = jnp.asarray(log_weight[..., 1] - log_weight[..., 0])
     matters = jnp.asarray(matters)
     sites = ("omega", "prototype", "prototype_value", "phi", "pi", "z", "x")
 

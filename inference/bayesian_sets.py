@@ -24,43 +24,12 @@ import scipy.sparse
 from scipy.special import expit
 
 from interpretable_zoo.inference import memory
-from interpretable_zoo.inference.mcmc import check_positive_int
 from interpretable_zoo.inference.names import resolve_names
+from interpretable_zoo.inference.validation import check_binary_matrix, check_positive_int
 from interpretable_zoo.models import bayesian_sets as bs_model
 
 MEMBERSHIP_THRESHOLD = 0.5
 """An item joins the completed set when its posterior probability of membership is at least this."""
-
-
-def _binary_matrix(X) -> np.ndarray | scipy.sparse.csr_matrix:
-    """X as a float64 CSR matrix (sparse input) or a float64 array (dense input), checked to be 0/1."""
-    if scipy.sparse.issparse(X):
-        if X.ndim != 2:
-            raise ValueError(f"X: expected a 2-D matrix (items x features), got shape {X.shape}")
-        if not np.issubdtype(X.dtype, np.number) and X.dtype != bool:
-            raise ValueError(f"X: expected numbers, got dtype {X.dtype}")
-        matrix = scipy.sparse.csr_matrix(X, dtype=np.float64, copy=True)
-        matrix.sum_duplicates()
-        values = matrix.data
-    else:
-        try:
-            array = np.asarray(X)
-        except ValueError as error:  # ragged nested sequences
-            raise ValueError(f"X: cannot be read as a 2-D array ({error})") from None
-        if array.ndim != 2:
-            raise ValueError(f"X: expected a 2-D array (items x features), got shape {array.shape}")
-        if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool) or np.iscomplexobj(array):
-            raise ValueError(f"X: expected numbers, got dtype {array.dtype}")
-        matrix = values = np.ascontiguousarray(array, dtype=np.float64)
-    if np.isnan(values).any():
-        raise ValueError("X: contains NaN")
-    if not np.isin(values, (0.0, 1.0)).all():
-        raise ValueError("X: must be binary (0/1); binarise it first, e.g. datasets.binarize")
-    if scipy.sparse.issparse(matrix):
-        matrix.eliminate_zeros()
-    if matrix.shape[0] < 2 or matrix.shape[1] < 1:
-        raise ValueError(f"X: needs at least 2 items and 1 feature, got shape {matrix.shape}")
-    return matrix
 
 
 def _is_single_query(query) -> bool:
@@ -190,7 +159,7 @@ class BayesianSets:
             feature_names = list(X.columns)
         if item_names is None and hasattr(X, "index") and hasattr(X, "columns"):
             item_names = list(X.index)
-        self.X = _binary_matrix(X)
+        self.X = check_binary_matrix(X, sparse=True, min_rows=2, dims=("item", "feature"))
         self.priors = priors
         self.n_items, self.n_features = self.X.shape
         for argument, names in (("item_names", item_names), ("feature_names", feature_names)):
@@ -398,26 +367,3 @@ def precision_at_k(bayes_sets: BayesianSets, query, relevant, k: int = 10) -> tu
     cosine[result.query] = -np.inf
     cosine_top = np.argsort(-cosine, kind="stable")[:k]
     return float(np.mean(relevant[result.items] != 0)), float(np.mean(relevant[cosine_top] != 0))
-
-
-def cli_demo(data_home=None) -> str:
-    """Bayesian Sets on scikit-learn's bundled digits, binarised at half the grey range: complete three zeros."""
-    from interpretable_zoo.datasets import binarize, load_digits
-
-    digits = load_digits()
-    X = binarize(digits.X, 8.0)
-    names = [f"image {i} (digit {label})" for i, label in enumerate(digits.y)]
-    model = BayesianSets(X, item_names=names, feature_names=digits.feature_names)
-    query = np.flatnonzero(digits.y == 0)[:3]
-    result = model.query(query, top_k=10, n_reasons=3)
-    labels = digits.y[result.items]
-    completed = model.query(query, top_k=None)
-    completed_labels = digits.y[completed.items]
-    return "\n".join(
-        [
-            result.explain(),
-            f"Precision at 10 (digit 0): {np.mean(labels == 0):.2f}",
-            f"Completed set: {completed.set_size} images, {np.mean(completed_labels == 0):.2f} of them zeros "
-            f"({np.count_nonzero(completed_labels == 0)} of the {np.count_nonzero(digits.y == 0) - 3} other zeros)",
-        ]
-    )

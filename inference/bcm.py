@@ -1,5 +1,5 @@
-"""Fitting the Bayesian Case Model: ``fit_bcm``, its result (ArviZ trace, explanations, mixture weights),
-the scikit-learn ``BCMClusterer`` and the ``izoo`` hooks.
+"""Fitting the Bayesian Case Model: ``fit_bcm``, its result (ArviZ trace, explanations, mixture weights)
+and the scikit-learn ``BCMClusterer``.
 
 Clusters are labelled arbitrarily in each chain (label switching), so label-bound quantities
 (explanations, mixture weights) come from one chain: the one holding the draw with the highest log
@@ -9,7 +9,7 @@ trace for R-hat and ESS over all chains.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 
 import arviz as az
@@ -20,10 +20,18 @@ import pandas as pd
 from jax.scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 
+from interpretable_zoo.datasets.preprocessing import CategoricalData, encode_categorical, encode_like
 from interpretable_zoo.diagnostics.inference_data import summary, tempered_inference_data
-from interpretable_zoo.inference import bcm_gibbs, convergence, tempering
-from interpretable_zoo.inference.mcmc import check_positive_int
+from interpretable_zoo.inference import bcm_gibbs, convergence, target_check, tempering
 from interpretable_zoo.inference.tempering import TargetKernel
+from interpretable_zoo.inference.validation import (
+    check_categorical_table,
+    check_category_memory,
+    check_flag,
+    check_n_clusters,
+    check_positive_int,
+    check_sampling_options,
+)
 from interpretable_zoo.models import bcm
 
 SUMMARY_VARS = ("log_joint", "sorted_cluster_size", "n_subspace_features")
@@ -33,64 +41,6 @@ MAX_DRAWS = 500
 """Draws kept per chain (a draw holds the (N, S) row counts)."""
 FOLD_IN_SWEEPS = 200
 """Gibbs sweeps of :func:`fold_in_mixture_weights` per call; the second half is averaged."""
-
-
-@dataclass(frozen=True)
-class CategoricalData:
-    """A categorical matrix as integer codes, with the names that explain them."""
-
-    codes: np.ndarray  # (N, P) int32
-    n_values: np.ndarray  # (P,)
-    feature_names: tuple[str, ...]
-    value_names: tuple[tuple[str, ...], ...]  # value_names[j][v] names code v of feature j
-    sample_names: tuple[str, ...]
-
-
-def encode_categorical(X, name: str = "X") -> CategoricalData:
-    """Integer codes of a DataFrame (each column's values, in category or sorted order) or of an array of
-    non-negative integer codes; ValueError naming ``name`` on empty, NaN, negative or non-integer input."""
-    if isinstance(X, pd.DataFrame):
-        if X.shape[0] == 0 or X.shape[1] == 0:
-            raise ValueError(f"{name}: empty, shape {X.shape}")
-        if X.isna().any().any():
-            raise ValueError(f"{name}: contains missing values (NaN) in columns {list(X.columns[X.isna().any()])}")
-        codes, value_names = [], []
-        for column in X.columns:
-            categorical = X[column] if isinstance(X[column].dtype, pd.CategoricalDtype) else X[column].astype("category")
-            codes.append(categorical.cat.codes.to_numpy())
-            value_names.append(tuple(str(level) for level in categorical.cat.categories))
-        codes = np.column_stack(codes).astype(np.int32)
-        n_values = np.array([len(levels) for levels in value_names])
-        return CategoricalData(codes, n_values, tuple(map(str, X.columns)), tuple(value_names), tuple(map(str, X.index)))
-    array = np.asarray(X)
-    if array.ndim != 2:
-        raise ValueError(f"{name}: expected a 2-D matrix (observations x features), got shape {array.shape}")
-    if array.size == 0:
-        raise ValueError(f"{name}: empty, shape {array.shape}")
-    if array.dtype == bool:
-        array = array.astype(np.int32)
-    if not np.issubdtype(array.dtype, np.number):
-        raise ValueError(f"{name}: expected integer codes or a DataFrame, got dtype {array.dtype}")
-    if np.issubdtype(array.dtype, np.floating):
-        if np.isnan(array).any():
-            raise ValueError(f"{name}: contains NaN")
-        if not np.all(np.isfinite(array)) or np.any(array != np.round(array)):
-            raise ValueError(f"{name}: expected integer category codes, found non-integer values")
-    if array.min() < 0:
-        raise ValueError(f"{name}: category codes must be non-negative, found {array.min()}")
-    codes = array.astype(np.int32)
-    n_values = np.maximum(codes.max(0) + 1, 2)
-    value_names = tuple(tuple(str(v) for v in range(n)) for n in n_values)
-    return CategoricalData(
-        codes, n_values, tuple(f"x{j}" for j in range(codes.shape[1])), value_names, tuple(str(i) for i in range(len(codes)))
-    )
-
-
-def _check_n_clusters(n_clusters, n_obs: int) -> int:
-    n_clusters = check_positive_int(n_clusters, "n_clusters")
-    if n_clusters > n_obs:
-        raise ValueError(f"n_clusters: {n_clusters} clusters for only {n_obs} observations")
-    return n_clusters
 
 
 def _with_n_values(data: CategoricalData, n_values, from_frame: bool) -> CategoricalData:
@@ -108,34 +58,6 @@ def _with_n_values(data: CategoricalData, n_values, from_frame: bool) -> Categor
         raise ValueError("n_values: every feature needs at least 2 values and more than its largest code")
     value_names = tuple(tuple(str(v) for v in range(n)) for n in n_values)
     return replace(data, n_values=n_values.astype(np.int64), value_names=value_names)
-
-
-def encode_like(X, data: CategoricalData) -> np.ndarray:
-    """Codes (M, P) of new observations in the coding of the fitted ``data``: a DataFrame's values are
-    looked up among the fitted value names of its columns, an array's codes must lie in the fitted ranges.
-    ValueError naming ``X`` on a wrong number of features, unknown values or codes out of range."""
-    n_features = len(data.feature_names)
-    if isinstance(X, pd.DataFrame):
-        if list(map(str, X.columns)) != list(data.feature_names):
-            raise ValueError(f"X: expected the fitted columns {list(data.feature_names)[:5]}..., got {list(X.columns)[:5]}")
-        if X.shape[0] == 0 or X.isna().any().any():
-            raise ValueError("X: empty or contains missing values")
-        codes = np.empty(X.shape, np.int32)
-        for j, column in enumerate(X.columns):
-            lookup = {name: code for code, name in enumerate(data.value_names[j])}
-            values = X[column].astype(str)
-            unknown = sorted(set(values) - lookup.keys())
-            if unknown:
-                raise ValueError(f"X: column {column!r} has values not seen when fitting: {unknown[:5]}")
-            codes[:, j] = values.map(lookup).to_numpy()
-        return codes
-    codes = encode_categorical(X, "X").codes
-    if codes.shape[1] != n_features:
-        raise ValueError(f"X: expected {n_features} features as when fitting, got {codes.shape[1]}")
-    out_of_range = np.flatnonzero((codes >= data.n_values).any(0))
-    if out_of_range.size:
-        raise ValueError(f"X: codes beyond the fitted ranges in features {out_of_range[:5].tolist()}")
-    return codes
 
 
 @partial(jax.jit, static_argnames="num_sweeps")
@@ -397,15 +319,25 @@ def fit_bcm(
     observation (see :func:`corrupt_half_labels` for the paper's digits scheme), or a (num_chains, N)
     array, one start per chain. ``n_values``: for integer codes, the number of values V_j of each feature
     (P,) or one number for all, e.g. 7 for every pixel of 7-bin digits; by default 1 + the largest code
-    seen (at least 2). ``progress_bar``: None shows it outside CI.
+    seen (at least 2), and then a code as large as the number of observations is refused as a coding
+    mistake (more categories than observations). ``progress_bar``: None shows it outside CI.
+
+    DataFrame columns of numbers (floating point, or integers with more than
+    ``validation.NUMERIC_COLUMN_LEVELS`` distinct values) are refused: bin them, or mark them categorical.
+    The kernel's tables are padded to the largest number of categories V and grow with P V^2 (N + 1);
+    a fit whose estimated tables exceed the available memory is refused before anything is allocated.
     """
+    check_categorical_table(X, counts_from_codes=n_values is None)
     data = _with_n_values(encode_categorical(X), n_values, isinstance(X, pd.DataFrame))
     n_obs = data.codes.shape[0]
-    n_clusters = _check_n_clusters(n_clusters, n_obs)
+    n_clusters = check_n_clusters(n_clusters, n_obs)
+    store_z = check_flag(store_z, "store_z")
     if priors is not None and not isinstance(priors, bcm.Priors):
         raise ValueError(f"priors: expected interpretable_zoo.models.bcm.Priors, got {type(priors).__name__}")
     priors = priors or bcm.Priors()
     target_settings = convergence.ConvergenceTarget(target_rhat, min_ess, max_seconds)
+    check_sampling_options(num_samples, num_warmup, num_chains, seed)
+    convergence.check_temperatures(n_temperatures)
     num_chains = check_positive_int(num_chains, "num_chains")
     if isinstance(init, str):
         if init != "random":
@@ -418,7 +350,11 @@ def fit_bcm(
             raise ValueError(f"init: expected 'random' or integer clusters of shape {shapes}, got {init_labels.shape}")
         if init_labels.min() < 0 or init_labels.max() >= n_clusters:
             raise ValueError(f"init: initial clusters must lie in 0..{n_clusters - 1}")
+    # one replica per chain (untempered): a lower bound of the tempered run's memory
+    needed = bcm_gibbs.memory_bytes(n_obs, data.n_values, n_clusters, n_replicas=num_chains)
+    check_category_memory(data.n_values, data.feature_names, needed)
     target = bcm_gibbs.make_target(data.codes, n_clusters, priors, data.n_values)
+    target_check.check_bcm(n_clusters, priors)
     initial = None if init_labels is None else _initial_states(target, init_labels, num_chains, seed)
     run = convergence.sample(
         _kernel(store_z),
@@ -494,44 +430,3 @@ class BCMClusterer(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def explain(self) -> pd.DataFrame:
         return self.result_.explain()
-
-
-def smiley_demo(**fit_options) -> tuple:
-    """The sec. 3.1 example: 240 smiley faces drawn from the model, fitted with three clusters
-    (:func:`fit_bcm` with ``fit_options``, by default until converged within 60 s).
-    Returns (faces Dataset, BCMResult)."""
-    from interpretable_zoo.datasets.smiley_faces import SMILEY_PRIORS, make_smiley_faces
-
-    faces = make_smiley_faces()
-    result = fit_bcm(faces.X, 3, priors=SMILEY_PRIORS, seed=0, **{"max_seconds": 60.0, **fit_options})
-    return faces, result
-
-
-def format_demo(faces, result) -> str:
-    """The demo's printout: planted and found subspaces, and the R-hat table."""
-    from interpretable_zoo.datasets.smiley_faces import SMILEY_SUBSPACES
-
-    planted = "\n".join(f"  cluster {s}: {', '.join(features)}" for s, features in enumerate(SMILEY_SUBSPACES))
-    with pd.option_context("display.width", 160, "display.max_columns", 20, "display.max_colwidth", 60):
-        return (
-            f"BCM on {len(faces.X)} smiley faces (3 clusters)\nplanted subspaces:\n"
-            f"{planted}\nprototypes and subspaces found:\n{result.explain()}\n\n{result.summary()}"
-        )
-
-
-def cli_demo(data_home=None) -> str:
-    """Quick run on the bundled smiley faces (sec. 3.1): planted vs found subspaces, and the R-hat table."""
-    return format_demo(*smiley_demo())
-
-
-def cli_fit(X, y, args) -> az.InferenceData:
-    """``izoo fit bcm``: fit with the command's options and return the InferenceData."""
-    result = fit_bcm(
-        X,
-        args.n_clusters,
-        num_warmup=args.num_warmup,
-        num_samples=args.num_samples,
-        num_chains=args.num_chains,
-        seed=args.seed,
-    )
-    return result.idata

@@ -161,6 +161,21 @@ def _log_gamma_tables(g: np.ndarray, n_values: np.ndarray, n_obs: int):
     return table.ravel(), (g_rows * (n_obs + 1)).astype(np.int32), (total_rows * (n_obs + 1)).astype(np.int32)
 
 
+def memory_bytes(n_obs: int, n_values, n_clusters: int, n_replicas: int) -> float:
+    """Estimated peak bytes of a target's value tables and of one :func:`step` of ``n_replicas`` replicas,
+    before anything is allocated; V = max_j V_j. The log Gamma table of :func:`_log_gamma_tables` holds
+    4 V^2 + 1 concentrations x (N + 1) counts, built in float64 next to its argument; the (2, P, V, V) g
+    tables and offsets take about 48 bytes per entry while built; a replica's step gathers float32 terms
+    over (V, S, P, V) for the prototypes and (2, V, k, P, V) for the split-merge evidence."""
+    n_values = np.asarray(n_values, np.float64)
+    n_vals, n_features = float(n_values.max()), len(n_values)
+    k = min(DEFAULT_SPLIT_MERGE_CLUSTERS, n_clusters) if n_clusters >= 2 else 0
+    log_gamma = 16 * (4 * n_vals**2 + 1) * (n_obs + 1)
+    g_tables = 48 * 2 * n_features * n_vals**2
+    per_replica = 4 * n_features * n_vals**2 * (n_clusters + 2 * k)
+    return log_gamma + g_tables + n_replicas * per_replica
+
+
 def _log_beta_from_table(table, g_offsets, total_offsets, counts):
     """log B(g + n) over the last (value) axis from the log Gamma table: ``g_offsets`` (..., V) and
     ``total_offsets`` (...) locate g and its sum, ``counts`` n broadcasts to (..., V)."""

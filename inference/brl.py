@@ -14,18 +14,18 @@ import pandas as pd
 from scipy import stats
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from interpretable_zoo.diagnostics.inference_data import summary, tempered_inference_data
-from interpretable_zoo.inference import brl_mh, convergence
+from interpretable_zoo.diagnostics.inference_data import tempered_inference_data
+from interpretable_zoo.inference import brl_mh, convergence, target_check
 from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.rule_mining import (
     ItemEncoder,
     binary_items,
-    check_binary_matrix,
     fit_item_encoder,
     mine_antecedents,
     truth_table,
 )
+from interpretable_zoo.inference.validation import check_binary_matrix, check_sampling_options, encode_labels
 from interpretable_zoo.models import brl
 
 DEFAULT_MAX_LENGTH = 30
@@ -33,8 +33,15 @@ DEFAULT_MAX_LENGTH = 30
 
 SUMMARY_VARIABLES = ("log_posterior", "length", "mean_cardinality")
 
-SCANS_PER_CHUNK = 1024
-"""Tempering scans per compiled call (each a Metropolis-Hastings step of every replica and a swap round)."""
+STEPS_PER_SCAN = 10
+"""Metropolis-Hastings steps of every replica between two swap rounds by default: about one pass over a
+list of typical length, so that a replica's list adapts to its rung before its next swap (the local
+exploration that non-reversible parallel tempering relies on; with one step per scan, replicas keep
+their lists across swaps and stuck chains are not rescued)."""
+
+SCANS_PER_CHUNK = 128
+"""Tempering scans per compiled call (each ``steps_per_scan`` Metropolis-Hastings steps of every replica
+and a swap round)."""
 
 
 def _record(static, data, states):
@@ -50,14 +57,7 @@ _capture_index = jax.jit(brl.capture_index)
 
 
 def _labels(y, n_samples: int):
-    y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != n_samples:
-        raise ValueError(f"y must be 1-D with one label per row of X ({n_samples}), got shape {y.shape}")
-    if y.dtype.kind == "f" and np.isnan(y).any():
-        raise ValueError("y contains NaN")
-    classes, codes = np.unique(y, return_inverse=True)
-    if classes.size < 2:
-        raise ValueError(f"y has a single class ({classes[0]!r}); a rule list needs at least two")
+    classes, codes = encode_labels(y, n_samples, "a rule list")
     return classes, codes.astype(np.int32)
 
 
@@ -157,7 +157,7 @@ class BRLResult(convergence.TemperedResult):
 
     def items(self, X) -> np.ndarray:
         """The binary items of ``X`` (same columns as in the fit)."""
-        X = check_binary_matrix(X)
+        X = check_binary_matrix(X, dtype=np.uint8)
         n_columns = len(self.item_names) // 2 if self.negations else len(self.item_names)
         if X.shape[1] != n_columns:
             raise ValueError(f"X has {X.shape[1]} columns; the fit had {n_columns}")
@@ -165,14 +165,13 @@ class BRLResult(convergence.TemperedResult):
 
     def predict_proba(self, X, *, estimate: str = "point") -> np.ndarray:
         """Class probabilities (n, L): ``"point"`` uses the BRL-point list's posterior means
-        (alpha + N_j) / sum(alpha + N_j); ``"post"`` (BRL-post) averages that over every posterior draw."""
+        (:func:`models.brl.label_posterior_mean`); ``"post"`` (BRL-post) averages them over every posterior draw."""
         if estimate not in ("point", "post"):
             raise ValueError(f"estimate must be 'point' or 'post', got {estimate!r}")
         table = self._slots(truth_table(self.items(X), self.antecedents))
         if estimate == "point":
             rules = self.point_list()
-            counts = self.rule_counts(rules) + self._alpha()
-            probabilities = counts / counts.sum(axis=1, keepdims=True)
+            probabilities = brl.label_posterior_mean(self.rule_counts(rules), self._alpha())
             position = np.asarray(_capture_index(table, self._padded(rules), len(rules)))
             return probabilities[np.minimum(position, len(rules))]  # the default rule after the last
         rules, lengths, _, _ = self._draws()
@@ -192,15 +191,16 @@ class BRLResult(convergence.TemperedResult):
         More classes: the most probable class of each rule and its probability.
         """
         rules = self.point_list()
-        concentration = self.rule_counts(rules) + self._alpha()
+        counts = self.rule_counts(rules)
+        concentration, means = counts + self._alpha(), brl.label_posterior_mean(counts, self._alpha())
         names = [self.antecedent_names[r] for r in rules]
         lines = []
-        for position, row in enumerate(concentration):
+        for position, (row, mean) in enumerate(zip(concentration, means)):
             label = 1 if len(self.classes) == 2 else int(np.argmax(row))
             a, b = row[label], row.sum() - row[label]
             low, high = stats.beta.ppf([(1 - level) / 2, (1 + level) / 2], a, b)
             what = (outcome or f"y={self.classes[1]}") if len(self.classes) == 2 else f"y={self.classes[label]}"
-            consequent = f"{what} probability {a / (a + b):.0%} ({low:.0%}-{high:.0%})"
+            consequent = f"{what} probability {mean[label]:.0%} ({low:.0%}-{high:.0%})"
             if position == len(rules):
                 lines.append(f"{'else ' if rules else ''}{consequent}")
             else:
@@ -210,15 +210,15 @@ class BRLResult(convergence.TemperedResult):
 
 @jax.jit
 def _posterior_average(train_table, train_labels, test_table, alpha, unique, weights):
-    """BRL-post: sum over distinct sampled lists of weight * (alpha + N_j(x)) / sum(alpha + N_j(x))."""
+    """BRL-post: sum over distinct sampled lists of weight * E[theta_j(x) | data] (the posterior mean of the
+    rule capturing x)."""
     n_classes = alpha.shape[0]
 
     def add(total, list_and_weight):
         row, weight = list_and_weight
         rules, length = row[:-1], row[-1]
         rule_counts, default_counts = brl.capture_counts(train_table, train_labels, n_classes, rules, length)
-        counts = jnp.concatenate([rule_counts, default_counts[None]]) + alpha
-        probabilities = counts / counts.sum(axis=1, keepdims=True)
+        probabilities = brl.label_posterior_mean(jnp.concatenate([rule_counts, default_counts[None]]), alpha)
         return total + weight * probabilities[brl.capture_index(test_table, rules, length)], None
 
     total = jnp.zeros((test_table.shape[0], n_classes))
@@ -240,6 +240,7 @@ def fit_brl(
     num_chains: int = 4,
     seed: int = 0,
     n_temperatures="auto",
+    steps_per_scan: int = STEPS_PER_SCAN,
     target_rhat: float = 1.01,
     min_ess: float = 400.0,
     max_seconds: float | None = 60.0,
@@ -257,7 +258,8 @@ def fit_brl(
 
     Sampling (``inference.convergence``): ``num_chains`` chains of non-reversible parallel tempering
     (``n_temperatures`` rungs per chain, "auto" to choose from the communication barrier, 1 for plain
-    Metropolis-Hastings), each rung moved by insert, delete, swap and replace proposals. By default the
+    Metropolis-Hastings), each rung moved by ``steps_per_scan`` insert, delete, swap and replace proposals
+    between swap rounds. By default the
     chains run until the log posterior, list length and mean cardinality reach R-hat <= ``target_rhat``
     and bulk ESS >= ``min_ess``, or ``max_seconds`` pass (then ``result.converged`` is False and a warning
     gives the numbers). ``num_samples``: run exactly that many scans after ``num_warmup`` tuning scans
@@ -267,9 +269,11 @@ def fit_brl(
     if not isinstance(priors, brl.Priors):
         raise ValueError(f"priors must be a models.brl.Priors, got {type(priors).__name__}")
     target = convergence.ConvergenceTarget(target_rhat, min_ess, max_seconds)
+    check_sampling_options(num_samples, num_warmup, num_chains, seed)
+    convergence.check_temperatures(n_temperatures)
     if feature_names is None and isinstance(X, pd.DataFrame):
         feature_names = tuple(str(column) for column in X.columns)
-    X = check_binary_matrix(X)
+    X = check_binary_matrix(X, dtype=np.uint8)
     classes, codes = _labels(y, X.shape[0])
     priors.alpha_vector(len(classes))
     if antecedents is None:
@@ -287,7 +291,9 @@ def fit_brl(
     capacity = brl.list_capacity(len(antecedents), DEFAULT_MAX_LENGTH if max_length is None else max_length)
     table = truth_table(items, antecedents)
     cardinalities = np.array([len(a) for a in antecedents], dtype=np.int32)
-    kernel_target = brl_mh.make_target(table, cardinalities, len(classes), codes, priors, capacity)
+    kernel_target = brl_mh.make_target(table, cardinalities, len(classes), codes, priors, capacity,
+                                       steps_per_call=steps_per_scan)
+    target_check.check_brl(cardinalities, len(classes), priors, capacity)
     run = convergence.sample(
         KERNEL,
         *kernel_target,
@@ -338,7 +344,9 @@ class BayesianRuleListClassifier(ClassifierMixin, BaseEstimator):
     ``negations``, their negations; numeric quantile thresholds with ``n_bins``), antecedents of at
     most ``max_cardinality`` items are mined per class, and :func:`fit_brl` samples the posterior under
     ``priors`` (a ``models.brl.Priors``; None: the model file's defaults), with the sampling options
-    of :func:`fit_brl`. ``estimate`` chooses BRL-point or BRL-post predictions.
+    of :func:`fit_brl`. ``estimate`` chooses BRL-point or BRL-post predictions. Numeric columns must be
+    finite; at predict, a categorical value unseen in fit matches none of its column's items (with a
+    warning naming the column).
     """
 
     def __init__(
@@ -355,6 +363,7 @@ class BayesianRuleListClassifier(ClassifierMixin, BaseEstimator):
         num_chains: int = 4,
         seed: int = 0,
         n_temperatures="auto",
+        steps_per_scan: int = STEPS_PER_SCAN,
         target_rhat: float = 1.01,
         min_ess: float = 400.0,
         max_seconds: float | None = 60.0,
@@ -372,6 +381,7 @@ class BayesianRuleListClassifier(ClassifierMixin, BaseEstimator):
         self.num_chains = num_chains
         self.seed = seed
         self.n_temperatures = n_temperatures
+        self.steps_per_scan = steps_per_scan
         self.target_rhat = target_rhat
         self.min_ess = min_ess
         self.max_seconds = max_seconds
@@ -403,6 +413,7 @@ class BayesianRuleListClassifier(ClassifierMixin, BaseEstimator):
             num_chains=self.num_chains,
             seed=self.seed,
             n_temperatures=self.n_temperatures,
+            steps_per_scan=self.steps_per_scan,
             target_rhat=self.target_rhat,
             min_ess=self.min_ess,
             max_seconds=self.max_seconds,
@@ -422,27 +433,3 @@ class BayesianRuleListClassifier(ClassifierMixin, BaseEstimator):
 
     def explain(self, **kwargs) -> str:
         return self.result_.explain(**kwargs)
-
-
-def cli_demo(data_home=None, **options) -> str:
-    """Rule list for the bundled 2201-passenger Titanic table, with an R-hat table (the classifier's
-    defaults, or ``options``)."""
-    from interpretable_zoo.datasets import load_titanic_table
-
-    data = load_titanic_table()
-    classifier = BayesianRuleListClassifier(**{"seed": 0, **options}).fit(data.X, data.y)
-    table = summary(classifier.result_).to_string()
-    return f"{classifier.explain(outcome='survival')}\n\n{table}"
-
-
-def cli_fit(X, y, args):
-    """Fit a classifier to a table (mixed columns allowed) and return the InferenceData."""
-    if y is None:
-        raise ValueError("y: BRL needs labels (--target)")
-    classifier = BayesianRuleListClassifier(
-        num_warmup=args.num_warmup,
-        num_samples=args.num_samples,
-        num_chains=args.num_chains,
-        seed=args.seed,
-    )
-    return classifier.fit(X, y).result_.idata

@@ -43,7 +43,7 @@ import numpy as np
 from jax import lax, random
 from numpyro.infer.mcmc import MCMCKernel
 
-from interpretable_zoo.inference.mcmc import check_positive_int
+from interpretable_zoo.inference.validation import check_positive_int
 from interpretable_zoo.models import brl
 
 INSERT, DELETE, SWAP, REPLACE = 0, 1, 2, 3
@@ -266,10 +266,8 @@ SEQUENTIAL_PREFIX_ROWS = 32
 def _exclusive_prefix_or(words):
     """(capacity + 1, W): row j is the OR of rows 0..j-1 of ``words`` (capacity, W).
 
-    Up to :data:`SEQUENTIAL_PREFIX_ROWS` rows, one row after the other: on CPU about 1.4x faster per
-    step than the log-depth scan at 20 rows. The compiled program grows with the rows, though (at 300
-    rows it took 20 s to compile), so longer lists get a Hillis-Steele scan of log2(capacity) shifted
-    ORs."""
+    Up to :data:`SEQUENTIAL_PREFIX_ROWS` rows, one row after the other; the compiled program grows with
+    the rows, so longer lists get a Hillis-Steele scan of log2(capacity) shifted ORs."""
     n_rows = words.shape[0]
     if n_rows <= SEQUENTIAL_PREFIX_ROWS:
         rows = [jnp.zeros_like(words[0])]

@@ -28,6 +28,7 @@ import jax
 import numpy as np
 
 from interpretable_zoo.inference import tempering
+from interpretable_zoo.inference.validation import check_positive_int
 
 _COMPILE_SECONDS = [0.0]
 
@@ -67,15 +68,6 @@ def _is_real(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def check_count(value, name: str, *, minimum: int = 1) -> int:
-    """``value`` as an int, or a ValueError naming ``name`` when it is not an integer >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name}: expected an integer, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name}: must be at least {minimum}, got {value}")
-    return int(value)
-
-
 MAX_DRAWS = 2000
 """Draws kept per chain by default (a longer round is thinned evenly to this many)."""
 
@@ -87,7 +79,7 @@ def tuning_rounds_for(num_warmup: int | None, scans_per_chunk: int) -> int:
     scans; :data:`DEFAULT_TUNING_ROUNDS` for None."""
     if num_warmup is None:
         return DEFAULT_TUNING_ROUNDS
-    num_warmup = check_count(num_warmup, "num_warmup", minimum=0)
+    num_warmup = check_positive_int(num_warmup, "num_warmup", minimum=0)
     return math.ceil(math.log2(num_warmup / scans_per_chunk + 1))
 
 
@@ -97,7 +89,7 @@ def check_temperatures(n_temperatures) -> int | str:
         if n_temperatures != "auto":
             raise ValueError(f"n_temperatures: expected 'auto' or an integer >= 1, got {n_temperatures!r}")
         return n_temperatures
-    return check_count(n_temperatures, "n_temperatures")
+    return check_positive_int(n_temperatures, "n_temperatures")
 
 
 def diagnose(summaries: dict[str, np.ndarray]) -> dict[str, tuple[float, float]]:
@@ -252,14 +244,14 @@ def sample(
     starts from the kernel's ``init``.
     """
     settings = {
-        "num_chains": check_count(num_chains, "num_chains"),
-        "seed": check_count(seed, "seed", minimum=0),
+        "num_chains": check_positive_int(num_chains, "num_chains"),
+        "seed": check_positive_int(seed, "seed", minimum=0),
         "n_temperatures": check_temperatures(n_temperatures),
-        "max_temperatures": check_count(max_temperatures, "max_temperatures"),
-        "num_samples": None if num_samples is None else check_count(num_samples, "num_samples"),
-        "tuning_rounds": check_count(tuning_rounds, "tuning_rounds", minimum=0),
-        "scans_per_chunk": check_count(scans_per_chunk, "scans_per_chunk"),
-        "max_draws": check_count(max_draws, "max_draws"),
+        "max_temperatures": check_positive_int(max_temperatures, "max_temperatures"),
+        "num_samples": None if num_samples is None else check_positive_int(num_samples, "num_samples"),
+        "tuning_rounds": check_positive_int(tuning_rounds, "tuning_rounds", minimum=0),
+        "scans_per_chunk": check_positive_int(scans_per_chunk, "scans_per_chunk"),
+        "max_draws": check_positive_int(max_draws, "max_draws"),
         "target": target,
         "progress_bar": progress_bar,
         "description": description,
@@ -273,16 +265,22 @@ def sample(
     ladder = tempering.initial_ladder(kernel, static, data, keys, n_rungs, initial_states)
     bar = _progress(progress_bar, description)
     deadline = None if num_samples is not None or target.max_seconds is None else start + target.max_seconds
+    cut = None
     try:
         for round_index in range(settings["tuning_rounds"]):
-            ladder, statistics, _ = _run_round(
+            ladder, statistics, outputs, interrupted = _run_round(
                 kernel, static, data, ladder, schedule, settings["scans_per_chunk"] * 2**round_index, settings, bar,
                 deadline,
             )
+            if interrupted:
+                if statistics is None:
+                    raise KeyboardInterrupt  # before the first chunk ended: no draws to keep
+                cut = (statistics, outputs)  # the tuning draws so far are the result
+                break
             schedule, ladder = _retuned(ladder, schedule, statistics, settings)
             if deadline is not None and time.perf_counter() > deadline:
                 break  # the budget ended while tuning: sample what is left (one chunk) and say so
-        return _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar)
+        return _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut)
     finally:
         if bar is not None:
             bar.close()
@@ -293,7 +291,8 @@ def extend(run: TemperedRun, kernel: tempering.TargetKernel, static, data, *, nu
     """Continue a run from its last state, with its schedule: until converged (``target``, by default the
     run's), or exactly ``num_samples`` more scans. No tuning is repeated; the new run keeps only the new
     draws. Continuing is the same as having run longer: the random stream carries on from the ladder."""
-    settings = {**run.settings, "num_samples": None if num_samples is None else check_count(num_samples, "num_samples")}
+    num_samples = None if num_samples is None else check_positive_int(num_samples, "num_samples")
+    settings = {**run.settings, "num_samples": num_samples}
     if target is not None:
         settings["target"] = target
     if progress_bar is not None:
@@ -323,13 +322,20 @@ def _retuned(ladder, schedule, statistics, settings):
 
 
 def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline=None):
-    """Up to ``n_scans`` scans in chunks (stopping early at ``deadline``, a perf_counter time); returns
-    the ladder, the round's statistics and the chunks' outputs."""
+    """Up to ``n_scans`` scans in chunks, stopping early at ``deadline`` (a perf_counter time) or at a
+    KeyboardInterrupt (the chunk it cuts is dropped, the ladder stays after the last whole chunk); returns
+    the ladder, the round's statistics (None when no chunk ran), the chunks' outputs and whether it was
+    interrupted."""
     chunk = settings["scans_per_chunk"]
     chunk_statistics, outputs, done = [], [], 0
+    interrupted = False
     while done < n_scans:
         size = min(chunk, n_scans - done)
-        ladder, statistics, output = tempering.run_scans(kernel, static, data, ladder, schedule, size, capacity=chunk)
+        try:
+            ladder, statistics, output = tempering.run_scans(kernel, static, data, ladder, schedule, size, capacity=chunk)
+        except KeyboardInterrupt:
+            interrupted = True
+            break
         chunk_statistics.append(statistics)
         outputs.append(output)
         done += size
@@ -337,31 +343,43 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
             bar.update(size)
         if deadline is not None and time.perf_counter() > deadline:
             break
-    return ladder, tempering.combine(chunk_statistics), outputs
+    statistics = tempering.combine(chunk_statistics) if chunk_statistics else None
+    return ladder, statistics, outputs, interrupted
 
 
-def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar):
+def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut=None):
+    """Sampling rounds until converged, out of time or interrupted; ``cut``: (statistics, outputs) of an
+    interrupted tuning round, which then are the result."""
     target: ConvergenceTarget = settings["target"]
     fixed = settings["num_samples"]
     deadline = None if fixed is not None or target.max_seconds is None else start + target.max_seconds
     n_scans = fixed or settings["scans_per_chunk"]
-    previous = None
+    previous = None  # (statistics, outputs) of the last complete round
     while True:
-        ladder, statistics, outputs = _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline)
+        if cut is None:
+            ladder, statistics, outputs, interrupted = _run_round(
+                kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline
+            )
+        else:
+            (statistics, outputs), interrupted = cut, True
+        if statistics is None:  # interrupted before this round's first chunk ended: keep the round before
+            if previous is None:
+                raise KeyboardInterrupt
+            (statistics, outputs), previous = previous, None
         scans_run = statistics.n_scans
         out_of_time = deadline is not None and time.perf_counter() > deadline
-        if out_of_time and previous is not None and scans_run < n_scans:
-            outputs = previous + outputs  # a cut-short round joins the complete round before it
+        if (out_of_time or interrupted) and previous is not None and scans_run < n_scans:
+            outputs = previous[1] + outputs  # a cut-short round joins the complete round before it
         (records, summaries, swap_accept), thin = _thinned(outputs, settings["max_draws"])
         table = diagnose(summaries)
         rhat, ess = worst(table)
-        converged = rhat <= target.target_rhat and ess >= target.min_ess
+        converged = rhat <= target.target_rhat and ess >= target.min_ess and not interrupted
         if bar is not None:
             bar.set_postfix_str(f"K={len(schedule)} R-hat={rhat:.3f} ESS={ess:.0f}")
-        if fixed is not None or converged or out_of_time:
+        if fixed is not None or converged or out_of_time or interrupted:
             break
         schedule, ladder = _retuned(ladder, schedule, statistics, {**settings, "n_temperatures": len(schedule)})
-        previous, n_scans = outputs, 2 * n_scans
+        previous, n_scans = (statistics, outputs), 2 * n_scans
     barrier = tempering.communication_barrier(statistics) if len(schedule) > 1 else 0.0
     evidence, evidence_se = tempering.log_evidence(statistics)
     total = time.perf_counter() - start
@@ -383,7 +401,14 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
         ladder=ladder,
         settings=settings,
     )
-    if not converged and fixed is None:
+    if interrupted:
+        warnings.warn(
+            f"{settings['description']}: interrupted (KeyboardInterrupt); kept the {summaries['log_joint'].shape[1]} "
+            f"draws per chain run so far{' (tuning draws)' if cut is not None else ''}: {run.message()}. "
+            "result.converged is False; continue with result.extend().",
+            stacklevel=3,
+        )
+    elif not converged and fixed is None:
         warnings.warn(
             f"{settings['description']}: the time budget (max_seconds={target.max_seconds}) ended before the "
             f"chains agreed: {run.message()}; targets R-hat <= {target.target_rhat}, bulk ESS >= {target.min_ess}. "

@@ -1,4 +1,4 @@
-"""Running a custom discrete kernel with NumPyro's ``MCMC``: argument checks, chain layout, continuation.
+"""Running a custom discrete kernel with NumPyro's ``MCMC``: chain layout, continuation.
 
 The fast samplers (BCM collapsed Gibbs, BRL Metropolis-Hastings) are ``numpyro.infer.mcmc.MCMCKernel``
 subclasses; this module runs them the same way: one seed gives the same chains on the same machine,
@@ -8,22 +8,12 @@ finished run can be continued (resumed) for more draws without another warm-up.
 
 from __future__ import annotations
 
-import numbers
-
 import jax
 from numpyro.infer import MCMC
 
+from interpretable_zoo.inference.validation import check_positive_int
+
 CHAIN_METHODS = ("vectorized", "parallel", "sequential")
-
-
-def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
-    """``value`` as an int, or a ValueError naming ``name`` when it is not an integer >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name}: expected an integer, got {value!r}")
-    value = int(value)
-    if value < minimum:
-        raise ValueError(f"{name}: must be at least {minimum}, got {value}")
-    return value
 
 
 def default_chain_method(num_chains: int) -> str:

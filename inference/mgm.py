@@ -7,6 +7,7 @@ best ELBO, and for ``fit_mgm_sweep`` a sweep over the number of clusters keeping
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import jax
@@ -14,35 +15,16 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
-from interpretable_zoo.inference.mcmc import check_positive_int
-from interpretable_zoo.models.mgm import AND, FORMULA_NAMES, Priors
 from interpretable_zoo.inference import mgm_vi
 from interpretable_zoo.inference.names import resolve_names
-
-
-def check_binary_matrix(X, name: str = "X") -> tuple[np.ndarray, tuple[str, ...] | None]:
-    """X as a float array of 0/1 (N, D) and the column names of a DataFrame; ValueError naming ``name``."""
-    columns = tuple(str(c) for c in X.columns) if hasattr(X, "columns") else None
-    try:
-        array = np.asarray(X, dtype=float)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name}: must be a numeric 0/1 matrix ({error})") from None
-    if array.ndim != 2:
-        raise ValueError(f"{name}: must be 2-D (observations x binary dimensions), got shape {array.shape}")
-    if array.size == 0:
-        raise ValueError(f"{name}: is empty (shape {array.shape})")
-    if np.isnan(array).any():
-        raise ValueError(f"{name}: contains NaN")
-    if not np.isin(array, (0.0, 1.0)).all():
-        raise ValueError(f"{name}: must be binary (0/1); found values {np.unique(array[~np.isin(array, (0, 1))])[:5]}")
-    return array, columns
-
-
-def _check_n_clusters(n_clusters, n_obs: int, name: str = "n_clusters") -> int:
-    n_clusters = check_positive_int(n_clusters, name)
-    if n_clusters > n_obs:
-        raise ValueError(f"{name}: {n_clusters} clusters for only {n_obs} observations")
-    return n_clusters
+from interpretable_zoo.inference.validation import (
+    check_binary_matrix,
+    check_flag,
+    check_n_clusters,
+    check_number,
+    check_positive_int,
+)
+from interpretable_zoo.models.mgm import AND, FORMULA_NAMES, Priors
 
 
 @dataclass
@@ -185,7 +167,7 @@ class MGMResult:
         return axes
 
     def _present(self, X) -> np.ndarray:
-        array, _ = check_binary_matrix(X)
+        array = check_binary_matrix(X)
         if array.shape[1] != len(self.feature_names):
             raise ValueError(f"X: has {array.shape[1]} columns, the model was fitted on {len(self.feature_names)}")
         membership = np.zeros((array.shape[1], len(self.groups)))
@@ -254,24 +236,22 @@ def _check_priors(priors) -> Priors:
     if not isinstance(priors, Priors):
         raise ValueError(f"priors: must be an interpretable_zoo.models.mgm.Priors (e.g. Priors(**values)), "
                          f"got {type(priors).__name__}")  # fmt: skip
-    try:
-        hash(priors)  # the compiled search is specialised on the priors' values
-    except TypeError:
-        raise ValueError(f"priors: alpha_f must be a tuple of two numbers, got {priors.alpha_f!r}") from None
     return priors
 
 
 def _settings(X, feature_names, priors, restarts, max_iter, seed, n_proposals, rel_tol, exact_or):
     """Checked arguments shared by ``fit_mgm`` and ``fit_mgm_sweep``: (array, names, priors, config, restarts, seed)."""
-    array, columns = check_binary_matrix(X)
+    array = check_binary_matrix(X)
+    columns = tuple(str(c) for c in X.columns) if hasattr(X, "columns") else None
     restarts = check_positive_int(restarts, "restarts")
     max_iter = check_positive_int(max_iter, "max_iter", minimum=0)
     n_proposals = check_positive_int(n_proposals, "n_proposals")
-    if not 0 <= rel_tol < 1:
+    if not 0 <= check_number(rel_tol, "rel_tol") < 1:
         raise ValueError(f"rel_tol: must lie in [0, 1), got {rel_tol}")
     names = resolve_names(feature_names if feature_names is not None else columns, array.shape[1],
                           argument="feature_names")  # fmt: skip
-    config = mgm_vi.SearchConfig(max_iter=max_iter, n_proposals=n_proposals, rel_tol=rel_tol, exact_or=bool(exact_or))
+    config = mgm_vi.SearchConfig(max_iter=max_iter, n_proposals=n_proposals, rel_tol=rel_tol,
+                                  exact_or=check_flag(exact_or, "exact_or"))  # fmt: skip
     return array, names, _check_priors(priors), config, restarts, _check_seed(seed)
 
 
@@ -315,7 +295,8 @@ def fit_mgm(
 ) -> MGMResult:
     """Fit MGM with ``n_clusters`` clusters: agglomerative extraction + coordinate-ascent ELBO, best of ``restarts``.
 
-    ``X`` is a binary (N, D) array or DataFrame. The restarts run together (vmapped); each starts from a
+    ``X`` is a binary (N, D) array or DataFrame; one column (D = 1) is a model too, of one group whose
+    presence rate alone can tell clusters apart. The restarts run together (vmapped); each starts from a
     k-means++ / k-means clustering, anneals, and moves clusters by split-merge (``interpretable_zoo.inference.mgm_vi``).
     ``rel_tol`` stops a restart once an iteration improves the ELBO by less than that fraction of the first
     iteration's improvement (the paper's "0.1 relative"); ``exact_or`` uses the exact OR of eq. 2 instead of
@@ -325,8 +306,8 @@ def fit_mgm(
     """
     array, names, priors, config, restarts, seed = _settings(X, feature_names, priors, restarts, max_iter, seed,
                                                              n_proposals, rel_tol, exact_or)  # fmt: skip
-    n_clusters = _check_n_clusters(n_clusters, array.shape[0])
-    width = n_clusters if max_clusters is None else _check_n_clusters(max_clusters, array.shape[0], "max_clusters")
+    n_clusters = check_n_clusters(n_clusters, array.shape[0])
+    width = n_clusters if max_clusters is None else check_n_clusters(max_clusters, array.shape[0], "max_clusters")
     if width < n_clusters:
         raise ValueError(f"max_clusters: {max_clusters} is below n_clusters ({n_clusters})")
     searches = _search(array, [n_clusters], width, 1, restarts=restarts, seed=seed, priors=priors, config=config)
@@ -356,7 +337,9 @@ def fit_mgm_sweep(
     """
     array, names, priors, config, restarts, seed = _settings(X, feature_names, priors, restarts, max_iter, seed,
                                                              n_proposals, rel_tol, exact_or)  # fmt: skip
-    candidates = sorted({_check_n_clusters(k, array.shape[0]) for k in n_clusters})
+    if isinstance(n_clusters, str) or not isinstance(n_clusters, Iterable):
+        raise ValueError(f"n_clusters: expected a sequence of cluster numbers (e.g. range(4, 17)), got {n_clusters!r}")
+    candidates = sorted({check_n_clusters(k, array.shape[0]) for k in n_clusters})
     if not candidates:
         raise ValueError("n_clusters: the sweep needs at least one number of clusters")
     per_batch = check_positive_int(clusters_per_batch, "clusters_per_batch")
@@ -403,12 +386,3 @@ class MGMClusterer(ClusterMixin, BaseEstimator):
 
     def explain(self, **kwargs) -> str:
         return self._fitted().explain(**kwargs)
-
-
-def cli_demo(data_home=None) -> str:
-    """The cartoon faces of sec. 2 drawn from the model, fitted with 3 clusters: the distinguishing groups."""
-    from interpretable_zoo.datasets.cartoon_faces import make_cartoon_faces
-
-    faces = make_cartoon_faces(400, 0)
-    result = fit_mgm(faces.X, 3, restarts=5, feature_names=faces.feature_names, seed=0)
-    return result.explain(cluster_names=result.majority_names(faces.y, faces.target_names))

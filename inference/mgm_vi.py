@@ -76,7 +76,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import digamma, entr, gammaln
 
-from interpretable_zoo.models.mgm import AND, OR, Priors, group_log_likelihood, log_structure_prior
+from interpretable_zoo.models.mgm import AND, OR, Priors, beta_parameters, group_log_likelihood, log_structure_prior
 
 
 class Extraction(NamedTuple):
@@ -222,11 +222,7 @@ def elbo(params: VariationalParams, ext: Extraction, priors: Priors, exact_or=Fa
 
 
 def _update_phi(lam, eta, n1, n0, priors: Priors):
-    comps = jnp.asarray(priors.beta_components(), lam.dtype)
-    eta_k = eta[..., None]
-    weights = jnp.stack([1 - eta_k + 0 * lam, eta_k * (1 - lam), eta_k * lam], -1)  # (..., K, 3)
-    prior_ab = weights @ comps  # (..., K, 2)
-    return prior_ab + jnp.stack([n1, n0], -1)
+    return beta_parameters(eta[..., None], lam, priors) + jnp.stack([n1, n0], -1)
 
 
 def _update_lam(elb, elb1, eta, elg, elg1, priors: Priors):
@@ -260,30 +256,6 @@ def update_tau(params, ext, priors):
     return params._replace(tau=priors.alpha_z + params.nu.sum(0))
 
 
-def update_phi(params, ext, priors):
-    """(U2)."""
-    n1, n0 = cluster_counts(params.nu, ext.present)
-    return params._replace(phi=_update_phi(params.lam, params.eta, n1, n0, priors))
-
-
-def update_lam(params, ext, priors):
-    """(U3)."""
-    elb, elb1, _ = _beta_stats(params.phi)
-    elg, elg1, _ = _beta_stats(params.ell)
-    return params._replace(lam=_update_lam(elb, elb1, params.eta, elg, elg1, priors))
-
-
-def update_ell(params, ext, priors):
-    """(U4)."""
-    return params._replace(ell=_update_ell(params.lam, priors, params.active))
-
-
-def update_eta(params, ext, priors):
-    """(U5)."""
-    elb, elb1, _ = _beta_stats(params.phi)
-    return params._replace(eta=_update_eta(elb, elb1, params.lam, priors, params.active))
-
-
 def cluster_logits(phi, tau, present, occupied, active=None):
     """Unnormalised log nu of (U6), (N, K); -inf for inactive clusters."""
     elb, elb1, _ = _beta_stats(phi)
@@ -305,20 +277,10 @@ def annealed_objective(params, ext, priors, inverse_temperature, exact_or=False)
     return elbo(params, ext, priors, exact_or) + (1 / inverse_temperature - 1) * entr(params.nu).sum()
 
 
-CAVI_UPDATES = (update_tau, update_phi, update_lam, update_ell, update_eta, update_nu)
-"""One sweep, in order."""
-
-
-def cavi_sweep(params, ext, priors):
-    """One sweep of the updates (U1)-(U6) in order."""
-    for update in CAVI_UPDATES:
-        params = update(params, ext, priors)
-    return params
-
-
 def _sweep_with_counts(params, ext, priors, counts, inverse_temperature=1.0):
-    """``cavi_sweep`` (with U6b at ``inverse_temperature``) given the counts of the current nu; returns the new
-    params and the counts of the new nu, so that a sweep and the ELBO after it share one (N, G) x (N, K) product."""
+    """One sweep of (U1)-(U6) in order (U6b at ``inverse_temperature``) given the counts of the current nu;
+    returns the new params and the counts of the new nu, so that a sweep and the ELBO after it share one
+    (N, G) x (N, K) product."""
     params = update_tau(params, ext, priors)
     params = update_nu(_update_group_blocks(params, counts, priors), ext, priors, inverse_temperature)
     return params, cluster_counts(params.nu, ext.present)

@@ -12,13 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
 from interpretable_zoo.inference import memory, set_cover
-from interpretable_zoo.inference.mcmc import check_positive_int
+from interpretable_zoo.inference.validation import check_positive_int, check_real_matrix, encode_labels
 from interpretable_zoo.models import prototype_selection as ps_model
 
 METHODS = ("greedy", "lp")
@@ -92,7 +91,7 @@ class PrototypeSelection:
         if (X is None) == (dissimilarity is None):
             raise ValueError("predict needs exactly one of X (features) or dissimilarity (test x candidate matrix)")
         if dissimilarity is not None:
-            dissimilarity = _check_matrix(dissimilarity, "dissimilarity", nonnegative=True)
+            dissimilarity = check_real_matrix(dissimilarity, "dissimilarity", nonnegative=True)
             if dissimilarity.shape[1] != self.n_candidates:
                 raise ValueError(
                     f"dissimilarity: needs one column per candidate ({self.n_candidates}), got {dissimilarity.shape[1]}"
@@ -103,7 +102,7 @@ class PrototypeSelection:
                 raise ValueError(
                     "X: this selection was fitted from a dissimilarity matrix; predict from dissimilarity="
                 )
-            X = _check_matrix(X, "X")
+            X = check_real_matrix(X, "X")
             if X.shape[1] != self.candidate_points.shape[1]:
                 raise ValueError(f"X: needs {self.candidate_points.shape[1]} columns, got {X.shape[1]}")
             distances = set_cover.pairwise_dissimilarity(X, self.candidate_points[columns], self.metric)
@@ -133,69 +132,13 @@ class PrototypeSelection:
         return "\n".join(lines)
 
 
-def _check_matrix(value, name: str, *, nonnegative: bool = False) -> np.ndarray:
-    """``value`` as a finite float64 matrix with at least one row and one column (and no negative entry when
-    ``nonnegative``); a ValueError naming ``name`` otherwise."""
-    if scipy.sparse.issparse(value):
-        raise ValueError(f"{name}: sparse matrices are not supported; pass a dense array ({name}.toarray())")
-    try:
-        array = np.asarray(value)
-    except ValueError as error:  # ragged nested sequences
-        raise ValueError(f"{name}: cannot be read as a 2-D array ({error})") from None
-    if array.ndim != 2:
-        raise ValueError(f"{name}: must be a 2-D array, got shape {array.shape}")
-    if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool) or np.iscomplexobj(array):
-        raise ValueError(f"{name}: must be numeric, got dtype {array.dtype}")
-    if 0 in array.shape:
-        raise ValueError(f"{name}: needs at least one row and one column, got shape {array.shape}")
-    array = array.astype(np.float64, copy=False)
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"{name}: contains NaN or infinite values")
-    if nonnegative and array.min() < 0:
-        raise ValueError(f"{name}: a dissimilarity is never negative, got values down to {array.min():.6g}")
-    return array
-
-
 def _check_features(array, name: str, metric: str) -> np.ndarray:
     """Features ``array`` checked as a matrix whose float32 dissimilarities ``metric`` are defined."""
-    array = _check_matrix(array, name)
+    array = check_real_matrix(array, name)
     set_cover.check_float32_range(array, name)
     if metric == "cosine" and np.any(np.linalg.norm(array, axis=1) == 0):
         raise ValueError(f"{name}: the cosine dissimilarity needs rows that are not all zero")
     return array
-
-
-def encode_labels(y, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """(classes, codes) of the labels y; ValueError unless y is 1-D, of length n_rows, of one orderable type,
-    without missing labels, with two classes."""
-    if y is None:
-        raise ValueError("y: the class labels are required")
-    try:
-        y = np.asarray(y)
-    except ValueError as error:  # ragged nested sequences
-        raise ValueError(f"y: cannot be read as a 1-D array of labels ({error})") from None
-    if y.ndim != 1:
-        raise ValueError(f"y: must be 1-D, got shape {y.shape}")
-    if len(y) != n_rows:
-        raise ValueError(f"y: has {len(y)} labels for {n_rows} training points")
-    if y.dtype.kind == "f" and np.isnan(y).any():
-        raise ValueError("y: contains NaN")
-    if y.dtype.kind == "c":
-        raise ValueError(f"y: labels must be integers, strings or other orderable values, got dtype {y.dtype}")
-    if y.dtype == object and any(
-        label is None or (isinstance(label, float) and np.isnan(label)) for label in y.tolist()
-    ):
-        raise ValueError("y: contains missing labels (None or NaN)")
-    try:
-        classes, codes = np.unique(y, return_inverse=True)
-    except TypeError:
-        kinds = sorted({type(label).__name__ for label in y.tolist()})
-        raise ValueError(
-            f"y: labels of different types ({', '.join(kinds)}) cannot be ordered; give labels of one type"
-        ) from None
-    if len(classes) < 2:
-        raise ValueError(f"y: prototype selection needs at least two classes, got {len(classes)}")
-    return classes, codes.reshape(-1)
 
 
 def _length(value, name: str) -> int:
@@ -246,7 +189,7 @@ def select_prototypes(
     if (X is None) == (dissimilarity is None):
         raise ValueError("give exactly one of X (features) or dissimilarity (training x candidate matrix)")
     if dissimilarity is not None:
-        dissimilarity = _check_matrix(dissimilarity, "dissimilarity", nonnegative=True)
+        dissimilarity = check_real_matrix(dissimilarity, "dissimilarity", nonnegative=True)
         n, m = dissimilarity.shape
         if candidates is None and n != m:
             raise ValueError(
@@ -255,7 +198,7 @@ def select_prototypes(
             )
         if candidates is not None and _length(candidates, "candidates") != m:
             raise ValueError(f"candidates: has {len(candidates)} entries for {m} dissimilarity columns")
-        classes, codes = encode_labels(y, n)
+        classes, codes = encode_labels(y, n, "prototype selection")
         _check_cover_memory(n, m, symmetric=candidates is None, method=method, argument="dissimilarity")
         cover = dissimilarity < params.eps
         symmetric = candidates is None and np.array_equal(cover, cover.T)
@@ -263,7 +206,7 @@ def select_prototypes(
     else:
         set_cover.check_metric(metric)
         X = _check_features(X, "X", metric)
-        classes, codes = encode_labels(y, len(X))
+        classes, codes = encode_labels(y, len(X), "prototype selection")
         candidate_points = X if candidates is None else _check_features(candidates, "candidates", metric)
         if candidate_points.shape[1] != X.shape[1]:
             raise ValueError(f"candidates: needs {X.shape[1]} columns like X, got {candidate_points.shape[1]}")
@@ -352,7 +295,7 @@ class PrototypeClassifier(ClassifierMixin, BaseEstimator):
         if hasattr(X, "columns"):
             self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
         X = _check_features(X, "X", self.metric)
-        classes, codes = encode_labels(y, len(X))
+        classes, codes = encode_labels(y, len(X), "prototype selection")
         if self.eps is None:
             self.eps_, self.cv_results_ = self._cross_validate(X, codes, self._quantile_levels(), self._folds(codes))
         else:
@@ -424,33 +367,8 @@ class PrototypeClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X) -> np.ndarray:
         check_is_fitted(self, "selection_")
-        return self.selection_.predict(_check_matrix(X, "X"))
+        return self.selection_.predict(check_real_matrix(X, "X"))
 
     def explain(self, max_prototypes: int = 15) -> str:
         check_is_fitted(self, "selection_")
         return self.selection_.explain(max_prototypes)
-
-
-def cli_demo(data_home=None) -> str:
-    """Wine (bundled): standardised features, eps by 10-fold CV with the one-standard-error rule, test error vs 1-NN."""
-    from sklearn.model_selection import train_test_split
-    from sklearn.neighbors import KNeighborsClassifier
-    from sklearn.preprocessing import StandardScaler
-
-    from interpretable_zoo.datasets import load_wine
-
-    wine = load_wine()
-    X_train, X_test, y_train, y_test = train_test_split(
-        wine.X, wine.y, train_size=2 / 3, stratify=wine.y, random_state=0
-    )
-    scaler = StandardScaler().fit(X_train)
-    X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
-    classifier = PrototypeClassifier(metric="l2").fit(X_train, y_train)
-    error = np.mean(classifier.predict(X_test) != y_test)
-    nn_error = np.mean(KNeighborsClassifier(1).fit(X_train, y_train).predict(X_test) != y_test)
-    return (
-        classifier.explain(max_prototypes=10)
-        + f"\nWine, l2 on standardised features: test error {error:.1%} with {len(classifier.selection_.prototypes)} "
-        f"prototypes (eps = {classifier.eps_:.3g} by 10-fold CV, one-SE rule); 1-NN on all {len(X_train)} "
-        f"training points: {nn_error:.1%}"
-    )

@@ -11,26 +11,14 @@ from the same source column are never combined (such conjunctions are empty, red
 from __future__ import annotations
 
 import numbers
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from interpretable_zoo.inference.names import resolve_names
-
-
-def check_binary_matrix(X, name: str = "X") -> np.ndarray:
-    """``X`` as a 2-D uint8 0/1 array; ValueError naming ``name`` otherwise (NaN, non-binary, shape)."""
-    array = np.asarray(X)
-    if array.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (samples x binary features), got shape {array.shape}")
-    if array.dtype != bool and not np.issubdtype(array.dtype, np.number):
-        raise ValueError(f"{name} must be numeric 0/1 or boolean, got dtype {array.dtype}")
-    if np.issubdtype(array.dtype, np.floating) and np.isnan(array).any():
-        raise ValueError(f"{name} contains NaN")
-    if array.size and not np.isin(array, (0, 1)).all():
-        raise ValueError(f"{name} must be binary (0/1); found other values such as {array[~np.isin(array, (0, 1))][0]!r}")
-    return array.astype(np.uint8)
+from interpretable_zoo.inference.validation import check_binary_matrix
 
 
 @dataclass(frozen=True)
@@ -61,6 +49,13 @@ class ItemEncoder:
             if series.isna().any():
                 raise ValueError(f"X has missing values (NaN) in column {column!r}")
             if values is not None:
+                unseen = sorted({str(value) for value in series[~series.isin(values)]})
+                if unseen:
+                    warnings.warn(
+                        f"X: column {column!r} has values not seen in fit ({', '.join(unseen[:5])}); their rows "
+                        f"satisfy no {column}=value item",
+                        stacklevel=2,
+                    )
                 equal = np.stack([(series == value).to_numpy() for value in values], axis=1)
                 blocks += [equal, ~equal] if len(values) > 2 and self.negations else [equal]
             else:
@@ -105,6 +100,8 @@ def fit_item_encoder(X, *, n_bins: int = 4, negations: bool = True) -> ItemEncod
         if series.isna().any():
             raise ValueError(f"X has missing values (NaN) in column {column!r}")
         numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+        if numeric and np.isinf(series.to_numpy(dtype=float)).any():
+            raise ValueError(f"X: column {column!r} has infinite values; replace them or drop their rows")
         distinct = series.astype("category").cat.categories if not numeric else np.unique(series.to_numpy())
         if numeric and len(distinct) > 2:
             cuts = np.unique(np.quantile(series.to_numpy(dtype=float), np.arange(1, n_bins) / n_bins))
@@ -134,7 +131,7 @@ def binary_items(X, feature_names=None) -> tuple[np.ndarray, tuple[str, ...], np
 
     Returns (items (n, 2p) uint8, item names, source column of each item).
     """
-    X = check_binary_matrix(X)
+    X = check_binary_matrix(X, dtype=np.uint8)
     names = resolve_names(feature_names, X.shape[1], argument="feature_names")
     columns = np.arange(X.shape[1])
     return np.hstack([X, 1 - X]), names + tuple(f"not {name}" for name in names), np.concatenate([columns, columns])
@@ -154,7 +151,7 @@ def mine_antecedents(
     class as in Yang et al.). Items with the same ``item_columns`` entry are not combined. Returns
     sorted tuples of item indices, by cardinality then lexicographically. ValueError when none qualifies.
     """
-    items = check_binary_matrix(items, "items").astype(bool)
+    items = check_binary_matrix(items, "items", dtype=bool)
     y = np.asarray(y)
     if y.shape != (items.shape[0],):
         raise ValueError(f"y must have one label per row of items ({items.shape[0]}), got shape {y.shape}")

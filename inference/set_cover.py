@@ -382,7 +382,7 @@ def _greedy_kernel(cover, balls, y, counts, min_gain):
     lose the rows of ``cover`` of the newly covered points, visited slab by slab.
     """
     n, m = cover.shape
-    gains = (2 * counts - counts.sum(axis=1, keepdims=True)).T  # (K, m)
+    gains = ps_model.greedy_gains(counts).T  # (K, m)
     candidate_index = jnp.arange(m, dtype=jnp.int32)
 
     def row_best(row):
@@ -458,7 +458,7 @@ def greedy(cover: np.ndarray, y: np.ndarray, n_classes: int, lam: float, *, symm
     balls = cover if symmetric else jnp.asarray(np.ascontiguousarray(padded.T))
     y = np.concatenate([y, np.zeros(n_padded - n, dtype=y.dtype)])
     counts = np.concatenate([counts, np.zeros((m_padded - m, counts.shape[1]), dtype=counts.dtype)])
-    min_gain = jnp.int32(min(math.floor(lam) + 1, n + 1))  # integer gains: gain > lam <=> gain >= floor(lam) + 1
+    min_gain = jnp.int32(min(ps_model.gain_threshold(lam), n + 1))
     steps, path = _greedy_kernel(cover, balls, jnp.asarray(y, dtype=jnp.int32), jnp.asarray(counts), min_gain)
     steps = int(steps)
     candidates, classes, new_correct, wrong = (np.asarray(column)[:steps].astype(np.int64) for column in path)
@@ -493,7 +493,7 @@ def solve_class_lp(cover: np.ndarray, y: np.ndarray, label: int, lam: float) -> 
     y = np.asarray(y)
     n_classes = int(y.max()) + 1
     own = cover[y == label]
-    costs = lam + ps_model.wrong_cover_costs(cover, y, n_classes)[:, label].astype(np.float64)
+    costs = ps_model.set_costs(cover, y, n_classes, lam)[:, label]
     useful = np.flatnonzero(own.any(axis=0))
     own_cover = scipy.sparse.csr_matrix(own[:, useful], dtype=np.float64)
     n_own = own.shape[0]
@@ -539,8 +539,7 @@ def round_class_lp(lp: ClassLP, rng: np.random.Generator, max_attempts: int = 10
                 break
         else:
             continue
-        covered = lp.own_cover @ chosen.astype(np.float64) > 0
-        value = float(np.count_nonzero(~covered) + lp.costs @ chosen)
+        value = ps_model.class_objective_given_costs(lp.own_cover, lp.costs, chosen)
         if value <= factor * lp.value * (1 + 1e-9) + 1e-9:
             return chosen
     raise RuntimeError(

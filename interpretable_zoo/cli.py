@@ -1,10 +1,10 @@
 """The ``izoo`` command: demo every model on bundled data, fit a model from a file, summarise a run.
 
-Each model registers here the module that implements its command-line entry points:
-``cli_demo(data_home) -> str`` (a run on bundled data, returning the explanation and, for MCMC
-models, an R-hat table) and, for models with a posterior (``fits=True``), ``cli_fit(X, y, args) ->
-InferenceData``; ``izoo fit`` offers only those. A model whose module is ``None`` does not exist yet;
-asking for it is answered with a clear message.
+Each model registers here its module of :mod:`interpretable_zoo.demos`, which implements the
+command-line entry points: ``cli_demo(data_home) -> str`` (a run on bundled data, returning the
+explanation and, for MCMC models, an R-hat table) and, for models with a posterior (``fits=True``),
+``cli_fit(X, y, args) -> InferenceData``; ``izoo fit`` offers only those. A model whose module is
+``None`` does not exist yet; asking for it is answered with a clear message.
 
 Errors are one line on stderr, never a traceback: a bad command line or file (exit status 2), or a
 library's ValueError, OSError or MemoryError about the data or settings (exit status 1).
@@ -13,29 +13,29 @@ library's ValueError, OSError or MemoryError about the data or settings (exit st
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+
+from interpretable_zoo.demos import bayesian_sets, bcm, brl, mgm, prototype_selection
 
 
 @dataclass(frozen=True)
 class ModelEntry:
     title: str
-    module: str | None  # implements cli_demo and, when ``fits``, cli_fit
+    module: ModuleType | None  # implements cli_demo and, when ``fits``, cli_fit
     fits: bool = False  # has a posterior that ``izoo fit`` writes
 
 
 MODELS: dict[str, ModelEntry] = {
-    "bcm": ModelEntry("Bayesian Case Model (Kim, Rudin, Shah 2014)", "interpretable_zoo.inference.bcm", fits=True),
-    "brl": ModelEntry("Bayesian Rule Lists (Letham et al. 2015)", "interpretable_zoo.inference.brl", fits=True),
-    "mgm": ModelEntry("Mind the Gap (Kim, Shah, Doshi-Velez 2015)", "interpretable_zoo.inference.mgm"),
-    "bayesian_sets": ModelEntry("Bayesian Sets (Ghahramani, Heller 2005)", "interpretable_zoo.inference.bayesian_sets"),
-    "prototype_selection": ModelEntry(
-        "Prototype selection (Bien, Tibshirani 2011)", "interpretable_zoo.inference.prototype_selection"
-    ),
+    "bcm": ModelEntry("Bayesian Case Model (Kim, Rudin, Shah 2014)", bcm, fits=True),
+    "brl": ModelEntry("Bayesian Rule Lists (Letham et al. 2015)", brl, fits=True),
+    "mgm": ModelEntry("Mind the Gap (Kim, Shah, Doshi-Velez 2015)", mgm),
+    "bayesian_sets": ModelEntry("Bayesian Sets (Ghahramani, Heller 2005)", bayesian_sets),
+    "prototype_selection": ModelEntry("Prototype selection (Bien, Tibshirani 2011)", prototype_selection),
 }
 
 
@@ -43,11 +43,11 @@ class CliError(Exception):
     """A user error reported as one line on stderr with exit status 2."""
 
 
-def _model_module(name: str):
+def _model_module(name: str) -> ModuleType:
     entry = MODELS[name]
     if entry.module is None:
         raise CliError(f"model {name!r} ({entry.title}) is not available yet in this version")
-    return importlib.import_module(entry.module)
+    return entry.module
 
 
 def one_line(error: BaseException) -> str:

@@ -18,12 +18,21 @@ Conventions (documented here, used by every sampler):
   the event that observation p_s carries the values of prototype s. With x observed this only fixes
   ``prototype_value = x[prototype]`` (a constant factor), so integrating pi and phi out of :func:`model`
   gives exactly :func:`collapsed_model`, the target of ``inference.bcm_gibbs``. ``Predictive(model)``
-  draws the process before the conditioning; ``datasets.smiley_faces.sample_bcm_datasets`` returns
-  exact draws of the conditioned process.
+  draws the process before the conditioning; ``datasets.smiley_faces.conditioned_model`` is a
+  program whose draws are exact draws of the conditioned process.
 
 The concentration function :func:`g` is the one place its formula appears: replace it by the paper's
 thresholded or loss-based variants and both the NumPyro programs and the Gibbs sampler follow (a
 replacement must keep g independent of the prototype value when omega_sj = 0, as all the paper's do).
+
+Editing priors: the fast sampler follows :class:`Priors` (its defaults too), :func:`g`,
+:func:`omega_distribution` (one Bernoulli per cluster and feature), :func:`prototype_distribution` (one
+Categorical over the observations per cluster) and :func:`z_concentration` (any positive vector, uneven
+too). It refuses, with ``inference.target_check.ModelMismatchError`` naming the site, a program it cannot
+sample: a new site (e.g. a Beta hyperprior on q), another family, a distribution written in a program
+instead of its hook, or :func:`model` and :func:`collapsed_model` stating different priors. Check an edit
+by fitting (the check runs on every fit) and by the enumeration tests of the edited model, as in
+tests/test_prior_edits.py.
 """
 
 from __future__ import annotations
@@ -86,7 +95,7 @@ def z_concentration(priors: Priors, n_clusters: int) -> np.ndarray:
 
     Uneven values (a Dirichlet favouring some clusters) are allowed; every sampler reads this vector.
     """
-    return np.full(n_clusters, priors.alpha / n_clusters)
+    return np.ones(n_clusters) * (priors.alpha / n_clusters)
 
 
 def omega_distribution(priors: Priors, n_clusters: int, n_features: int) -> dist.Distribution:

@@ -16,6 +16,14 @@ program, and the formulas the fast sampler uses, defined once here:
 
 A list is stored padded: ``rules`` (max_length,) int antecedent indices, -1 after position ``length``.
 Antecedents are described by their truth table over the samples (n, |A|) and their cardinalities.
+
+Editing priors: the fast sampler follows :class:`Priors` (its defaults too) and the hooks
+:func:`log_length_prior` and :func:`log_cardinality_prior`. It refuses, with
+``inference.target_check.ModelMismatchError`` naming the site, a program it cannot sample: a new site
+(e.g. a Gamma hyperprior on lam), another family, the length or antecedent choice written in
+:func:`rule_list_prior` instead of a hook, theta's Dirichlet changed in :func:`model` alone, or an edit of
+:func:`log_prior` (a derived evaluation: edit the hooks). Check an edit by fitting (the check runs on
+every fit) and by the enumeration tests of the edited model, as in tests/test_prior_edits.py.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import numbers
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
@@ -70,8 +79,10 @@ class Priors:
         if isinstance(self.alpha, tuple):
             if len(self.alpha) != n_classes:
                 raise ValueError(f"alpha has {len(self.alpha)} values for {n_classes} classes")
+            if any(isinstance(a, jax.core.Tracer) for a in self.alpha):  # hyperparameters traced as arguments
+                return jnp.stack(self.alpha)
             return np.asarray(self.alpha, dtype=np.float64)
-        return np.full(n_classes, self.alpha, dtype=np.float64)
+        return np.ones(n_classes) * self.alpha
 
 
 def cardinality_counts(cardinalities) -> np.ndarray:
@@ -194,6 +205,13 @@ def log_marginal_likelihood(rule_counts, default_counts, length, alpha):
     return rule_terms.sum() + _log_multivariate_beta(alpha + default_counts) - base
 
 
+def label_posterior_mean(counts, alpha):
+    """E[theta_j | data] = (alpha + N_j) / sum_l (alpha_l + N_jl), theta_j | data ~ Dirichlet(alpha + N_j)
+    (Letham sec. 2.1), for captured-label counts ``counts`` (..., L)."""
+    concentration = counts + alpha
+    return concentration / concentration.sum(axis=-1, keepdims=True)
+
+
 class LikelihoodTables(NamedTuple):
     """log Gamma differences for :func:`log_marginal_likelihood_from_tables`, for counts k = 0..n:
     ``terms`` (n + 1, L + 1): column l < L holds log Gamma(alpha_l + k) - log Gamma(alpha_l), column L
@@ -280,10 +298,11 @@ def rule_list_prior(cardinalities, priors: Priors = Priors(), max_length: int | 
 
 
 def _check_truth_table(truth_table, cardinalities):
-    table = np.asarray(truth_table)
-    if table.ndim != 2 or table.shape[1] != np.asarray(cardinalities).size:
-        raise ValueError(f"truth_table must be (n_samples, n_antecedents = len(cardinalities)), got {table.shape}")
-    return table.astype(bool)
+    if np.ndim(truth_table) != 2 or np.shape(truth_table)[1] != np.asarray(cardinalities).size:
+        raise ValueError(f"truth_table must be (n_samples, n_antecedents = len(cardinalities)), got {np.shape(truth_table)}")
+    if isinstance(truth_table, jax.core.Tracer):  # data traced as an argument
+        return truth_table.astype(bool)
+    return np.asarray(truth_table).astype(bool)
 
 
 def model(truth_table, cardinalities, n_classes: int, y=None, *, priors: Priors = Priors(), max_length: int | None = None):

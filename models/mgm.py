@@ -34,6 +34,8 @@ prior over a partition of the dimensions and its formulas is :func:`log_structur
 from __future__ import annotations
 
 import math
+import numbers
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import jax
@@ -96,18 +98,41 @@ class Priors:
                     "beta_t", "alpha_z")  # fmt: skip
         for name in positive:
             value = getattr(self, name)
-            if not (value > 0 and math.isfinite(value)):
-                raise ValueError(f"priors.{name}: must be positive and finite, got {value}")
-        if len(self.alpha_f) != 2 or not all(a > 0 and math.isfinite(a) for a in self.alpha_f):
-            raise ValueError(f"priors.alpha_f: must be two positive finite numbers (OR, AND), got {self.alpha_f}")
+            if not (_is_number(value) and value > 0 and math.isfinite(value)):
+                raise ValueError(f"priors.{name}: must be positive and finite, got {value!r}")
+        alpha_f = () if isinstance(self.alpha_f, str) or not isinstance(self.alpha_f, Iterable) else tuple(self.alpha_f)
+        if len(alpha_f) != 2 or not all(_is_number(a) and a > 0 and math.isfinite(a) for a in alpha_f):
+            raise ValueError(f"priors.alpha_f: must be two positive finite numbers (OR, AND), got {self.alpha_f!r}")
+        object.__setattr__(self, "alpha_f", tuple(float(a) for a in alpha_f))  # hashable: compiled searches key on it
         for name in ("rho", "s"):
             value = getattr(self, name)
-            if not 0 < value < 1:
-                raise ValueError(f"priors.{name}: must lie strictly between 0 and 1, got {value}")
+            if not (_is_number(value) and 0 < value < 1):
+                raise ValueError(f"priors.{name}: must lie strictly between 0 and 1, got {value!r}")
 
     def beta_components(self) -> tuple[tuple[float, float], ...]:
         """Beta parameters of beta_gk: uni-modal (y=0), bottom (y=1, t=0), top (y=1, t=1)."""
         return ((self.alpha_u, self.beta_u), (self.alpha_b, self.beta_b), (self.alpha_t, self.beta_t))
+
+
+def _is_number(value) -> bool:
+    """A real number (Python or NumPy), not a bool, a string or None."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def component_weights(y, t):
+    """(..., 3) weights of beta_gk's Beta components (uni-modal, bottom, top) given y_g and t_gk (broadcast):
+    (1 - y, y (1 - t), y t), one-hot for 0/1 values; for the probabilities q(y_g = 1), q(t_gk = 1) of a
+    factorised q, the components' probabilities under q."""
+    y, t = jnp.broadcast_arrays(y, t)
+    return jnp.stack([1 - y, y * (1 - t), y * t], -1)
+
+
+def beta_parameters(y, t, priors: Priors):
+    """(..., 2) parameters of the Beta prior of beta_gk given y_g and t_gk: the uni-modal component when
+    y_g = 0, the bottom (t_gk = 0) or top (t_gk = 1) one when y_g = 1. ``model`` draws beta_gk from it and
+    the variational update of q(beta_gk) adds the counts to it at q's probabilities."""
+    weights = component_weights(y, t)
+    return weights @ jnp.asarray(priors.beta_components(), jnp.result_type(weights.dtype, float))
 
 
 def group_log_likelihood(ones, size, present, formula, s, exact_or=False):
@@ -220,15 +245,14 @@ def model(n_obs, n_dims, n_clusters, priors: Priors = Priors(), n_groups=None, w
     pi_f = numpyro.sample("pi_f", dist.Dirichlet(jnp.asarray(priors.alpha_f)))
     with numpyro.plate("dims", n_dims):
         l = numpyro.sample("l", dist.Categorical(pi_l))
-    components = jnp.asarray(priors.beta_components())
     with numpyro.plate("groups", n_groups, dim=-1):
         f = numpyro.sample("f", dist.Categorical(pi_f))
         y = numpyro.sample("y", dist.Bernoulli(priors.rho))
         gamma = numpyro.sample("gamma", dist.Beta(priors.sigma1, priors.sigma2))
         with numpyro.plate("clusters", n_clusters, dim=-2):
             t = numpyro.sample("t", dist.Bernoulli(gamma))
-            component = jnp.where(y == 1, 1 + t, 0).astype(jnp.int32)
-            beta = numpyro.sample("beta", dist.Beta(components[component, 0], components[component, 1]))
+            parameters = beta_parameters(y, t, priors)
+            beta = numpyro.sample("beta", dist.Beta(parameters[..., 0], parameters[..., 1]))
     pi = numpyro.sample("pi", dist.Dirichlet(jnp.full(n_clusters, priors.alpha_z)))
     with numpyro.plate("obs", n_obs, dim=-1):
         z = numpyro.sample("z", dist.Categorical(pi))

@@ -27,6 +27,7 @@ The functions below score any candidate prototype set; both solvers (greedy and 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from numbers import Real
 
@@ -87,6 +88,23 @@ def wrong_cover_costs(cover: np.ndarray, y: np.ndarray, n_classes: int) -> np.nd
     return counts.sum(axis=1, keepdims=True) - counts
 
 
+def set_costs(cover: np.ndarray, y: np.ndarray, n_classes: int, lam: float) -> np.ndarray:
+    """lam + C_l(j) of eq. 4 as an (m, K) float64 matrix: the cost of making z_j a prototype of class l."""
+    return lam + wrong_cover_costs(cover, y, n_classes).astype(np.float64)
+
+
+def greedy_gains(counts):
+    """(m, K) decrease of the objective (3a-3b), before the cost lam, when z_j becomes a prototype of class l:
+    the class-l points it newly covers minus C_l(j), from ``counts`` (m, K), the not yet covered class-l
+    points in each ball (:func:`class_cover_counts` at the start; NumPy or JAX arrays)."""
+    return 2 * counts - counts.sum(axis=1, keepdims=True)
+
+
+def gain_threshold(lam: float) -> int:
+    """The smallest integer gain that lowers the objective, gain - lam > 0: floor(lam) + 1."""
+    return math.floor(lam) + 1
+
+
 def coverage_counts(cover: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     """(n, K) integer matrix: how many prototypes of each class cover each training point."""
     alpha = np.asarray(alpha, dtype=np.float64)
@@ -120,9 +138,14 @@ def class_objective(cover: np.ndarray, y: np.ndarray, alpha_l: np.ndarray, label
     """
     cover = np.asarray(cover, dtype=bool)
     y = np.asarray(y)
-    alpha_l = np.asarray(alpha_l, dtype=np.float64)
     n_classes = max(int(y.max()) + 1, label + 1)
-    costs = lam + wrong_cover_costs(cover, y, n_classes)[:, label]
-    own = cover[y == label]
-    slack = np.maximum(0.0, 1.0 - own.astype(np.float64) @ alpha_l)
+    costs = set_costs(cover, y, n_classes, lam)[:, label]
+    return class_objective_given_costs(cover[y == label].astype(np.float64), costs, alpha_l)
+
+
+def class_objective_given_costs(own_cover, costs: np.ndarray, alpha_l) -> float:
+    """Eq. 4's objective from the class's rows of the cover matrix ``own_cover`` (n_l x m, dense or sparse),
+    the set costs ``costs`` (m,) of :func:`set_costs` and prototypes ``alpha_l`` (m,), slacks at their smallest."""
+    alpha_l = np.asarray(alpha_l, dtype=np.float64)
+    slack = np.maximum(0.0, 1.0 - own_cover @ alpha_l)
     return float(slack.sum() + costs @ alpha_l)

@@ -10,7 +10,8 @@ from numpyro.handlers import seed as seed_handler
 from numpyro.handlers import substitute, trace
 from scipy.special import expit, logsumexp, roots_sh_jacobi
 
-from interpretable_zoo.inference.bayesian_sets import BayesianSets, cli_demo, estimate_membership_rate
+from interpretable_zoo.demos.bayesian_sets import cli_demo
+from interpretable_zoo.inference.bayesian_sets import BayesianSets, estimate_membership_rate
 from interpretable_zoo.models.bayesian_sets import Priors, beta_hyperparameters, log_marginal, model
 
 N_ITEMS, N_FEATURES = 14, 7

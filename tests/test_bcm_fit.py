@@ -12,19 +12,15 @@ from interpretable_zoo.datasets import load_recipes
 from interpretable_zoo.datasets.smiley_faces import SMILEY_SUBSPACES
 from interpretable_zoo.diagnostics import summary
 from interpretable_zoo.inference import bcm_gibbs
-from interpretable_zoo.inference.bcm import (
-    BCMClusterer,
-    _initial_states,
-    cli_fit,
-    corrupt_half_labels,
-    fit_bcm,
-    format_demo,
-    smiley_demo,
-)
+from interpretable_zoo.demos.bcm import cli_fit, format_demo, smiley_demo
+from interpretable_zoo.inference.bcm import BCMClusterer, _initial_states, corrupt_half_labels, fit_bcm
 from interpretable_zoo.models import bcm
 
 RNG = np.random.default_rng(0)
 X_SMALL = RNG.integers(0, 3, (12, 5))
+X_SMALL[0, 4] = 3  # feature 4 takes 4 values, the others 3: padded to V = 4
+# Every small fit below has these shapes (12 x 5, V = 4, S = 3, 2 chains of 2 rungs), so they share two compiled
+# samplers: one storing z (``small_fit``) and one without.
 QUICK = {"num_warmup": 20, "num_samples": 30, "num_chains": 2, "n_temperatures": 2}
 
 
@@ -70,14 +66,12 @@ def test_same_seed_same_chains_other_seed_other_chains(small_fit):
 
 
 def test_explain_and_transform_on_a_dataframe():
-    frame = pd.DataFrame(
-        {"colour": np.array(["red", "blue", "green"])[X_SMALL[:, 0]], "size": X_SMALL[:, 1]},
-        index=[f"item{i}" for i in range(12)],
-    )
-    result = fit_bcm(frame, 2, seed=0, **QUICK)
+    frame = pd.DataFrame(X_SMALL, columns=["colour", "size", "a", "b", "c"], index=[f"item{i}" for i in range(12)])
+    frame["colour"] = np.array(["red", "blue", "green"])[X_SMALL[:, 0]]
+    result = fit_bcm(frame, 3, seed=0, **QUICK)
     table = result.explain()
     assert list(table.columns) == ["share", "prototype", "prototype_name", "n_subspace", "subspace"]
-    assert len(table) == 2 and np.isclose(table["share"].sum(), 1.0)
+    assert len(table) == 3 and np.isclose(table["share"].sum(), 1.0)
     for _, row in table.iterrows():
         assert row["prototype_name"] == f"item{row['prototype']}"
         prototype = frame.iloc[row["prototype"]]
@@ -85,19 +79,20 @@ def test_explain_and_transform_on_a_dataframe():
             feature, value = item.split("=")
             assert str(prototype[feature]) == value
     weights = result.transform()
-    assert weights.shape == (12, 2)
+    assert weights.shape == (12, 3)
     np.testing.assert_allclose(weights.sum(1), 1.0, rtol=1e-5)
-    new_rows = pd.DataFrame({"colour": ["green", "red", "red"], "size": [2, 0, 1]})
+    new_rows = pd.DataFrame({"colour": ["green", "red", "red"], "size": [2, 0, 1], "a": [0, 1, 2], "b": [1, 1, 0],
+                             "c": [3, 0, 1]})
     folded = result.transform(new_rows)
-    assert folded.shape == (3, 2) and np.all(folded > 0)
+    assert folded.shape == (3, 3) and np.all(folded > 0)
     np.testing.assert_allclose(folded.sum(1), 1.0, rtol=1e-5)
     np.testing.assert_array_equal(result.transform(new_rows), folded)  # same seed, same weights
     for bad in (
-        new_rows[["size", "colour"]],  # other columns
+        new_rows[["size", "colour", "a", "b", "c"]],  # other columns
         new_rows.assign(colour=["green", "purple", "red"]),  # a value not seen when fitting
         np.array([[0, 1, 2]]),  # three features
-        np.array([[0, 3]]),  # a code beyond the fitted range
-        np.array([[0.5, 1]]),
+        np.array([[0, 3, 0, 0, 0]]),  # a code beyond the fitted range
+        np.array([[0.5, 1, 0, 0, 0]]),
     ):
         with pytest.raises(ValueError, match="X"):
             result.transform(bad)
@@ -194,7 +189,8 @@ def test_recipes_prototypes_and_accuracy(data_home):
     category of its dominant cluster's prototype; chance (all pasta) is 0.43."""
     recipes = load_recipes(data_home)
     frame = pd.DataFrame(recipes.X, columns=recipes.feature_names, index=recipes.sample_names)
-    result = fit_bcm(frame, 4, num_warmup=300, num_samples=100, num_chains=2, seed=0, n_temperatures=1)
+    # the settings of notebooks/bcm.ipynb's quick run, which then reuses this compiled sampler
+    result = fit_bcm(frame, 4, num_warmup=300, num_samples=100, num_chains=2, seed=0, n_temperatures=4)
     accuracy = result.unsupervised_accuracy(recipes.y)[result.best_chain].mean()
     table = result.explain(hide_value="0")
     print(f"accuracy via prototype labels: {accuracy:.3f}\n{table.to_string()}")
@@ -210,10 +206,10 @@ def test_each_chain_can_start_from_its_own_labels():
     states = _initial_states(target, starts, 2, seed=0)
     np.testing.assert_array_equal(states.z, np.broadcast_to(starts[:, :, None], (2, 12, 5)))
     np.testing.assert_array_equal(np.asarray(states.row_counts).argmax(-1), starts)
-    result = fit_bcm(X_SMALL, 3, seed=0, init=starts, num_warmup=0, num_samples=4, num_chains=2, n_temperatures=1)
+    result = fit_bcm(X_SMALL, 3, seed=0, init=starts, num_warmup=0, num_samples=4, num_chains=2, n_temperatures=2)
     assert result.idata.posterior["omega"].shape == (2, 4, 3, 5)
 
 
 def test_scalar_n_values_means_every_feature():
-    result = fit_bcm(X_SMALL, 2, n_values=4, **QUICK)
+    result = fit_bcm(X_SMALL, 3, n_values=4, **QUICK)
     np.testing.assert_array_equal(result.data.n_values, np.full(5, 4))

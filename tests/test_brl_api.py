@@ -10,7 +10,8 @@ from sklearn.metrics import roc_auc_score
 
 from interpretable_zoo.datasets import load_titanic
 from interpretable_zoo.datasets.planted_rule_lists import planted_rule_lists
-from interpretable_zoo.inference.brl import BayesianRuleListClassifier, cli_demo, fit_brl
+from interpretable_zoo.demos.brl import cli_demo
+from interpretable_zoo.inference.brl import BayesianRuleListClassifier, fit_brl
 from interpretable_zoo.inference.rule_mining import binary_items, fit_item_encoder, mine_antecedents
 from interpretable_zoo.models import brl
 
@@ -66,7 +67,7 @@ def test_item_encoder_names_values_negations_and_thresholds():
         (np.array([[0, 2], [1, 0]]), [0, 1], {}, "binary"),
         (np.array([[0.0, np.nan], [1, 0]]), [0, 1], {}, "NaN"),
         (np.array([[0, 1], [1, 0]]), [1, 1], {}, "single class"),
-        (np.array([[0, 1], [1, 0]]), [0, 1, 1], {}, "y must be"),
+        (np.array([[0, 1], [1, 0]]), [0, 1, 1], {}, "y: must be"),
         (np.array([[0, 1], [1, 0], [0, 1], [1, 0]]), [0, 0, 1, 1], {"min_support": 0.9}, "min_support"),
         (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0, 5)]}, "antecedents"),
         (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "priors": brl.Priors(alpha=(1, 1, 1))}, "alpha"),

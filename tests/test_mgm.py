@@ -8,7 +8,8 @@ from numpyro.infer import Predictive
 from sklearn.metrics import adjusted_rand_score
 
 from interpretable_zoo.datasets.cartoon_faces import FACE_FEATURES, make_cartoon_faces
-from interpretable_zoo.inference.mgm import MGMClusterer, cli_demo, fit_mgm, fit_mgm_sweep
+from interpretable_zoo.demos.mgm import cli_demo
+from interpretable_zoo.inference.mgm import MGMClusterer, fit_mgm, fit_mgm_sweep
 from interpretable_zoo.models import mgm
 from interpretable_zoo.models.mgm import Priors
 

@@ -11,7 +11,8 @@ from sklearn.base import clone
 
 from interpretable_zoo.datasets.gaussian_mixture import make_gaussian_mixture
 from interpretable_zoo.inference import set_cover
-from interpretable_zoo.inference.prototype_selection import PrototypeClassifier, cli_demo, select_prototypes
+from interpretable_zoo.demos.prototype_selection import cli_demo
+from interpretable_zoo.inference.prototype_selection import PrototypeClassifier, select_prototypes
 from interpretable_zoo.models import prototype_selection as ps_model
 
 

@@ -1,0 +1,219 @@
+"""Argument checks shared by every public entry point: each returns the checked value (or nothing, when
+it only checks), or raises a ValueError whose message starts with the argument's name."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pandas as pd
+import scipy.sparse
+
+from interpretable_zoo.inference import memory
+
+NUMERIC_COLUMN_LEVELS = 32
+"""A DataFrame column of integers with more distinct values than this is a numeric feature, not categories."""
+
+
+def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
+    """``value`` as an int, or a ValueError naming ``name`` when it is not an integer >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name}: expected an integer, got {value!r}")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"{name}: must be at least {minimum}, got {value}")
+    return value
+
+
+def check_flag(value, name: str) -> bool:
+    """``value`` as a bool, or a ValueError naming ``name`` unless it is True or False."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name}: expected True or False, got {value!r}")
+    return bool(value)
+
+
+def check_number(value, name: str) -> float:
+    """``value`` as a float, or a ValueError naming ``name`` unless it is a finite real number (not a bool)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+        raise ValueError(f"{name}: expected a finite number, got {value!r}")
+    return float(value)
+
+
+def check_sampling_options(num_samples, num_warmup, num_chains, seed) -> None:
+    """ValueError naming the argument, before anything compiles, unless ``num_samples`` is None or at least
+    1, ``num_warmup`` None or at least 0, ``num_chains`` at least 1 and ``seed`` at least 0 (integers)."""
+    if num_samples is not None:
+        check_positive_int(num_samples, "num_samples")
+    if num_warmup is not None:
+        check_positive_int(num_warmup, "num_warmup", minimum=0)
+    check_positive_int(num_chains, "num_chains")
+    check_positive_int(seed, "seed", minimum=0)
+
+
+def check_n_clusters(n_clusters, n_obs: int, name: str = "n_clusters") -> int:
+    """A number of clusters between 1 and the number of observations ``n_obs``."""
+    n_clusters = check_positive_int(n_clusters, name)
+    if n_clusters > n_obs:
+        raise ValueError(f"{name}: {n_clusters} clusters for only {n_obs} observations")
+    return n_clusters
+
+
+def check_binary_matrix(
+    X,
+    name: str = "X",
+    *,
+    dtype=np.float64,
+    sparse: bool = False,
+    min_rows: int = 1,
+    dims: tuple[str, str] = ("observation", "feature"),
+):
+    """``X`` (array, DataFrame, or with ``sparse`` a scipy sparse matrix, kept as CSR without explicit
+    zeros) as a 0/1 matrix of ``dtype`` with at least ``min_rows`` rows and one column. ``dims`` names
+    a row and a column in the messages."""
+    rows, columns = dims
+    matrix = _as_matrix(X, name, sparse=sparse, dims=(f"{rows}s", f"{columns}s"))
+    if scipy.sparse.issparse(matrix):
+        matrix = scipy.sparse.csr_matrix(matrix, dtype=np.float64, copy=True)
+        matrix.sum_duplicates()
+        values = matrix.data
+    else:
+        matrix = values = np.ascontiguousarray(matrix, dtype=np.float64)
+    if np.isnan(values).any():
+        raise ValueError(f"{name}: contains NaN")
+    if not np.isin(values, (0, 1)).all():
+        found = np.unique(values[~np.isin(values, (0, 1))])[:5]
+        raise ValueError(
+            f"{name}: must be binary (0/1), found values {found}; binarise it first, e.g. datasets.binarize"
+        )
+    if matrix.shape[0] < min_rows or matrix.shape[1] < 1:
+        needed = f"{min_rows} {rows}{'s' if min_rows > 1 else ''} and 1 {columns}"
+        empty = "the empty " if 0 in matrix.shape else ""
+        raise ValueError(f"{name}: needs at least {needed}, got {empty}shape {matrix.shape}")
+    if scipy.sparse.issparse(matrix):
+        matrix.eliminate_zeros()
+    return matrix.astype(dtype, copy=False)
+
+
+def check_real_matrix(value, name: str, *, nonnegative: bool = False) -> np.ndarray:
+    """``value`` as a finite float64 matrix with at least one row and one column (and no negative entry when
+    ``nonnegative``, as a dissimilarity)."""
+    array = _as_matrix(value, name)
+    if 0 in array.shape:
+        raise ValueError(f"{name}: needs at least one row and one column, got shape {array.shape}")
+    array = array.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name}: contains NaN or infinite values")
+    if nonnegative and array.min() < 0:
+        raise ValueError(f"{name}: a dissimilarity is never negative, got values down to {array.min():.6g}")
+    return array
+
+
+def _as_matrix(value, name: str, *, sparse: bool = False, dims: tuple[str, str] = ("rows", "columns")):
+    """``value`` as a 2-D array of numbers or booleans (a scipy sparse matrix kept as it is when ``sparse``)."""
+    if scipy.sparse.issparse(value):
+        if not sparse:
+            raise ValueError(f"{name}: sparse matrices are not supported; pass a dense array ({name}.toarray())")
+        matrix = value
+    else:
+        try:
+            matrix = np.asarray(value)
+        except ValueError as error:  # ragged nested sequences
+            raise ValueError(f"{name}: cannot be read as a 2-D array ({error})") from None
+    if matrix.ndim != 2:
+        raise ValueError(f"{name}: expected a 2-D matrix ({dims[0]} x {dims[1]}), got shape {matrix.shape}")
+    if not (np.issubdtype(matrix.dtype, np.number) or matrix.dtype == bool) or np.iscomplexobj(matrix):
+        raise ValueError(f"{name}: expected numbers (a numeric or boolean matrix), got dtype {matrix.dtype}")
+    return matrix
+
+
+def encode_labels(y, n_rows: int, method: str) -> tuple[np.ndarray, np.ndarray]:
+    """(classes, codes) of the class labels ``y``, classes in sorted order; ValueError unless ``y`` is
+    1-D, one label per training point (``n_rows``), of one orderable type, without missing labels, with at
+    least two classes (``method`` names what needs them in that message)."""
+    if y is None:
+        raise ValueError("y: the class labels are required")
+    try:
+        y = np.asarray(y)
+    except ValueError as error:  # ragged nested sequences
+        raise ValueError(f"y: cannot be read as a 1-D array of labels ({error})") from None
+    if y.ndim != 1 or len(y) != n_rows:
+        raise ValueError(f"y: must be 1-D with one label per training point ({n_rows}), got shape {y.shape}")
+    if y.dtype.kind == "f" and np.isnan(y).any():
+        raise ValueError("y: contains NaN")
+    if y.dtype.kind == "c":
+        raise ValueError(f"y: labels must be integers, strings or other orderable values, got dtype {y.dtype}")
+    if y.dtype == object and any(
+        label is None or (isinstance(label, float) and np.isnan(label)) for label in y.tolist()
+    ):
+        raise ValueError("y: contains missing labels (None or NaN)")
+    try:
+        classes, codes = np.unique(y, return_inverse=True)
+    except TypeError:
+        kinds = sorted({type(label).__name__ for label in y.tolist()})
+        raise ValueError(
+            f"y: labels of different types ({', '.join(kinds)}) cannot be ordered; give labels of one type"
+        ) from None
+    if len(classes) < 2:
+        found = f"a single class ({classes[0]!r})" if len(classes) else "no labels"
+        raise ValueError(f"y: has {found}; {method} needs at least two classes")
+    return classes, codes.reshape(-1)
+
+
+def check_categorical_table(X, name: str = "X", *, counts_from_codes: bool = True) -> None:
+    """Refuse a categorical table that would be misread as categories: complex numbers, a ragged array, a
+    DataFrame column of numbers (floating point, or integers with more than :data:`NUMERIC_COLUMN_LEVELS`
+    distinct values: bin them first) and, when the number of categories of a feature is 1 + its largest code
+    (``counts_from_codes``), an array whose largest code in some column reaches the number of rows (more
+    categories than observations: codes that are not 0..k-1, such as identifiers or raw measurements)."""
+    if isinstance(X, pd.DataFrame):
+        for column in X.columns:
+            series = X[column]
+            if isinstance(series.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(series):
+                continue
+            kind = pd.api.types.infer_dtype(series, skipna=True)
+            levels = series.nunique()
+            if kind in ("floating", "mixed-integer-float", "decimal", "complex") or (
+                kind == "integer" and levels > NUMERIC_COLUMN_LEVELS
+            ):
+                raise ValueError(
+                    f"{name}: column {column!r} holds numbers ({series.dtype}, {levels} distinct values), not "
+                    f"categories; bin it first (e.g. pd.cut({name}[{column!r}], 5) or datasets.bin_levels), or, if "
+                    f"its values are category labels, pass {name}[{column!r}].astype('category')"
+                )
+        return
+    try:
+        array = np.asarray(X)
+    except ValueError as error:  # ragged nested sequences
+        raise ValueError(f"{name}: cannot be read as a 2-D array ({error})") from None
+    if np.iscomplexobj(array):
+        raise ValueError(f"{name}: expected integer category codes or a DataFrame, got complex numbers ({array.dtype})")
+    if not counts_from_codes or array.ndim != 2 or array.size == 0 or not np.issubdtype(array.dtype, np.number):
+        return
+    largest = array.max(axis=0)
+    if not np.all(np.isfinite(largest)):
+        return  # NaN or infinite codes: the encoder says so
+    j = int(np.argmax(largest))
+    n_obs = array.shape[0]
+    if largest[j] >= max(n_obs, 2):
+        raise ValueError(
+            f"{name}: column {j} has codes up to {largest[j]:.0f}, so {largest[j] + 1:.0f} categories, more than the "
+            f"{n_obs} observations ({np.unique(array[:, j]).size} distinct codes occur); the tables of a categorical "
+            "model grow with the square of the largest number of categories. Re-encode the column as codes "
+            f"0..k-1 of the values that occur (np.unique({name}[:, {j}], return_inverse=True)[1]), bin it if it "
+            "is a measurement, or give n_values to keep every category"
+        )
+
+
+def check_category_memory(n_values, feature_names, needed_bytes: float, name: str = "X") -> None:
+    """ValueError naming the feature with the most categories when ``needed_bytes`` (an estimate of the
+    memory of tables padded to that number of categories) exceeds the available memory."""
+    available = memory.available_bytes()
+    if available is None or needed_bytes <= available:
+        return
+    j = int(np.argmax(n_values))
+    needed, available = memory.format_bytes(needed_bytes), memory.format_bytes(available)
+    raise ValueError(
+        f"{name}: feature {feature_names[j]!r} has {int(n_values[j])} categories, the most of any feature; the "
+        f"tables are padded to that number and grow with its square, needing at least {needed}, more than the "
+        f"{available} available; merge or bin its categories, or leave the feature out"
+    )

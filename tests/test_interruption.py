@@ -1,0 +1,66 @@
+"""Ctrl-C during a tempered run keeps the draws of the chunks that finished (tests/toy_tempering.py's
+lattice target): KeyboardInterrupt raised from inside the chunk loop, at a chosen call of ``run_scans``."""
+
+import numpy as np
+import pytest
+import toy_tempering as toy
+
+from interpretable_zoo.inference import convergence, tempering
+
+STATIC, DATA = toy.bimodal()[:2]
+CHUNK = 32
+OPTIONS = dict(num_chains=2, n_temperatures=4, scans_per_chunk=CHUNK, progress_bar=False)
+
+
+def interrupt_at_call(monkeypatch, n: int) -> None:
+    """``tempering.run_scans`` raising KeyboardInterrupt on its ``n``-th call from now, as Ctrl-C would."""
+    calls = []
+    run_scans = tempering.run_scans
+
+    def interrupted(*args, **kwargs):
+        calls.append(None)
+        if len(calls) == n:
+            raise KeyboardInterrupt
+        return run_scans(*args, **kwargs)
+
+    monkeypatch.setattr(tempering, "run_scans", interrupted)
+
+
+def test_interrupted_sampling_keeps_the_chunks_run_so_far(monkeypatch):
+    """No tuning, 4 chunks asked for, Ctrl-C during the 3rd: the first two chunks' draws come back,
+    equal to the first draws of the same run uninterrupted, with converged False and a warning."""
+    whole = convergence.sample(toy.KERNEL, STATIC, DATA, tuning_rounds=0, num_samples=4 * CHUNK, seed=3, **OPTIONS)
+    interrupt_at_call(monkeypatch, 3)
+    with pytest.warns(UserWarning, match=r"^sampling: interrupted \(KeyboardInterrupt\); kept the 64 draws per chain"):
+        cut = convergence.sample(toy.KERNEL, STATIC, DATA, tuning_rounds=0, num_samples=4 * CHUNK, seed=3, **OPTIONS)
+    assert cut.records["x"].shape == (2, 2 * CHUNK)
+    np.testing.assert_array_equal(cut.records["x"], whole.records["x"][:, : 2 * CHUNK])
+    assert not cut.converged and cut.n_scans == 2 * CHUNK
+    # the ladder is the state after the last whole chunk: the run can go on from there
+    monkeypatch.undo()
+    rest = convergence.extend(cut, toy.KERNEL, STATIC, DATA, num_samples=2 * CHUNK)
+    np.testing.assert_array_equal(rest.records["x"], whole.records["x"][:, 2 * CHUNK :])
+
+
+def test_interrupt_between_rounds_keeps_the_last_complete_round(monkeypatch):
+    """Run until converged (targets out of reach): round 1 is one chunk, round 2 two; Ctrl-C in the
+    first chunk of round 2 keeps round 1's draws."""
+    unreachable = convergence.ConvergenceTarget(target_rhat=1.0, min_ess=1e9, max_seconds=None)
+    interrupt_at_call(monkeypatch, 2)
+    with pytest.warns(UserWarning, match=f"kept the {CHUNK} draws per chain"):
+        cut = convergence.sample(toy.KERNEL, STATIC, DATA, tuning_rounds=0, target=unreachable, seed=4, **OPTIONS)
+    assert cut.records["x"].shape == (2, CHUNK) and not cut.converged
+
+
+def test_interrupt_while_tuning_returns_the_tuning_draws(monkeypatch):
+    """Two tuning rounds (one chunk, then two): Ctrl-C in the 3rd chunk keeps the 2nd round's first chunk."""
+    interrupt_at_call(monkeypatch, 3)
+    with pytest.warns(UserWarning, match=rf"kept the {CHUNK} draws per chain run so far \(tuning draws\)"):
+        cut = convergence.sample(toy.KERNEL, STATIC, DATA, tuning_rounds=2, num_samples=CHUNK, seed=5, **OPTIONS)
+    assert cut.records["x"].shape == (2, CHUNK) and not cut.converged
+
+
+def test_interrupt_before_any_chunk_ends_propagates(monkeypatch):
+    interrupt_at_call(monkeypatch, 1)
+    with pytest.raises(KeyboardInterrupt):
+        convergence.sample(toy.KERNEL, STATIC, DATA, tuning_rounds=0, num_samples=CHUNK, seed=6, **OPTIONS)
