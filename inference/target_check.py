@@ -27,8 +27,8 @@ Cost: the kernel's log terms at the states and both programs (their integrated s
 their support instead of sampled) are evaluated in one jitted function of the miniature's arrays and the
 hyperparameter values, compiled once per miniature shape and every binding of the model file's module
 (an edit there traces the programs again; a program refused for its structure compiles nothing) and
-kept by the persistent compilation cache. A verdict is
-remembered for the same bindings, priors and miniature, so a refit checks nothing again. A program that
+kept by the persistent compilation cache. A verdict is remembered for the same bindings, priors and
+miniature, so a refit checks nothing again. A program that
 needs concrete hyperparameters (NumPy on them) is compiled with them as constants instead.
 """
 
