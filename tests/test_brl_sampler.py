@@ -312,22 +312,35 @@ def test_simulation_based_calibration_on_lists_drawn_from_the_model():
             return state, (state.rules[0], state.length[0])
 
         _, (rules, lengths) = jax.lax.scan(call, state, jax.random.split(key_chain, num_warmup // thin + num_draws))
-        rules, lengths = rules[num_warmup // thin :], lengths[num_warmup // thin :]
-        draws = {"length": lengths}
-        for j in range(capacity):
-            draws[f"antecedent_{j}"] = jnp.maximum(rules[:, j], 0)
-        return draws
-
-    def count_of(antecedent):
-        return lambda v: sum((v[f"antecedent_{j}"] == antecedent) & (j < v["length"]) for j in range(capacity))
+        return list_sites(rules[num_warmup // thin :], lengths[num_warmup // thin :])
 
     def pairs(v):
         return sum((jnp.asarray(CARDINALITIES)[v[f"antecedent_{j}"]] == 2) & (j < v["length"]) for j in range(capacity))
 
-    statistics = {"length": lambda v: v["length"], "pairs": pairs, "uses (0,)": count_of(0), "uses (0,1)": count_of(3)}
+    result = list_sbc(jax.random.key(0), fit, truth_table, priors, capacity, {"pairs": pairs})
+    assert result.passed(alpha=1e-3), result
+
+
+def list_sites(rules, lengths):
+    """Sampled lists (draws, capacity) and lengths as brl.model's sites ``length`` and ``antecedent_j``."""
+    draws = {"length": lengths}
+    for j in range(rules.shape[1]):
+        draws[f"antecedent_{j}"] = jnp.maximum(rules[:, j], 0)
+    return draws
+
+
+def list_sbc(key, fit, truth_table, priors, capacity, extra_statistics=None):
+    """SBC of a list sampler ``fit(rng_key, data) -> list_sites(...)`` on ``brl.model`` over 300 simulated
+    label sets, on the list length, ``extra_statistics``, the uses of antecedents 0 and 3 and the first rule."""
+
+    def count_of(antecedent):
+        return lambda v: sum((v[f"antecedent_{j}"] == antecedent) & (j < v["length"]) for j in range(capacity))
+
+    statistics = {"length": lambda v: v["length"], **(extra_statistics or {}), "uses (0,)": count_of(0),
+                  "uses (0,1)": count_of(3)}
     statistics["first rule"] = lambda v: jnp.where(v["length"] > 0, v["antecedent_0"], -1)
-    result = simulation_based_calibration(
-        jax.random.key(0),
+    return simulation_based_calibration(
+        key,
         brl.model,
         fit,
         num_simulations=300,
@@ -336,4 +349,3 @@ def test_simulation_based_calibration_on_lists_drawn_from_the_model():
         model_kwargs={"priors": priors, "max_length": capacity},
         statistics=statistics,
     )
-    assert result.passed(alpha=1e-3), result

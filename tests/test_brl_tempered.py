@@ -4,9 +4,8 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
-from test_brl_sampler import CARDINALITIES, OTHER_PRIORS, gof_against_enumeration, tiny_problem
+from test_brl_sampler import CARDINALITIES, OTHER_PRIORS, gof_against_enumeration, list_sbc, list_sites, tiny_problem
 
-from interpretable_zoo.diagnostics.sbc import simulation_based_calibration
 from interpretable_zoo.inference import brl_mh, convergence, tempering
 from interpretable_zoo.inference.brl import KERNEL
 from interpretable_zoo.models import brl
@@ -47,24 +46,7 @@ def test_simulation_based_calibration_of_the_tempered_sampler():
         ladder = tempering.initial_ladder(KERNEL, static, target, rng_key[None], 3)
         _, _, (records, _, _) = tempering.ladder_scans(KERNEL, static, target, ladder, schedule, n_scans, n_scans)
         rules, lengths = records["rules"][num_warmup + thin - 1 :: thin, 0], records["length"][num_warmup + thin - 1 :: thin, 0]
-        draws = {"length": lengths}
-        for j in range(capacity):
-            draws[f"antecedent_{j}"] = jnp.maximum(rules[:, j], 0)
-        return draws
+        return list_sites(rules, lengths)
 
-    def count_of(antecedent):
-        return lambda v: sum((v[f"antecedent_{j}"] == antecedent) & (j < v["length"]) for j in range(capacity))
-
-    statistics = {"length": lambda v: v["length"], "uses (0,)": count_of(0), "uses (0,1)": count_of(3)}
-    statistics["first rule"] = lambda v: jnp.where(v["length"] > 0, v["antecedent_0"], -1)
-    result = simulation_based_calibration(
-        jax.random.key(1),
-        brl.model,
-        fit,
-        num_simulations=300,
-        data_sites=["y"],
-        model_args=(truth_table, CARDINALITIES, 2),
-        model_kwargs={"priors": priors, "max_length": capacity},
-        statistics=statistics,
-    )
+    result = list_sbc(jax.random.key(1), fit, truth_table, priors, capacity)
     assert result.passed(alpha=1e-3), result
