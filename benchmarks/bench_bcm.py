@@ -58,7 +58,7 @@ def sweeps_per_second(codes, num_chains: int, sweeps: int = SWEEPS) -> float:
         "token, one whole-observation swap move per observation, one cluster split-merge move, all omega "
         "(eq. (2)) and all prototypes; it counts as N x P token updates, all blocks included. Goal: ratio >= 1 "
         "on CPU with one chain. Vectorized chains run as one scan over the stacked count tables. Convergence "
-        "(effective samples per second): `convergence_bcm`."
+        "(effective samples per second): `convergence_bcm_recipes`, `convergence_bcm_usps40`, `convergence_bcm_usps70`."
     ),
 )
 def tokens_per_second() -> list[Comparison]:

@@ -101,19 +101,31 @@ def _bcm_row(case: str, X, n_clusters: int, **options) -> Comparison:
     return _row(case, settings, tempered, plain)
 
 
-@benchmark(
-    "convergence_bcm",
-    description=(
-        "BCM at default settings (4 chains, non-reversible parallel tempering, collapsed Gibbs with the "
-        "observation-swap and cluster split-merge moves, run until the log joint, sorted cluster sizes and "
-        "number of subspace features reach R-hat <= 1.01 and bulk ESS >= 400, or 300 s) against the same "
-        "kernel with one rung given the same wall time. Columns as in convergence_brl."
-    ),
+_BCM_DESCRIPTION = (
+    "BCM at default settings (4 chains, non-reversible parallel tempering, collapsed Gibbs with the "
+    "observation-swap and cluster split-merge moves, run until the log joint, sorted cluster sizes and "
+    "number of subspace features reach R-hat <= 1.01 and bulk ESS >= 400, or 300 s) against the same "
+    "kernel with one rung given the same wall time. Columns as in convergence_brl. One benchmark per data "
+    "set (each row takes up to 10 minutes)."
 )
-def convergence_bcm() -> list[Comparison]:
+
+
+@benchmark("convergence_bcm_recipes", description=_BCM_DESCRIPTION)
+def convergence_bcm_recipes() -> list[Comparison]:
     recipes = load_recipes()
-    rows = [_bcm_row("BCM, recipes, S = 4", recipes.X, 4)]
-    for per_digit in (40, 70):
-        usps = load_usps_bcm(per_digit, seed=SEED)
-        rows.append(_bcm_row(f"BCM, USPS {per_digit} per digit, 7 bins, S = 10", usps.X, 10, n_values=7))
-    return rows
+    return [_bcm_row("BCM, recipes, S = 4", recipes.X, 4)]
+
+
+def _usps_row(per_digit: int) -> list[Comparison]:
+    usps = load_usps_bcm(per_digit, seed=SEED)
+    return [_bcm_row(f"BCM, USPS {per_digit} per digit, 7 bins, S = 10", usps.X, 10, n_values=7)]
+
+
+@benchmark("convergence_bcm_usps40", description=_BCM_DESCRIPTION)
+def convergence_bcm_usps40() -> list[Comparison]:
+    return _usps_row(40)
+
+
+@benchmark("convergence_bcm_usps70", description=_BCM_DESCRIPTION)
+def convergence_bcm_usps70() -> list[Comparison]:
+    return _usps_row(70)

@@ -305,6 +305,7 @@ def fit_bcm(
     init="random",
     n_values=None,
     progress_bar: bool | None = None,
+    devices=None,
 ) -> BCMResult:
     """Fit BCM to a categorical matrix (integer codes, or a DataFrame whose values are mapped to codes)
     with the exact collapsed Gibbs sampler (eqs. (1), (2), observation swaps and cluster split-merge)
@@ -321,6 +322,8 @@ def fit_bcm(
     (P,) or one number for all, e.g. 7 for every pixel of 7-bin digits; by default 1 + the largest code
     seen (at least 2), and then a code as large as the number of observations is refused as a coding
     mistake (more categories than observations). ``progress_bar``: None shows it outside CI.
+    ``devices``: the chains split over several devices (None: as many as divide ``num_chains``; an
+    integer or a list of devices; :func:`tempering.chain_mesh`); the draws do not depend on it.
 
     DataFrame columns of numbers (floating point, or integers with more than
     ``validation.NUMERIC_COLUMN_LEVELS`` distinct values) are refused: bin them, or mark them categorical.
@@ -339,6 +342,7 @@ def fit_bcm(
     check_sampling_options(num_samples, num_warmup, num_chains, seed)
     convergence.check_temperatures(n_temperatures)
     num_chains = check_positive_int(num_chains, "num_chains")
+    tempering.chain_mesh(num_chains, devices)  # a bad ``devices`` is named before any work
     if isinstance(init, str):
         if init != "random":
             raise ValueError(f"init: expected 'random' or an array of initial clusters, got {init!r}")
@@ -368,6 +372,7 @@ def fit_bcm(
         max_draws=num_samples or MAX_DRAWS,
         target=target_settings,
         progress_bar=progress_bar,
+        devices=devices,
         description="BCM",
         initial_states=initial,
     )

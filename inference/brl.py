@@ -15,7 +15,7 @@ from scipy import stats
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from interpretable_zoo.diagnostics.inference_data import tempered_inference_data
-from interpretable_zoo.inference import brl_mh, convergence, target_check
+from interpretable_zoo.inference import brl_mh, convergence, target_check, tempering
 from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.rule_mining import (
@@ -245,6 +245,7 @@ def fit_brl(
     min_ess: float = 400.0,
     max_seconds: float | None = 60.0,
     progress_bar: bool | None = None,
+    devices=None,
 ) -> BRLResult:
     """Sample the BRL posterior over rule lists for binary features ``X`` (n, p) and labels ``y``.
 
@@ -264,6 +265,8 @@ def fit_brl(
     and bulk ESS >= ``min_ess``, or ``max_seconds`` pass (then ``result.converged`` is False and a warning
     gives the numbers). ``num_samples``: run exactly that many scans after ``num_warmup`` tuning scans
     (rounded up to whole tuning rounds) instead. ``progress_bar``: None shows it outside CI.
+    ``devices``: the chains split over several devices (None: as many as divide ``num_chains``; an
+    integer or a list of devices; :func:`tempering.chain_mesh`); the draws do not depend on it.
     """
     priors = brl.Priors() if priors is None else priors
     if not isinstance(priors, brl.Priors):
@@ -271,6 +274,7 @@ def fit_brl(
     target = convergence.ConvergenceTarget(target_rhat, min_ess, max_seconds)
     check_sampling_options(num_samples, num_warmup, num_chains, seed)
     convergence.check_temperatures(n_temperatures)
+    tempering.chain_mesh(num_chains, devices)  # a bad ``devices`` is named before any work
     if feature_names is None and isinstance(X, pd.DataFrame):
         feature_names = tuple(str(column) for column in X.columns)
     X = check_binary_matrix(X, dtype=np.uint8)
@@ -306,6 +310,7 @@ def fit_brl(
         max_draws=num_samples or convergence.MAX_DRAWS,
         target=target,
         progress_bar=progress_bar,
+        devices=devices,
         description="BRL",
     )
     return _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes)

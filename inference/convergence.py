@@ -232,6 +232,7 @@ def sample(
     progress_bar: bool | None = None,
     description: str = "sampling",
     initial_states=None,
+    devices=None,
 ) -> TemperedRun:
     """Tempered sampling of ``kernel`` on (``static``, ``data``) until converged (see the module docstring).
 
@@ -241,7 +242,8 @@ def sample(
     ``num_samples``: run exactly that many scans after tuning (no convergence stopping; ``max_seconds`` is
     ignored). ``max_draws``: draws kept per chain (thinned evenly). ``initial_states``: one kernel state
     per chain (leading axis ``num_chains``) where all of the chain's rungs start; by default each replica
-    starts from the kernel's ``init``.
+    starts from the kernel's ``init``. ``devices``: the chains are split over several devices when there
+    are (:func:`tempering.chain_mesh`); the same seed gives the same draws on 1, 2 or 4 devices.
     """
     settings = {
         "num_chains": check_positive_int(num_chains, "num_chains"),
@@ -258,11 +260,14 @@ def sample(
     }
     if not isinstance(target, ConvergenceTarget):
         raise ValueError(f"target: expected a ConvergenceTarget, got {type(target).__name__}")
+    mesh = tempering.chain_mesh(num_chains, devices)
+    settings["devices"] = 1 if mesh is None else mesh.size
+    data = tempering.replicate_data(data, mesh)
     start, compile_start = time.perf_counter(), compile_seconds()
     n_rungs = 8 if settings["n_temperatures"] == "auto" else settings["n_temperatures"]
     schedule = tempering.default_schedule(n_rungs)
     keys = tempering.chain_keys(settings["seed"], num_chains)
-    ladder = tempering.initial_ladder(kernel, static, data, keys, n_rungs, initial_states)
+    ladder = tempering.shard_ladder(tempering.initial_ladder(kernel, static, data, keys, n_rungs, initial_states), mesh)
     bar = _progress(progress_bar, description)
     deadline = None if num_samples is not None or target.max_seconds is None else start + target.max_seconds
     cut = None
@@ -297,6 +302,7 @@ def extend(run: TemperedRun, kernel: tempering.TargetKernel, static, data, *, nu
         settings["target"] = target
     if progress_bar is not None:
         settings["progress_bar"] = progress_bar
+    data = tempering.replicate_data(data, tempering.chain_mesh(settings["num_chains"], settings["devices"]))
     start, compile_start = time.perf_counter(), compile_seconds()
     bar = _progress(settings["progress_bar"], settings["description"])
     try:
@@ -317,7 +323,8 @@ def _retuned(ladder, schedule, statistics, settings):
         )
     new_schedule = tempering.tuned_schedule(schedule, statistics, n_rungs)
     if n_rungs != len(schedule):
-        ladder = tempering.resized_ladder(ladder, schedule, new_schedule)
+        mesh = tempering.chain_mesh(settings["num_chains"], settings["devices"])
+        ladder = tempering.shard_ladder(tempering.resized_ladder(ladder, schedule, new_schedule), mesh)
     return new_schedule, ladder
 
 

@@ -39,6 +39,7 @@ same draws whatever the number of chains run beside it.
 from __future__ import annotations
 
 import math
+import numbers
 from functools import partial
 from typing import Any, Callable, NamedTuple
 
@@ -46,6 +47,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import random
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 
 class TargetKernel(NamedTuple):
@@ -73,8 +75,9 @@ class Ladder(NamedTuple):
 
 
 class SwapStatistics(NamedTuple):
-    """Sums over the scans of a round: ``rejection`` (K - 1,) of 1 - alpha_k over attempted swaps of all
-    chains and ``attempts`` (K - 1,) their number; ``log_stepping_stone`` (C, K - 1): per chain and rung
+    """Sums over the scans of a chunk: ``rejection`` (C, K - 1) of 1 - alpha_k over each chain's attempted
+    swaps (summed over chains on the host, in one order whatever the devices) and ``attempts`` (K - 1,)
+    their number over all chains; ``log_stepping_stone`` (C, K - 1): per chain and rung
     k < K - 1, log sum over scans of exp((beta_{k+1} - beta_k) log L at rung k), over ``n_scans`` scans;
     ``round_trips`` (C,): prior -> posterior -> prior trips completed."""
 
@@ -89,6 +92,46 @@ def chain_keys(seed: int, num_chains: int):
     """One key per chain, ``fold_in(PRNGKey(seed), c)``: independent of how many chains run."""
     base = random.PRNGKey(seed)
     return jax.vmap(lambda c: random.fold_in(base, c))(jnp.arange(num_chains))
+
+
+def chain_mesh(num_chains: int, devices=None) -> Mesh | None:
+    """The one-axis device mesh (axis ``"chains"``) that ``num_chains`` chains are split over, or None
+    for a single device. ``devices``: None takes the most of ``jax.devices()`` that divide the chains
+    evenly; an integer, the first that many; a sequence of devices, those (its length dividing the
+    chains). A chain's draws do not depend on its device: its key is its own (:func:`chain_keys`) and
+    every cross-chain sum is taken on the host."""
+    available = jax.devices()
+    if devices is None:
+        count = max(d for d in range(1, len(available) + 1) if num_chains % d == 0)
+        chosen = available[:count]
+    elif isinstance(devices, numbers.Integral) and not isinstance(devices, bool):
+        if not 1 <= devices <= len(available):
+            raise ValueError(f"devices: expected 1..{len(available)} (the devices JAX sees), got {devices}")
+        chosen = available[:devices]
+    else:
+        chosen = list(devices)
+        if not chosen or not all(isinstance(d, jax.Device) for d in chosen):
+            raise ValueError(f"devices: expected None, an integer or a sequence of jax devices, got {devices!r}")
+    if num_chains % len(chosen):
+        raise ValueError(f"devices: {len(chosen)} devices do not divide num_chains={num_chains} evenly")
+    return None if len(chosen) == 1 else Mesh(np.array(chosen), ("chains",))
+
+
+def shard_ladder(ladder: Ladder, mesh: Mesh | None) -> Ladder:
+    """``ladder`` with its chains (and each chain's replicas) split over ``mesh``; unchanged for None."""
+    if mesh is None:
+        return ladder
+    by_chain, whole = NamedSharding(mesh, PartitionSpec("chains")), NamedSharding(mesh, PartitionSpec())
+    split = lambda tree: jax.tree.map(lambda x: jax.device_put(x, by_chain), tree)  # noqa: E731
+    return Ladder(split(ladder.states), split(ladder.rung_of_slot), split(ladder.slot_of_rung),
+                  split(ladder.phase), split(ladder.rng_key), jax.device_put(ladder.scan, whole))
+
+
+def replicate_data(data, mesh: Mesh | None):
+    """The kernel's data copied to every device of ``mesh`` (unchanged for None)."""
+    if mesh is None:
+        return data
+    return jax.device_put(data, NamedSharding(mesh, PartitionSpec()))
 
 
 def initial_ladder(kernel: TargetKernel, static, data, rng_keys, n_rungs: int, initial_states=None) -> Ladder:
@@ -142,7 +185,7 @@ def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity):
     pairs = jnp.arange(n_rungs - 1)
     gap = schedule[1:] - schedule[:-1]
     statistics = SwapStatistics(
-        rejection=jnp.zeros(n_rungs - 1),
+        rejection=jnp.zeros((n_chains, n_rungs - 1)),
         attempts=jnp.zeros(n_rungs - 1),
         log_stepping_stone=jnp.full((n_chains, n_rungs - 1), -jnp.inf),
         n_scans=jnp.zeros(()),
@@ -176,7 +219,7 @@ def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity):
         phase = jnp.where(at_prior, 1, jnp.where(at_posterior & (ladder.phase == 1), 2, ladder.phase)).astype(jnp.int8)
 
         statistics = SwapStatistics(
-            rejection=statistics.rejection + jnp.where(attempted, 1.0 - alpha, 0.0).sum(0),
+            rejection=statistics.rejection + jnp.where(attempted, 1.0 - alpha, 0.0),
             attempts=statistics.attempts + n_chains * attempted,
             log_stepping_stone=jnp.logaddexp(statistics.log_stepping_stone, gap * at_rung[:, :-1]),
             n_scans=statistics.n_scans + 1,
@@ -219,7 +262,7 @@ def combine(chunks) -> RoundStatistics:
     chunks = [jax.tree.map(np.asarray, chunk) for chunk in chunks]
     n_chains = chunks[0].log_stepping_stone.shape[0]
     return RoundStatistics(
-        rejection=sum(chunk.rejection for chunk in chunks),
+        rejection=sum(chunk.rejection.sum(0) for chunk in chunks),
         attempts=sum(chunk.attempts for chunk in chunks),
         log_stepping_stone=np.concatenate([chunk.log_stepping_stone for chunk in chunks]),
         batch_scans=np.concatenate([np.full(n_chains, float(chunk.n_scans)) for chunk in chunks]),
