@@ -160,6 +160,9 @@ class BayesianSets:
         if item_names is None and hasattr(X, "index") and hasattr(X, "columns"):
             item_names = list(X.index)
         self.X = check_binary_matrix(X, sparse=True, min_rows=2, dims=("item", "feature"))
+        from interpretable_zoo.inference import target_check  # JAX and NumPyro only when a model is built
+
+        target_check.check_bayesian_sets()  # the model file's program is the one the closed form integrates
         self.priors = priors
         self.n_items, self.n_features = self.X.shape
         for argument, names in (("item_names", item_names), ("feature_names", feature_names)):

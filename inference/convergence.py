@@ -209,7 +209,7 @@ def _progress(enabled, description: str):
 def _thinned(chunks: list, max_draws: int):
     """Concatenate chunk outputs over the draw axis (axis 1 after moving chains first) and thin them to
     at most ``max_draws`` draws per chain; returns (tree, thinning interval)."""
-    tree = jax.tree.map(lambda *xs: np.concatenate([np.swapaxes(np.asarray(x), 0, 1) for x in xs], axis=1), *chunks)
+    tree = jax.tree.map(lambda *xs: np.concatenate([np.swapaxes(tempering.to_host(x), 0, 1) for x in xs], axis=1), *chunks)
     n_draws = jax.tree.leaves(tree)[0].shape[1]
     thin = max(1, math.ceil(n_draws / max_draws))
     return jax.tree.map(lambda x: x[:, thin - 1 :: thin], tree), thin

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
-from interpretable_zoo.inference import mgm_vi
+from interpretable_zoo.inference import mgm_vi, target_check
 from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.validation import (
     check_binary_matrix,
@@ -252,7 +252,9 @@ def _settings(X, feature_names, priors, restarts, max_iter, seed, n_proposals, r
                           argument="feature_names")  # fmt: skip
     config = mgm_vi.SearchConfig(max_iter=max_iter, n_proposals=n_proposals, rel_tol=rel_tol,
                                   exact_or=check_flag(exact_or, "exact_or"))  # fmt: skip
-    return array, names, _check_priors(priors), config, restarts, _check_seed(seed)
+    priors = _check_priors(priors)
+    target_check.check_mgm(priors, config.exact_or)  # the model file's program is the one the ELBO assumes
+    return array, names, priors, config, restarts, _check_seed(seed)
 
 
 def _restart_keys(seed: int, n_clusters: int, restarts: int):

@@ -20,6 +20,10 @@ checked is code, not data, so the miniature's shapes do not depend on the data:
   the site ``omega``); the sites that ``model()`` shares with the collapsed program must have the same
   log probability in both. A state that one side gives probability 0 must be impossible on the other.
 
+MGM's coordinate ascent and Bayesian Sets' closed form assume one program outright; :func:`check_mgm` and
+:func:`check_bayesian_sets` trace it on a miniature with its sites set to fixed values and compare every
+site's family and parameters with the ones those formulas use (:func:`check_assumptions`).
+
 Otherwise it raises :class:`ModelMismatchError` naming the site and what the kernel supports: a prior
 edit is followed exactly or refused, never silently ignored.
 
@@ -640,3 +644,136 @@ def check_bcm(n_clusters: int, priors: bcm.Priors) -> None:
     """:func:`check_target` of the BCM kernel on the miniature of a fit of ``n_clusters`` clusters under
     ``priors``."""
     _check(BCM_SPEC, (int(n_clusters),), priors, partial(_bcm_miniature, int(n_clusters), priors))
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels that assume one generative program outright (MGM's coordinate ascent, Bayesian Sets'
+# closed form): every site must have the family and parameters the kernel's formulas assume
+# ---------------------------------------------------------------------------------------------
+
+
+class SiteAssumption(NamedTuple):
+    """What a kernel assumes of one site: its distribution ``family`` and ``parameters``, a function of
+    the traced site values returning {parameter name: the value the kernel's formulas use}."""
+
+    family: str
+    parameters: Callable
+
+
+def _traced_parameters(program, args, kwargs, assumptions: dict, point: dict) -> tuple[dict, dict]:
+    """Trace ``program`` once under jit with its sites set to ``point`` (a value per site, so no sampler
+    is compiled; a site missing from it is sampled): the sites' (family, observed) and, per site and
+    assumed parameter, the largest absolute difference between the program's parameter and the assumed one."""
+    facts = {}
+
+    def differences():
+        trace = handlers.trace(handlers.seed(handlers.substitute(program, point), 0)).get_trace(*args, **kwargs)
+        facts.update(_site_facts(trace))
+        values = {name: site["value"] for name, site in trace.items() if site["type"] == "sample"}
+        gaps = {}
+        for name, site in trace.items():
+            assumption = assumptions.get(name)
+            if site["type"] != "sample" or assumption is None or family(site["fn"]) != assumption.family:
+                continue
+            for parameter, assumed in assumption.parameters(values).items():
+                base = site["fn"]
+                while isinstance(base, (dist.Independent, dist.ExpandedDistribution, dist.MaskedDistribution)):
+                    base = base.base_dist
+                actual, assumed = jnp.broadcast_arrays(jnp.asarray(getattr(base, parameter), float), jnp.asarray(assumed, float))
+                gaps[(name, parameter)] = jnp.max(jnp.abs(actual - assumed))
+        return gaps
+
+    gaps = jax.jit(differences)()
+    return facts, {key: float(value) for key, value in gaps.items()}
+
+
+def check_assumptions(program, args, kwargs, assumptions: dict, point: dict, kernel: str, supported: str) -> None:
+    """Raise :class:`ModelMismatchError` unless ``program``'s sites are exactly those of ``assumptions``,
+    each with the assumed family and parameters (to float rounding) at the sites' values ``point``."""
+    name = _program_name(program)
+    facts, gaps = _traced_parameters(program, args, kwargs, assumptions, point)
+    for site, (site_family, _) in facts.items():
+        if site not in assumptions:
+            raise ModelMismatchError(f"{name} has a site {site!r} ({site_family}) that the {kernel} does not handle; "
+                                     f"it handles {sorted(assumptions)}. {supported}")  # fmt: skip
+        if site_family != assumptions[site].family:
+            raise ModelMismatchError(f"{name}: site {site!r} is {site_family}; the {kernel} handles it only as "
+                                     f"{assumptions[site].family}. {supported}")  # fmt: skip
+    for site in assumptions:
+        if site not in facts:
+            raise ModelMismatchError(f"{name} has no site {site!r}, which the {kernel} assumes. {supported}")
+    for (site, parameter), gap in gaps.items():
+        if not gap <= 1e-5:
+            raise ModelMismatchError(
+                f"{name}: site {site!r} has a {parameter} other than the {kernel} assumes (they differ by up to "
+                f"{gap:.3g}). {supported}"
+            )
+
+
+_ASSUMPTIONS_PASSED: set = set()
+
+
+def _check_once(module, program_name: str, priors, extra, check: Callable) -> None:
+    verdict = (program_name, _bindings(module), priors, extra)
+    if verdict in _ASSUMPTIONS_PASSED:
+        return
+    check()
+    _ASSUMPTIONS_PASSED.add(verdict)
+
+
+def check_mgm(priors, exact_or: bool) -> None:
+    """``models.mgm.model`` is the program whose ELBO ``inference.mgm_vi`` climbs: Dirichlet pi_l, pi_f
+    and pi (concentrations alpha_l / G, alpha_f, alpha_z), Categorical l, f, z, Bernoulli(rho) y,
+    Beta(sigma1, sigma2) gamma, Bernoulli(gamma) t, beta from ``beta_parameters``, Bernoulli(beta_z) i and
+    the group emission with s (eqs. 1-3). Checked on a miniature (3 observations, 3 dimensions, 2
+    clusters) once per priors and model-file bindings."""
+    from interpretable_zoo.models import mgm
+
+    n_obs, n_dims, n_clusters = 3, 3, 2
+    supported = ("Edit the Priors values or the hooks beta_parameters and log_structure_prior in models/mgm.py; "
+                 "other families or parameters are not followed by the coordinate-ascent updates.")  # fmt: skip
+    assumptions = {
+        "pi_l": SiteAssumption("Dirichlet", lambda v: {"concentration": jnp.full(n_dims, priors.alpha_l / n_dims)}),
+        "pi_f": SiteAssumption("Dirichlet", lambda v: {"concentration": jnp.asarray(priors.alpha_f)}),
+        "l": SiteAssumption("CategoricalProbs", lambda v: {"probs": v["pi_l"]}),
+        "f": SiteAssumption("CategoricalProbs", lambda v: {"probs": v["pi_f"]}),
+        "y": SiteAssumption("BernoulliProbs", lambda v: {"probs": priors.rho}),
+        "gamma": SiteAssumption("Beta", lambda v: {"concentration1": priors.sigma1, "concentration0": priors.sigma2}),
+        "t": SiteAssumption("BernoulliProbs", lambda v: {"probs": v["gamma"]}),
+        "beta": SiteAssumption("Beta", lambda v: dict(zip(
+            ("concentration1", "concentration0"), jnp.moveaxis(mgm.beta_parameters(v["y"], v["t"], priors), -1, 0)))),
+        "pi": SiteAssumption("Dirichlet", lambda v: {"concentration": jnp.full(n_clusters, priors.alpha_z)}),
+        "z": SiteAssumption("CategoricalProbs", lambda v: {"probs": v["pi"]}),
+        "i": SiteAssumption("BernoulliProbs", lambda v: {"probs": v["beta"][v["z"]]}),
+        "w": SiteAssumption("GroupEmission", lambda v: {"present": v["i"], "formula": v["f"], "assignment": v["l"],
+                                                        "s": priors.s}),  # fmt: skip
+    }
+    point = {
+        "pi_l": jnp.array([0.2, 0.3, 0.5]), "pi_f": jnp.array([0.4, 0.6]), "l": jnp.array([0, 2, 2]),
+        "f": jnp.array([1, 0, 1]), "y": jnp.array([1.0, 0.0, 1.0]), "gamma": jnp.array([0.3, 0.6, 0.8]),
+        "t": jnp.array([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]]), "beta": jnp.array([[0.2, 0.7, 0.9], [0.6, 0.1, 0.4]]),
+        "pi": jnp.array([0.45, 0.55]), "z": jnp.array([0, 1, 1]),
+        "i": jnp.array([[0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]]),
+        "w": jnp.array([[0.0, 1.0, 1.0], [1.0, 1.0, 0.0], [1.0, 0.0, 0.0]]),
+    }  # fmt: skip
+    _check_once(mgm, "mgm.model", priors, exact_or, lambda: check_assumptions(
+        mgm.model, (n_obs, n_dims, n_clusters, priors), {"n_groups": n_dims, "exact_or": exact_or}, assumptions,
+        point, "MGM coordinate ascent", supported))
+
+
+def check_bayesian_sets() -> None:
+    """``models.bayesian_sets.model`` is the program whose marginal the closed-form scores integrate
+    (eqs. 7-9): theta_j ~ Beta(alpha_j, beta_j), x_ij ~ Bernoulli(theta_j). Checked on a miniature (3
+    features, 2 items) once per model-file bindings."""
+    from interpretable_zoo.models import bayesian_sets
+
+    alpha, beta = jnp.array([0.5, 2.0, 1.25]), jnp.array([1.5, 0.25, 3.0])
+    supported = ("Edit Priors (kappa, or explicit alpha and beta) in models/bayesian_sets.py; the closed-form "
+                 "scores hold only for a Beta prior and Bernoulli features.")  # fmt: skip
+    assumptions = {
+        "theta": SiteAssumption("Beta", lambda v: {"concentration1": alpha, "concentration0": beta}),
+        "x": SiteAssumption("BernoulliProbs", lambda v: {"probs": v["theta"]}),
+    }
+    point = {"theta": jnp.array([0.2, 0.5, 0.9]), "x": jnp.array([[0.0, 1.0, 1.0], [1.0, 0.0, 1.0]])}
+    _check_once(bayesian_sets, "bayesian_sets.model", None, None, lambda: check_assumptions(
+        bayesian_sets.model, (alpha, beta, 2), {}, assumptions, point, "Bayesian Sets closed form", supported))

@@ -33,7 +33,11 @@ the observations and the model file's prior and likelihood tables, so one compil
 fit of the same shapes.
 
 Every chain's random stream comes from its own key, ``fold_in(seed key, chain index)``: chain c gets the
-same draws whatever the number of chains run beside it.
+same draws whatever the number of chains run beside it, and on whichever device it runs: with several
+devices (:func:`chain_mesh`) the chains, and each chain's replicas with them, are split over a one-axis
+mesh, the data are copied to every device, and every sum over chains is taken on the host in one order,
+so 1, 2 or 4 devices give the same draws. With ``jax.distributed`` the mesh spans the devices of every
+host (one process per host) and the draws are gathered on each host (:func:`to_host`).
 """
 
 from __future__ import annotations
@@ -134,6 +138,16 @@ def replicate_data(data, mesh: Mesh | None):
     return jax.device_put(data, NamedSharding(mesh, PartitionSpec()))
 
 
+def to_host(x) -> np.ndarray:
+    """``x`` as a NumPy array on this host; an array split over several hosts (``jax.distributed``) is
+    gathered from all of them first."""
+    if isinstance(x, jax.Array) and not x.is_fully_addressable:
+        from jax.experimental import multihost_utils
+
+        return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+    return np.asarray(x)
+
+
 def initial_ladder(kernel: TargetKernel, static, data, rng_keys, n_rungs: int, initial_states=None) -> Ladder:
     """K independently initialised replicas per chain (``rng_keys`` (C,)), slot k at rung k; or, with
     ``initial_states`` (a state with leading axis C), every replica of chain c starting there."""
@@ -172,7 +186,7 @@ def run_scans(kernel: TargetKernel, static, data, ladder: Ladder, schedule, n_sc
     if not 0 < n_scans <= capacity:
         raise ValueError(f"n_scans: expected 1..{capacity}, got {n_scans}")
     ladder, statistics, outputs = ladder_scans(kernel, static, data, ladder, jnp.asarray(schedule), jnp.asarray(n_scans), capacity)
-    return ladder, statistics, jax.tree.map(lambda x: np.asarray(x)[:n_scans], outputs)
+    return ladder, statistics, jax.tree.map(lambda x: to_host(x)[:n_scans], outputs)
 
 
 @partial(jax.jit, static_argnames=("kernel", "static", "capacity"))
@@ -259,7 +273,7 @@ class RoundStatistics(NamedTuple):
 
 def combine(chunks) -> RoundStatistics:
     """The :class:`RoundStatistics` of consecutive chunks' :class:`SwapStatistics`."""
-    chunks = [jax.tree.map(np.asarray, chunk) for chunk in chunks]
+    chunks = [jax.tree.map(to_host, chunk) for chunk in chunks]
     n_chains = chunks[0].log_stepping_stone.shape[0]
     return RoundStatistics(
         rejection=sum(chunk.rejection.sum(0) for chunk in chunks),
@@ -317,7 +331,7 @@ def resized_ladder(ladder: Ladder, schedule, new_schedule) -> Ladder:
     schedule, new_schedule = np.asarray(schedule), np.asarray(new_schedule)
     n_chains, n_rungs = ladder.slot_of_rung.shape
     nearest = np.abs(new_schedule[:, None] - schedule[None, :]).argmin(1)  # old rung per new rung
-    source = (np.asarray(ladder.slot_of_rung)[:, nearest] + np.arange(n_chains)[:, None] * n_rungs).reshape(-1)
+    source = (to_host(ladder.slot_of_rung)[:, nearest] + np.arange(n_chains)[:, None] * n_rungs).reshape(-1)
     states = jax.tree.map(lambda x: x[source], ladder.states)
     order = jnp.broadcast_to(jnp.arange(len(new_schedule), dtype=jnp.int32), (n_chains, len(new_schedule)))
     return Ladder(states, order, order, jnp.zeros(order.shape, jnp.int8), ladder.rng_key, ladder.scan)

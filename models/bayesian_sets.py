@@ -33,6 +33,11 @@ otherwise comes from the background model p(x) (eq. 3). Its posterior probabilit
 sigmoid(log score(x) + logit rho) (:func:`membership_log_odds`), and the completed set holds the items
 whose posterior probability is at least 1/2. When rho is not given it is estimated by maximum marginal
 likelihood over the candidates (``inference.bayesian_sets.estimate_membership_rate``).
+
+Editing priors: the scores follow :class:`Priors` (kappa, or explicit alpha and beta) and
+:func:`beta_hyperparameters`. Any other edit of :func:`model` (e.g. theta ~ Beta(alpha + 1, beta + 1), or
+another family) is refused when ``BayesianSets`` is built, with ``inference.target_check.ModelMismatchError``
+naming the site: the closed form integrates this one program.
 """
 
 from __future__ import annotations

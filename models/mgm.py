@@ -29,6 +29,11 @@ Emission, per observation n and group g with m_g member dimensions of which c_ng
 
 Inference (``interpretable_zoo.inference.mgm_vi``) integrates ``pi_l`` and ``pi_f`` out; their collapsed
 prior over a partition of the dimensions and its formulas is :func:`log_structure_prior`.
+
+Editing priors: the coordinate-ascent updates follow :class:`Priors` (its defaults too) and the hooks
+:func:`beta_parameters` and :func:`log_structure_prior`. Any other edit of :func:`model` (another family, a
+parameter written inline, a new site) is refused by ``fit_mgm`` with ``inference.target_check.ModelMismatchError``
+naming the site: the updates are closed forms of this one program.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Prior edits to the BRL and BCM model files, as a researcher makes them: each is followed exactly by the
+"""Prior edits to the model files, as a researcher makes them: each is followed exactly by the BRL or BCM
 fit (its draws pass the exact test against enumeration of the edited model and fail it against the
-original model) or refused at fit time with a ModelMismatchError naming the site. Edits are applied by
+original model) or refused at fit time with a ModelMismatchError naming the site; MGM's coordinate ascent
+and Bayesian Sets' closed form follow their Priors and hooks and refuse any other edit of their programs. Edits are applied by
 replacing the model module's hooks, ``Priors`` or programs (``monkeypatch``), or by a handler that changes
 one site's distribution inside a program."""
 
@@ -18,10 +19,12 @@ from jax import enable_x64
 from jax.scipy.special import logsumexp
 
 from interpretable_zoo.diagnostics.exact import enumerate_posterior, exact_gof_test, state_index
+from interpretable_zoo.inference.bayesian_sets import BayesianSets
 from interpretable_zoo.inference.bcm import fit_bcm
 from interpretable_zoo.inference.brl import BayesianRuleListClassifier, fit_brl
+from interpretable_zoo.inference.mgm import fit_mgm
 from interpretable_zoo.inference.target_check import ModelMismatchError
-from interpretable_zoo.models import bcm, brl
+from interpretable_zoo.models import bayesian_sets, bcm, brl, mgm
 from tests.test_bcm_exact import N_CLUSTERS, X_TINY, enumerated_log_terms, exact_probabilities, gof_of_draws
 from tests.test_brl_sampler import ANTECEDENTS, all_lists, gof_against_enumeration, tiny_posterior, tiny_problem
 
@@ -310,3 +313,53 @@ def test_bcm_refuses(monkeypatch, name, value, site):
     monkeypatch.setattr(bcm, name, value)
     with pytest.raises(ModelMismatchError, match=site):
         fit_bcm(X_TINY, N_CLUSTERS, **BCM_RUN)
+
+
+# ---- MGM and Bayesian Sets: the programs their closed-form updates assume ----
+
+W_TINY = np.array([[1, 0, 1], [1, 1, 0], [0, 1, 1], [0, 0, 1]])
+
+
+def _base(fn):
+    while isinstance(fn, (dist.Independent, dist.ExpandedDistribution)):
+        fn = fn.base_dist
+    return fn
+
+
+def _kumaraswamy(fn):
+    return dist.Kumaraswamy(_base(fn).concentration1, _base(fn).concentration0)
+
+
+def _shifted_beta(fn, shift):
+    return dist.Beta(_base(fn).concentration1 + shift, _base(fn).concentration0 + shift)
+
+
+@pytest.mark.parametrize(
+    "edit, site",
+    [
+        (edited_program(mgm.model, "beta", _kumaraswamy), "'beta' is Kumaraswamy"),
+        (edited_program(mgm.model, "gamma", lambda fn: _shifted_beta(fn, 2.0)), "'gamma' has a concentration"),
+        (edited_program(mgm.model, "y", lambda fn: dist.Bernoulli(0.9)), "'y' has a probs"),
+    ],
+    ids=["beta_kumaraswamy", "gamma_shifted", "y_inline_probability"],
+)
+def test_mgm_refuses(monkeypatch, edit, site):
+    monkeypatch.setattr(mgm, "model", edit)
+    with pytest.raises(ModelMismatchError, match=site):
+        fit_mgm(W_TINY, 2)
+
+
+def test_mgm_accepts_its_own_program_and_priors():
+    """Control: the check passes the model file as it is, for other Priors too (no search is run here)."""
+    from interpretable_zoo.inference import target_check
+
+    target_check.check_mgm(mgm.Priors(), False)
+    target_check.check_mgm(mgm.Priors(rho=0.2, sigma1=3.0, alpha_l=5.0), True)
+
+
+def test_bayesian_sets_refuses_a_shifted_beta(monkeypatch):
+    shifted = edited_program(bayesian_sets.model, "theta", lambda fn: _shifted_beta(fn, 1.0))
+    BayesianSets(W_TINY)  # control: the model file as it is
+    monkeypatch.setattr(bayesian_sets, "model", shifted)
+    with pytest.raises(ModelMismatchError, match="'theta' has a concentration"):
+        BayesianSets(W_TINY)
