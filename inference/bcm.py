@@ -23,6 +23,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from interpretable_zoo.datasets.preprocessing import CategoricalData, encode_categorical, encode_like
 from interpretable_zoo.diagnostics.inference_data import summary, tempered_inference_data
 from interpretable_zoo.inference import bcm_gibbs, convergence, target_check, tempering
+from interpretable_zoo.inference.explanation import html_card, mcmc_status, plain, records
 from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.inference.validation import (
     check_categorical_table,
@@ -138,12 +139,15 @@ class BCMResult(convergence.TemperedResult):
         """(chain, draw, S, ...) per-cluster draws relabelled to the best draw's clusters."""
         return np.take_along_axis(draws, self._labels.reshape(self._labels.shape + (1,) * (draws.ndim - 3)), axis=2)
 
-    def explain(self, hide_value: str | None = None) -> pd.DataFrame:
-        """Per cluster of the highest-log-joint draw: its share of tokens, the prototype (index and name)
-        and its subspace with the prototype's values (as in the paper's fig. 4b). The subspace lists the
-        features in the cluster's subspace in at least half of the draws of every chain (the median-
-        probability model), the draws' clusters matched to the best draw's by shared tokens.
+    def explain_frame(self, hide_value: str | None = None) -> pd.DataFrame:
+        """Per cluster of the highest-log-joint draw, largest first: its share of tokens, the prototype (index
+        and name) and its subspace with the prototype's values (as in the paper's fig. 4b). The subspace
+        lists the features in the cluster's subspace in at least half of the draws of every chain (the
+        median-probability model), the draws' clusters matched to the best draw's by shared tokens.
 
+        Columns: ``share``, ``prototype``, ``prototype_name``, ``n_subspace`` (subspace size), ``subspace``
+        (``feature=value`` of the prototype, comma separated), and as lists ``subspace_features``,
+        ``subspace_values`` and ``subspace_weights`` (posterior probability that omega_sj = 1).
         ``hide_value`` leaves out of the listing the subspace features where the prototype has that value
         (e.g. "0" for ingredient lists, to show the defining ingredients present); ``n_subspace`` counts all.
         """
@@ -151,14 +155,12 @@ class BCMResult(convergence.TemperedResult):
         inclusion = self._aligned(self.idata.posterior["omega"].values).mean((0, 1))  # (S, P)
         sizes = self._row_counts[self.best_chain, self.best_draw].sum(0)
         rows = []
-        for s in np.argsort(-sizes):
+        for s in np.argsort(-sizes, kind="stable"):
             values = self.data.codes[prototype[s]]
             features = np.flatnonzero(inclusion[s] >= 0.5)
-            subspace = [
-                f"{self.data.feature_names[j]}={self.data.value_names[j][values[j]]}"
-                for j in features
-                if self.data.value_names[j][values[j]] != hide_value
-            ]
+            shown = [j for j in features if self.data.value_names[j][values[j]] != hide_value]
+            names = [self.data.feature_names[j] for j in shown]
+            value_names = [self.data.value_names[j][values[j]] for j in shown]
             rows.append(
                 {
                     "cluster": int(s),
@@ -166,10 +168,44 @@ class BCMResult(convergence.TemperedResult):
                     "prototype": int(prototype[s]),
                     "prototype_name": self.data.sample_names[prototype[s]],
                     "n_subspace": int(features.size),
-                    "subspace": ", ".join(subspace),
+                    "subspace": ", ".join(f"{n}={v}" for n, v in zip(names, value_names)),
+                    "subspace_features": names,
+                    "subspace_values": value_names,
+                    "subspace_weights": [float(inclusion[s, j]) for j in shown],
                 }
             )
         return pd.DataFrame(rows).set_index("cluster")
+
+    def explain(self, hide_value: str | None = None) -> str:
+        """:meth:`explain_frame` as text: per cluster its share, prototype and subspace (``feature=value``
+        with the posterior probability of the feature being in the subspace)."""
+        lines = [f"BCM: {self.n_clusters} clusters, each a prototype and its subspace (highest-log-joint draw)"]
+        for s, row in self.explain_frame(hide_value).iterrows():
+            listed = ", ".join(f"{f}={v} ({w:.2f})" for f, v, w in
+                               zip(row["subspace_features"], row["subspace_values"], row["subspace_weights"]))
+            hidden = row["n_subspace"] - len(row["subspace_features"])
+            lines.append(f"cluster {s} ({row['share']:.0%} of tokens): prototype {row['prototype']} "
+                         f"({row['prototype_name']}); subspace of {row['n_subspace']}: {listed or '-'}"
+                         + (f" (+{hidden} with value {hide_value})" if hidden else ""))
+        return "\n".join(lines)
+
+    def to_dict(self, hide_value: str | None = None) -> dict:
+        """:meth:`explain_frame`'s clusters (``clusters``) with the fit's facts, JSON-ready."""
+        return {
+            "model": "BCM",
+            "n_clusters": self.n_clusters,
+            "features": plain(self.data.feature_names),
+            "converged": self.converged,
+            "diagnostics": {name: {"r_hat": r, "ess_bulk": e} for name, (r, e) in plain(self.diagnostics).items()},
+            "log_evidence": plain(self.log_evidence),
+            "clusters": records(self.explain_frame(hide_value)),
+        }
+
+    def _repr_html_(self) -> str:
+        frame = self.explain_frame().drop(columns=["subspace_features", "subspace_values", "subspace_weights"])
+        facts = {"observations": self.data.codes.shape[0], "features": self.data.codes.shape[1],
+                 "clusters": self.n_clusters}
+        return html_card("Bayesian Case Model", facts, frame, mcmc_status(self))
 
     def transform(self, X=None, seed: int = 0) -> np.ndarray:
         """Posterior-mean mixture weights pi (the features the paper feeds to an SVM), in the clusters of the
@@ -428,5 +464,5 @@ class BCMClusterer(ClusterMixin, TransformerMixin, BaseEstimator):
         """Posterior-mean mixture weights pi of the observations ``X`` (folded in, see :meth:`BCMResult.transform`)."""
         return self.result_.transform(X, seed=self.seed)
 
-    def explain(self) -> pd.DataFrame:
+    def explain(self) -> str:
         return self.result_.explain()
