@@ -21,7 +21,7 @@ from jax.scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 
 from interpretable_zoo.datasets.preprocessing import CategoricalData, encode_categorical, encode_like
-from interpretable_zoo.diagnostics.inference_data import summary, tempered_inference_data
+from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, summary, tempered_inference_data
 from interpretable_zoo.inference import bcm_gibbs, convergence, target_check, tempering
 from interpretable_zoo.inference.explanation import html_card, mcmc_status, plain, records
 from interpretable_zoo.inference.tempering import TargetKernel
@@ -273,8 +273,10 @@ def _alignment(row_counts, reference) -> np.ndarray:
 
 
 def _record_without_z(static, data, states):
-    """What a kept draw stores: omega, the prototypes and the row counts (for mixture weights)."""
-    return {"omega": states.omega, "prototype": states.prototype, "row_counts": states.row_counts}
+    """What a kept draw stores: omega, the prototypes, the row counts (for mixture weights) and the pointwise
+    log likelihood (N float32 values, :func:`bcm_gibbs.pointwise_log_likelihood`)."""
+    return {"omega": states.omega, "prototype": states.prototype, "row_counts": states.row_counts,
+            "log_likelihood": bcm_gibbs.pointwise_log_likelihood(static, data, states)}
 
 
 def _record_with_z(static, data, states):
@@ -299,6 +301,7 @@ def _inference_data(run, data: CategoricalData) -> az.InferenceData:
     }
     if "z" in records:
         posterior["z"] = records["z"]
+    pointwise = {"x": records["log_likelihood"]} if log_likelihood_fits(*records["log_likelihood"].shape, "BCM") else None
     return tempered_inference_data(
         run,
         posterior,
@@ -306,6 +309,7 @@ def _inference_data(run, data: CategoricalData) -> az.InferenceData:
         coords={"feature": list(data.feature_names), "observation": list(data.sample_names)},
         dims={"omega": ["cluster", "feature"], "prototype": ["cluster"], "z": ["observation", "feature"],
               "sorted_cluster_size": ["rank"]},
+        log_likelihood=pointwise,
     )
 
 

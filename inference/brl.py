@@ -3,6 +3,7 @@ credible intervals) and the scikit-learn ``BayesianRuleListClassifier`` (Letham 
 
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ import pandas as pd
 from scipy import stats
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from interpretable_zoo.diagnostics.inference_data import tempered_inference_data
+from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, tempered_inference_data
 from interpretable_zoo.inference import brl_mh, convergence, target_check
 from interpretable_zoo.inference.explanation import html_card, mcmc_status, plain, records
 from interpretable_zoo.inference.tempering import TargetKernel
@@ -186,7 +187,7 @@ class BRLResult(convergence.TemperedResult):
 
     def explain_frame(self, *, outcome: str | None = None, level: float = 0.95) -> pd.DataFrame:
         """The BRL-point list as a table, one row per rule (the default rule last): ``antecedent`` (its name,
-        None for the default rule) and ``antecedent_index`` (into ``antecedents``, -1 for the default),
+        missing for the default rule) and ``antecedent_index`` (into ``antecedents``, -1 for the default),
         ``support`` (training points where the antecedent holds, wherever it stands in the list),
         ``captured`` (training points the rule decides: the antecedent holds and no earlier one does) and
         ``captured_<class>`` per class, then per class ``p_<class>`` (posterior mean of theta_jl) and
@@ -363,6 +364,23 @@ def fit_brl(
     return _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes)
 
 
+def _pointwise_log_likelihood(table, labels, alpha, rules, lengths) -> np.ndarray:
+    """(chain, draw, n) float32: :func:`models.brl.loo_log_predictive` of every training sample under each
+    drawn list, computed once per distinct list (their number padded to a power of 2, so that fits of
+    one shape share the compiled program)."""
+    unique, inverse = np.unique(np.column_stack([rules.reshape(-1, rules.shape[-1]), lengths.ravel()]), axis=0,
+                                return_inverse=True)
+    padded = np.pad(unique, ((0, 2 ** math.ceil(math.log2(len(unique))) - len(unique)), (0, 0)), mode="edge")
+    per_list = np.asarray(_loo_per_list(jnp.asarray(table), jnp.asarray(labels), jnp.asarray(alpha), jnp.asarray(padded)))
+    return per_list[inverse.ravel()].reshape(*lengths.shape, -1)
+
+
+@jax.jit
+def _loo_per_list(table, labels, alpha, unique):
+    return jax.lax.map(lambda row: brl.loo_log_predictive(table, labels, alpha, row[:-1], row[-1]).astype(jnp.float32),
+                       unique)
+
+
 def _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes) -> BRLResult:
     """The :class:`BRLResult` of a finished run (warning when draws reach the list-length cap)."""
     rules, lengths = run.records["rules"], run.records["length"]
@@ -373,6 +391,10 @@ def _result(run, kernel_target, antecedents, item_names, classes, priors, negati
             "raise max_length for the untruncated posterior",
             stacklevel=3,
         )
+    pointwise = None
+    if log_likelihood_fits(*lengths.shape, len(codes), "BRL"):
+        slots = np.pad(table, ((0, 0), (0, kernel_target[0].antecedent_slots - table.shape[1])))
+        pointwise = {"y": _pointwise_log_likelihood(slots, codes, priors.alpha_vector(len(classes)), rules, lengths)}
     idata = tempered_inference_data(
         run,
         {
@@ -383,6 +405,7 @@ def _result(run, kernel_target, antecedents, item_names, classes, priors, negati
         },
         summary_var_names=SUMMARY_VARIABLES,
         dims={"rules": ["position"]},
+        log_likelihood=pointwise,
     )
     result = BRLResult(idata, antecedents, item_names, classes, priors, negations, table, codes, run, kernel_target)
     idata.posterior.attrs["antecedent_names"] = list(result.antecedent_names)  # what the indices in rules mean
