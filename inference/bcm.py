@@ -23,6 +23,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from interpretable_zoo.datasets.preprocessing import CategoricalData, encode_categorical, encode_like
 from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, summary, tempered_inference_data
 from interpretable_zoo.inference import bcm_gibbs, convergence, target_check, tempering
+from interpretable_zoo.inference.checkpoint import as_checkpoint
 from interpretable_zoo.inference.explanation import html_card, mcmc_status, plain, records
 from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.inference.validation import (
@@ -345,6 +346,7 @@ def fit_bcm(
     init="random",
     n_values=None,
     progress_bar: bool | None = None,
+    checkpoint=None,
 ) -> BCMResult:
     """Fit BCM to a categorical matrix (integer codes, or a DataFrame whose values are mapped to codes)
     with the exact collapsed Gibbs sampler (eqs. (1), (2), observation swaps and cluster split-merge)
@@ -361,6 +363,9 @@ def fit_bcm(
     (P,) or one number for all, e.g. 7 for every pixel of 7-bin digits; by default 1 + the largest code
     seen (at least 2), and then a code as large as the number of observations is refused as a coding
     mistake (more categories than observations). ``progress_bar``: None shows it outside CI.
+    ``checkpoint``: a file path or ``inference.checkpoint.Checkpoint(path, every_seconds)``: the run saves its
+    state there (every 60 s by default) and a call with the same arguments resumes from it after an
+    interruption, giving the draws of an uninterrupted run (``inference.checkpoint``).
 
     DataFrame columns of numbers (floating point, or integers with more than
     ``validation.NUMERIC_COLUMN_LEVELS`` distinct values) are refused: bin them, or mark them categorical.
@@ -377,6 +382,7 @@ def fit_bcm(
     priors = priors or bcm.Priors()
     target_settings = convergence.ConvergenceTarget(target_rhat, min_ess, max_seconds)
     check_sampling_options(num_samples, num_warmup, num_chains, seed)
+    as_checkpoint(checkpoint)
     convergence.check_temperatures(n_temperatures)
     num_chains = check_positive_int(num_chains, "num_chains")
     if isinstance(init, str):
@@ -409,6 +415,7 @@ def fit_bcm(
         target=target_settings,
         progress_bar=progress_bar,
         description="BCM",
+        checkpoint=checkpoint,
         initial_states=initial,
     )
     return BCMResult(run, target, data, n_clusters, priors, store_z)

@@ -17,6 +17,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, tempered_inference_data
 from interpretable_zoo.inference import brl_mh, convergence, target_check
+from interpretable_zoo.inference.checkpoint import as_checkpoint
 from interpretable_zoo.inference.explanation import html_card, mcmc_status, plain, records
 from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.inference.names import resolve_names
@@ -298,6 +299,7 @@ def fit_brl(
     min_ess: float = 400.0,
     max_seconds: float | None = 60.0,
     progress_bar: bool | None = None,
+    checkpoint=None,
 ) -> BRLResult:
     """Sample the BRL posterior over rule lists for binary features ``X`` (n, p) and labels ``y``.
 
@@ -317,12 +319,16 @@ def fit_brl(
     and bulk ESS >= ``min_ess``, or ``max_seconds`` pass (then ``result.converged`` is False and a warning
     gives the numbers). ``num_samples``: run exactly that many scans after ``num_warmup`` tuning scans
     (rounded up to whole tuning rounds) instead. ``progress_bar``: None shows it outside CI.
+    ``checkpoint``: a file path or ``inference.checkpoint.Checkpoint(path, every_seconds)``: the run saves its
+    state there (every 60 s by default) and a call with the same arguments resumes from it after an
+    interruption, giving the draws of an uninterrupted run (``inference.checkpoint``).
     """
     priors = brl.Priors() if priors is None else priors
     if not isinstance(priors, brl.Priors):
         raise ValueError(f"priors must be a models.brl.Priors, got {type(priors).__name__}")
     target = convergence.ConvergenceTarget(target_rhat, min_ess, max_seconds)
     check_sampling_options(num_samples, num_warmup, num_chains, seed)
+    as_checkpoint(checkpoint)
     convergence.check_temperatures(n_temperatures)
     if feature_names is None and isinstance(X, pd.DataFrame):
         feature_names = tuple(str(column) for column in X.columns)
@@ -360,6 +366,7 @@ def fit_brl(
         target=target,
         progress_bar=progress_bar,
         description="BRL",
+        checkpoint=checkpoint,
     )
     return _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes)
 

@@ -90,12 +90,13 @@ def test_pointwise_log_likelihood_is_the_chain_rule_term():
     state = bcm_gibbs.init(static, data, jax.random.PRNGKey(3))
     pointwise = np.asarray(bcm_gibbs.pointwise_log_likelihood(static, data, jax.tree.map(lambda a: a[None], state)))[0]
     cells = np.arange(static.n_features) * static.n_values + np.asarray(data.x)  # (N, P)
+    log_target_parts = jax.jit(bcm_gibbs._log_target_parts, static_argnums=0)
     for i in range(static.n_obs):
         cell_counts = np.asarray(state.cell_counts).copy()
         np.subtract.at(cell_counts, (cells[i], np.asarray(state.z)[i]), 1)
         row_counts = np.asarray(state.row_counts).copy()
         row_counts[i] = 0
-        _, without = bcm_gibbs._log_target_parts(static, data, state.omega, state.prototype, row_counts, cell_counts)
+        _, without = log_target_parts(static, data, state.omega, state.prototype, row_counts, cell_counts)
         assert pointwise[i] == pytest.approx(float(state.log_likelihood - without), rel=1e-4, abs=1e-4)
 
 
@@ -108,6 +109,41 @@ def test_log_likelihood_group_names_every_dim_and_serves_loo(small_fit):
     for group in small_fit.idata.groups():
         assert not [d for d in small_fit.idata[group].dims if "_dim_" in d], group
     assert np.isfinite(az.loo(small_fit.idata).elpd_loo)
+
+
+def test_saved_result_loads_to_the_same_answers(small_fit, tmp_path):
+    from interpretable_zoo import load_result, save_result
+
+    save_result(small_fit, tmp_path / "bcm.pkl")
+    loaded = load_result(tmp_path / "bcm.pkl")
+    assert loaded.explain() == small_fit.explain() and loaded.to_dict() == small_fit.to_dict()
+    np.testing.assert_array_equal(loaded.transform(), small_fit.transform())
+    np.testing.assert_array_equal(loaded.transform(X_SMALL[:4], seed=1), small_fit.transform(X_SMALL[:4], seed=1))
+
+
+def test_fit_stopped_and_resumed_from_its_checkpoint_has_the_draws_of_one_run(small_fit, tmp_path, monkeypatch):
+    """QUICK runs 2 tuning rounds (1 + 2 chunks of 16 scans) and 2 sampling chunks; the fit dies in its
+    first sampling chunk and the call with the same checkpoint resumes: the draws of ``small_fit``."""
+    from interpretable_zoo.inference import tempering
+    from interpretable_zoo.inference.checkpoint import Checkpoint
+
+    calls, run_scans = [], tempering.run_scans
+
+    def dying(*args, **kwargs):
+        calls.append(None)
+        if len(calls) == 4:
+            raise RuntimeError("killed")
+        return run_scans(*args, **kwargs)
+
+    monkeypatch.setattr(tempering, "run_scans", dying)
+    checkpoint = Checkpoint(tmp_path / "bcm.ckpt", every_seconds=0)
+    with pytest.raises(RuntimeError, match="killed"):
+        fit_bcm(X_SMALL, 3, seed=5, store_z=True, checkpoint=checkpoint, **QUICK)
+    monkeypatch.undo()
+    resumed = fit_bcm(X_SMALL, 3, seed=5, store_z=True, checkpoint=checkpoint, **QUICK)
+    for name in ("omega", "prototype", "z"):
+        np.testing.assert_array_equal(resumed.idata.posterior[name], small_fit.idata.posterior[name])
+    assert not (tmp_path / "bcm.ckpt").exists()
 
 
 def test_explain_and_transform_on_a_dataframe():

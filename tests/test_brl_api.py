@@ -258,3 +258,20 @@ def test_log_likelihood_group_serves_loo_and_compare(planted):
     ranking = az.compare({"planted prior": result.idata, "alpha = 300": flat.idata})
     assert ranking.index[0] == "planted prior"
     assert ranking.loc["alpha = 300", "elpd_diff"] > 4 * ranking.loc["alpha = 300", "dse"]
+
+
+def test_saved_result_loads_to_the_same_predictions_explanation_and_continuation(planted, tmp_path):
+    from interpretable_zoo import load_result, save_result
+
+    data, result = planted
+    save_result(result, tmp_path / "brl.pkl")
+    loaded = load_result(tmp_path / "brl.pkl")
+    for estimate in ("point", "post"):
+        np.testing.assert_array_equal(loaded.predict_proba(data.X, estimate=estimate),
+                                      result.predict_proba(data.X, estimate=estimate))
+    assert loaded.explain() == result.explain() and loaded.to_dict() == result.to_dict()
+    np.testing.assert_array_equal(loaded.extend(num_samples=64).idata.posterior["rules"],
+                                  result.extend(num_samples=64).idata.posterior["rules"])
+    with pytest.raises(ValueError, match="^path: .* is not a result"):
+        (tmp_path / "other.pkl").write_bytes(__import__("pickle").dumps({"a": 1}))
+        load_result(tmp_path / "other.pkl")

@@ -107,6 +107,15 @@ def test_explain_frame_is_the_fig3_table_and_its_dict_is_json(faces_fit):
     assert "<table" in faces_fit._repr_html_()
 
 
+def test_saved_result_loads_to_the_same_answers(faces, faces_fit, tmp_path):
+    from interpretable_zoo import load_result, save_result
+
+    save_result(faces_fit, tmp_path / "mgm.pkl")
+    loaded = load_result(tmp_path / "mgm.pkl")
+    assert loaded.explain() == faces_fit.explain()
+    np.testing.assert_array_equal(loaded.predict_proba(faces.X), faces_fit.predict_proba(faces.X))
+
+
 def test_heatmap_has_one_row_per_distinguishing_group(faces_fit):
     import matplotlib
 

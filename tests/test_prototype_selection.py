@@ -293,7 +293,7 @@ def test_explain_lists_classes_and_cover_counts():
 
 
 @pytest.mark.parametrize("method", ["greedy", "lp"])
-def test_explain_frame_and_dict_count_each_ball(method):
+def test_explain_frame_and_dict_count_each_ball(method, tmp_path):
     """One row per prototype in selection order; ball sizes recounted here from the distances (strict
     balls); the covered and wrong counts are the text's; a JSON round trip of to_dict."""
     import json
@@ -315,6 +315,12 @@ def test_explain_frame_and_dict_count_each_ball(method):
     assert [row["prototypes"] for row in as_dict["classes"]] == list(result.class_counts().values())
     assert [row["ball_size"] for row in as_dict["prototypes"]] == inside.sum(0).tolist()
     assert "<table" in result._repr_html_()
+    from interpretable_zoo import load_result, save_result
+
+    save_result(result, tmp_path / "selection.pkl")
+    loaded = load_result(tmp_path / "selection.pkl")
+    np.testing.assert_array_equal(loaded.predict(data.X), result.predict(data.X))
+    assert loaded.explain() == result.explain()
 
 
 # ----------------------------------------------------------------------------- scikit-learn classifier
