@@ -3,7 +3,7 @@
 Discrete latent structures (cluster labels, rule lists, prototype indices) suffer label switching, so
 their raw draws have no meaningful R-hat. Each model therefore records a few scalar, label-free
 summaries (log joint, sorted cluster sizes, list length, ...) in the posterior group and names them in
-the attribute ``summary_var_names``; :func:`summary` and :func:`plot_trace` default to those.
+the attribute ``summary_var_names``; :func:`summary` and ``diagnostics.plots.plot_trace`` default to those.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def to_inference_data(
         mcmc: a ``numpyro.infer.MCMC`` object after ``run``.
         derived: extra posterior variables, each an array of shape (chain, draw, ...), e.g. label-free
             summaries computed from the draws.
-        summary_var_names: the posterior variables that :func:`summary` and :func:`plot_trace` use by
+        summary_var_names: the posterior variables that :func:`summary` and ``plot_trace`` use by
             default; stored in ``idata.posterior.attrs`` so it survives a NetCDF round trip.
         coords, dims: passed to ArviZ to name array dimensions.
     """
@@ -163,10 +163,3 @@ def summary(result_or_idata, var_names: Sequence[str] | None = None, **kwargs):
     idata = _as_inference_data(result_or_idata)
     var_names = list(var_names) if var_names is not None else default_var_names(idata)
     return az.summary(idata, var_names=var_names, **kwargs)
-
-
-def plot_trace(result_or_idata, var_names: Sequence[str] | None = None, **kwargs):
-    """``arviz.plot_trace`` of a result or InferenceData, by default over the label-free summaries."""
-    idata = _as_inference_data(result_or_idata)
-    var_names = list(var_names) if var_names is not None else default_var_names(idata)
-    return az.plot_trace(idata, var_names=var_names, **kwargs)

@@ -140,6 +140,11 @@ class BCMResult(convergence.TemperedResult):
         """(chain, draw, S, ...) per-cluster draws relabelled to the best draw's clusters."""
         return np.take_along_axis(draws, self._labels.reshape(self._labels.shape + (1,) * (draws.ndim - 3)), axis=2)
 
+    def subspace_probabilities(self) -> np.ndarray:
+        """(S, P): the posterior probability that feature j is in cluster s's subspace (omega_sj = 1), over
+        every draw of every chain, clusters matched to the best draw's by shared tokens."""
+        return self._aligned(self.idata.posterior["omega"].values).mean((0, 1))
+
     def explain_frame(self, hide_value: str | None = None) -> pd.DataFrame:
         """Per cluster of the highest-log-joint draw, largest first: its share of tokens, the prototype (index
         and name) and its subspace with the prototype's values (as in the paper's fig. 4b). The subspace
@@ -153,7 +158,7 @@ class BCMResult(convergence.TemperedResult):
         (e.g. "0" for ingredient lists, to show the defining ingredients present); ``n_subspace`` counts all.
         """
         prototype = self._draw("prototype")
-        inclusion = self._aligned(self.idata.posterior["omega"].values).mean((0, 1))  # (S, P)
+        inclusion = self.subspace_probabilities()
         sizes = self._row_counts[self.best_chain, self.best_draw].sum(0)
         rows = []
         for s in np.argsort(-sizes, kind="stable"):

@@ -180,43 +180,17 @@ class MGMResult:
         return html_card("Mind the Gap", facts, self.explain_frame().drop(columns="members"))
 
     def plot_heatmap(self, ax=None, cluster_names=None, threshold: float = 0.5, max_members: int = 4):
-        """Heatmap of E[beta_gk] for the distinguishing groups (light: present), as the paper's fig. 3."""
-        import matplotlib.pyplot as plt
+        """Heatmap of E[beta_gk] for the distinguishing groups: ``diagnostics.plots.plot_gap_heatmap``."""
+        from interpretable_zoo.diagnostics.plots import plot_gap_heatmap
 
-        rows = self.distinguishing_groups(threshold)
-        columns = self.occupied_clusters
-        if ax is None:
-            _, ax = plt.subplots(figsize=(1.2 * len(columns) + 4, 0.45 * max(len(rows), 1) + 1.5))
-        image = ax.imshow(self.presence[np.ix_(rows, columns)], cmap="gray", vmin=0, vmax=1, aspect="auto")
-        ax.set_yticks(range(len(rows)), [self.group_name(g, max_members) for g in rows])
-        names = cluster_names or [str(k) for k in range(self.n_clusters)]
-        ax.set_xticks(range(len(columns)), [names[k] for k in columns])
-        ax.set_xlabel("cluster")
-        ax.figure.colorbar(image, ax=ax, label="E[beta] (presence probability)")
-        return ax
+        return plot_gap_heatmap(self, cluster_names=cluster_names, threshold=threshold, max_members=max_members, ax=ax)
 
     def plot_sweep(self, axes=None, cluster_names=None, threshold: float = 0.5, max_members: int = 4):
-        """Two panels: the ELBO of every restart against the number of clusters (best per number joined,
-        the chosen one marked), and :meth:`plot_heatmap` of the chosen fit (clusters by distinguishing groups)."""
-        import matplotlib.pyplot as plt
+        """ELBO by number of clusters beside the chosen fit's heatmap: ``diagnostics.plots.plot_elbo_sweep``."""
+        from interpretable_zoo.diagnostics.plots import plot_elbo_sweep
 
-        if not self.sweep_restart_elbo:
-            raise ValueError("plot_sweep: this result has no sweep (use fit_mgm_sweep)")
-        if axes is None:
-            _, axes = plt.subplots(1, 2, figsize=(12, 0.45 * max(len(self.distinguishing_groups(threshold)), 6) + 1.5),
-                                   gridspec_kw={"width_ratios": [1, 1.4]})  # fmt: skip
-        numbers = sorted(self.sweep_restart_elbo)
-        for k in numbers:
-            values = self.sweep_restart_elbo[k]
-            axes[0].plot(np.full(len(values), k), values, "o", color="0.6", markersize=4)
-        axes[0].plot(numbers, [self.sweep_elbo[k] for k in numbers], "-o", color="C0", label="best restart")
-        axes[0].plot([self.n_clusters], [self.elbo], "*", color="C3", markersize=14,
-                     label=f"chosen K={self.n_clusters}")  # fmt: skip
-        axes[0].set(xlabel="number of clusters K", ylabel="ELBO", title="ELBO by number of clusters")
-        axes[0].legend()
-        self.plot_heatmap(ax=axes[1], cluster_names=cluster_names, threshold=threshold, max_members=max_members)
-        axes[1].set_title("distinguishing groups of the chosen fit")
-        return axes
+        return plot_elbo_sweep(self, cluster_names=cluster_names, threshold=threshold, max_members=max_members,
+                               axes=axes)
 
     def _present(self, X) -> np.ndarray:
         array = check_binary_matrix(X)

@@ -83,6 +83,25 @@ def test_explain_frame_text_and_dict_agree(small_fit):
     assert "<table" in small_fit._repr_html_() and "converged" in small_fit._repr_html_()
 
 
+def test_prototype_images_outline_the_subspace(small_fit):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from interpretable_zoo.diagnostics import plot_prototypes
+
+    axes = plot_prototypes(small_fit, (1, 5))
+    frame = small_fit.explain_frame()
+    assert [ax.get_title() for ax in axes] == list(frame["prototype_name"])
+    inclusion = small_fit.subspace_probabilities()
+    for ax, (cluster, prototype) in zip(axes, frame["prototype"].items()):
+        np.testing.assert_array_equal(ax.images[0].get_array().ravel(), X_SMALL[prototype])
+        inside = np.pad(inclusion[cluster] >= 0.5, 1)  # (7,): the outline is the subspace's boundary
+        boundary = 2 * inside[1:-1].sum() + np.sum(inside[1:-1] & ~inside[:-2]) + np.sum(inside[1:-1] & ~inside[2:])
+        assert len(ax.collections[0].get_segments()) == boundary
+    with pytest.raises(ValueError, match="image_shape"):
+        plot_prototypes(small_fit, (2, 3))
+
+
 def test_pointwise_log_likelihood_is_the_chain_rule_term():
     """log p(x_i | z_i, rest) = log p(x | z, omega, p) - log p(x_-i | z_-i, omega, p): the collapsed likelihood
     with observation i's tokens taken out of the counts."""

@@ -275,3 +275,21 @@ def test_saved_result_loads_to_the_same_predictions_explanation_and_continuation
     with pytest.raises(ValueError, match="^path: .* is not a result"):
         (tmp_path / "other.pkl").write_bytes(__import__("pickle").dumps({"a": 1}))
         load_result(tmp_path / "other.pkl")
+
+
+def test_rule_list_and_trace_plots_draw_the_frame_and_the_swap_acceptance(planted):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from interpretable_zoo.diagnostics import plot_rule_list, plot_trace
+
+    _, result = planted
+    frame = result.explain_frame()
+    ax = plot_rule_list(result, outcome="positive")
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(labels) == len(frame) and labels[0] == f"if {frame['antecedent'].iloc[0]}" and labels[-1] == "else"
+    means = ax.lines[0].get_xdata()
+    np.testing.assert_allclose(means, frame["p_1"])
+    axes = plot_trace(result)  # tempered (4 rungs): the label-free summaries and the swap acceptance
+    assert axes.shape == (4, 2) and axes[-1, 0].get_title() == "swap_accept"
+    assert plot_trace(result, swap_acceptance=False).shape == (3, 2)

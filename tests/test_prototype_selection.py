@@ -323,6 +323,24 @@ def test_explain_frame_and_dict_count_each_ball(method, tmp_path):
     assert loaded.explain() == result.explain()
 
 
+def test_prototype_images_in_selection_order_and_by_class():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from interpretable_zoo.diagnostics import plot_prototype_images
+
+    data = make_gaussian_mixture(30, seed=10)
+    result = select_prototypes(data.X, data.y, eps=0.9)
+    axes = plot_prototype_images(result, (1, 2), columns=5)
+    shown = [ax for ax in axes.ravel() if ax.images]
+    assert len(shown) == len(result.prototypes)
+    assert [ax.get_title() for ax in shown] == [f"{c} ({w})" for c, w in zip(result.correct_covers, result.wrong_covers)]
+    by_class = plot_prototype_images(result, (1, 2), by_class=True, columns=8)
+    assert by_class.shape == (3, 8)
+    for label, row in zip(result.classes, by_class):
+        assert sum(bool(ax.images) for ax in row) == min(8, result.class_counts()[label])
+
+
 # ----------------------------------------------------------------------------- scikit-learn classifier
 
 
