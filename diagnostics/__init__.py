@@ -17,6 +17,7 @@ __all__ = [
     "plot_prototype_images",
     "plot_prototypes",
     "plot_rule_list",
+    "plot_set_completion",
     "plot_trace",
     "simulation_based_calibration",
     "state_index",
@@ -30,7 +31,7 @@ __getattr__, __dir__ = lazy_attributes(
         ".exact": ("GOFResult", "enumerate_posterior", "exact_gof_test", "state_index"),
         ".inference_data": ("add_posterior_variables", "default_var_names", "summary", "to_inference_data"),
         ".plots": ("plot_elbo_sweep", "plot_gap_heatmap", "plot_prototype_images", "plot_prototypes", "plot_rule_list",
-                   "plot_trace"),
+                   "plot_set_completion", "plot_trace"),
         ".sbc": ("SBCResult", "simulation_based_calibration"),
     },
 )

@@ -1,6 +1,6 @@
 """Pictures of fitted results (matplotlib): traces with the swap acceptance of tempered runs, the BRL rule
 list, BCM prototypes as images with their subspace, the MGM gap heatmap and ELBO sweep, prototypes per
-class. Every function draws from the result's own numbers (``explain_frame`` and the trace) and returns
+class, a Bayesian Sets answer with its reasons. Every function draws from the result's own numbers (``explain_frame`` and the trace) and returns
 its matplotlib axes; give ``ax``/``axes`` to draw into an existing figure.
 """
 
@@ -171,3 +171,25 @@ def plot_prototype_images(selection, image_shape: tuple[int, int], *, X=None, by
         ax.set_title(f"{row['class']}: {row['covered']} ({row['wrong']})" if by_class else
                      f"{row['covered']} ({row['wrong']})", fontsize=7)
     return axes
+
+
+def plot_set_completion(result, *, ax=None):
+    """A Bayesian Sets answer (``BayesianSetsResult.explain_frame``): a bar per returned item, best at the
+    top, of its log score, coloured by its probability of belonging to the query's cluster, with the
+    features that weigh most in its score written beside it."""
+    import matplotlib.pyplot as plt
+
+    frame = result.explain_frame()
+    ax = _axes(ax, figsize=(9, 0.4 * len(frame) + 1.2))
+    colours = plt.get_cmap("viridis")(frame["membership"].to_numpy(dtype=float))
+    rows = np.arange(len(frame))
+    ax.barh(rows, frame["log_score"], color=colours)
+    ax.set_yticks(rows, [f"{name} [query]" if q else str(name) for name, q in zip(frame["name"], frame["in_query"])])
+    ax.invert_yaxis()
+    for row, score, features in zip(rows, frame["log_score"], frame["top_features"]):
+        ax.annotate(", ".join(map(str, features[:3])), (max(score, 0), row), xytext=(4, 0), textcoords="offset points",
+                    va="center", fontsize=7)
+    ax.axvline(0, color="k", lw=0.6)
+    ax.set_xlabel("log score (colour: P(member), 0 dark to 1 light)")
+    ax.set_title("query: " + ", ".join(map(str, result.query_names)), fontsize=9)
+    return ax

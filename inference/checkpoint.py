@@ -54,14 +54,15 @@ def as_checkpoint(value) -> Checkpoint | None:
     return Checkpoint(value)
 
 
-def fingerprint(kernel, static, data, settings: dict) -> str:
-    """A digest of what a run's draws depend on: the kernel's functions, ``static``, the ``data`` arrays and
-    the sampling settings (seed, chains, rungs, rounds, chunk size, kept draws, convergence target)."""
+def fingerprint(kernel, static, data, settings: dict, initial_states=None) -> str:
+    """A digest of what a run's draws depend on: the kernel's functions, ``static``, the ``data`` arrays, the
+    chains' initial states (when given) and the sampling settings (seed, chains, rungs, rounds, chunk size,
+    kept draws, convergence target)."""
     digest = hashlib.sha256()
     for function in kernel:
         digest.update(f"{function.__module__}.{function.__qualname__};".encode())
     digest.update(repr(static).encode())
-    for leaf in jax.tree.leaves(data):
+    for leaf in jax.tree.leaves((data, initial_states)):
         leaf = np.asarray(leaf)
         digest.update(f"{leaf.dtype}{leaf.shape};".encode())
         digest.update(np.ascontiguousarray(leaf).tobytes())

@@ -28,7 +28,7 @@ import jax
 import numpy as np
 
 from interpretable_zoo.inference import tempering
-from interpretable_zoo.inference.checkpoint import Checkpoint, CheckpointWriter, as_checkpoint, fingerprint
+from interpretable_zoo.inference.checkpoint import CheckpointWriter, as_checkpoint, fingerprint
 from interpretable_zoo.inference.validation import check_positive_int
 
 _COMPILE_SECONDS = [0.0]
@@ -120,9 +120,6 @@ def diagnose(summaries: dict[str, np.ndarray]) -> dict[str, tuple[float, float]]
 def worst(table: dict[str, tuple[float, float]]) -> tuple[float, float]:
     """(largest R-hat, smallest bulk ESS) over the summaries."""
     return max(r for r, _ in table.values()), min(e for _, e in table.values())
-
-
-__all__ = ["Checkpoint", "ConvergenceTarget", "TemperedResult", "TemperedRun", "extend", "sample"]
 
 
 @dataclass
@@ -267,7 +264,9 @@ def sample(
         raise ValueError(f"target: expected a ConvergenceTarget, got {type(target).__name__}")
     checkpoint = as_checkpoint(checkpoint)
     start, compile_start = time.perf_counter(), compile_seconds()
-    writer = None if checkpoint is None else CheckpointWriter(checkpoint, fingerprint(kernel, static, data, settings))
+    writer = None if checkpoint is None else CheckpointWriter(
+        checkpoint, fingerprint(kernel, static, data, settings, initial_states)
+    )
     saved = None if writer is None else writer.load()
     if saved is None:
         n_rungs = 8 if settings["n_temperatures"] == "auto" else settings["n_temperatures"]

@@ -265,6 +265,14 @@ def test_query_ranks_explains_and_carries_names():
     assert [row["name"] for row in as_dict["items"]] == list(result.names) and as_dict["set_size"] == result.set_size
     assert as_dict["items"][0]["top_features"] == [f for f, _ in result.reasons[0]]
     assert "<table" in result._repr_html_()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from interpretable_zoo.diagnostics import plot_set_completion
+
+    ax = plot_set_completion(result)
+    np.testing.assert_allclose([bar.get_width() for bar in ax.patches], result.log_scores)
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(result.names)
 
 
 def sample_planted_clusters(sizes, n_features, seed):

@@ -6,6 +6,7 @@ import pytest
 import toy_tempering as toy
 
 from interpretable_zoo.inference import convergence, tempering
+from interpretable_zoo.inference.checkpoint import Checkpoint
 
 STATIC, DATA = toy.bimodal()[:2]
 CHUNK = 32
@@ -98,7 +99,7 @@ def test_a_run_stopped_and_resumed_from_its_checkpoint_gives_the_same_draws(monk
     options = dict(tuning_rounds=2, num_samples=3 * CHUNK, seed=7, **OPTIONS)
     whole = convergence.sample(toy.KERNEL, STATIC, DATA, **options)
     path = tmp_path / "run.ckpt"
-    checkpoint = convergence.Checkpoint(path, every_seconds=0)
+    checkpoint = Checkpoint(path, every_seconds=0)
     killed = stop_after_calls(monkeypatch, stop_at)
     with pytest.raises(killed):
         convergence.sample(toy.KERNEL, STATIC, DATA, checkpoint=checkpoint, **options)
@@ -120,9 +121,9 @@ def test_a_checkpoint_of_other_settings_is_refused(monkeypatch, tmp_path):
     options = dict(tuning_rounds=0, num_samples=2 * CHUNK, **OPTIONS)
     killed = stop_after_calls(monkeypatch, 2)
     with pytest.raises(killed):
-        convergence.sample(toy.KERNEL, STATIC, DATA, seed=1, checkpoint=convergence.Checkpoint(path, 0), **options)
+        convergence.sample(toy.KERNEL, STATIC, DATA, seed=1, checkpoint=Checkpoint(path, 0), **options)
     monkeypatch.undo()
     with pytest.raises(ValueError, match="^checkpoint: .* another kernel, data or sampling settings"):
         convergence.sample(toy.KERNEL, STATIC, DATA, seed=2, checkpoint=path, **options)
     with pytest.raises(ValueError, match="^checkpoint: every_seconds"):
-        convergence.Checkpoint(path, every_seconds=-1)
+        Checkpoint(path, every_seconds=-1)
