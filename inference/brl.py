@@ -3,7 +3,6 @@ credible intervals) and the scikit-learn ``BayesianRuleListClassifier`` (Letham 
 
 from __future__ import annotations
 
-import math
 import numbers
 import warnings
 from dataclasses import dataclass, field
@@ -373,19 +372,24 @@ def fit_brl(
 
 def _pointwise_log_likelihood(table, labels, alpha, rules, lengths) -> np.ndarray:
     """(chain, draw, n) float32: :func:`models.brl.loo_log_predictive` of every training sample under each
-    drawn list, computed once per distinct list (their number padded to a power of 2, so that fits of
-    one shape share the compiled program)."""
-    unique, inverse = np.unique(np.column_stack([rules.reshape(-1, rules.shape[-1]), lengths.ravel()]), axis=0,
-                                return_inverse=True)
-    padded = np.pad(unique, ((0, 2 ** math.ceil(math.log2(len(unique))) - len(unique)), (0, 0)), mode="edge")
-    per_list = np.asarray(_loo_per_list(jnp.asarray(table), jnp.asarray(labels), jnp.asarray(alpha), jnp.asarray(padded)))
-    return per_list[inverse.ravel()].reshape(*lengths.shape, -1)
+    drawn list, computed once per distinct list (in a buffer of one row per draw, so that fits of one shape
+    share the compiled program)."""
+    draws = np.column_stack([rules.reshape(-1, rules.shape[-1]), lengths.ravel()])
+    unique, inverse = np.unique(draws, axis=0, return_inverse=True)
+    padded = np.pad(unique, ((0, len(draws) - len(unique)), (0, 0)), mode="edge")
+    per_list = _loo_per_list(jnp.asarray(table), jnp.asarray(labels), jnp.asarray(alpha), jnp.asarray(padded), len(unique))
+    return np.asarray(per_list)[inverse.ravel()].reshape(*lengths.shape, -1)
 
 
 @jax.jit
-def _loo_per_list(table, labels, alpha, unique):
-    return jax.lax.map(lambda row: brl.loo_log_predictive(table, labels, alpha, row[:-1], row[-1]).astype(jnp.float32),
-                       unique)
+def _loo_per_list(table, labels, alpha, lists, n_lists):
+    """Rows 0..n_lists - 1 of (len(lists), n): the pointwise terms of each list (a row: rules, then length)."""
+
+    def fill(i, out):
+        row = lists[i]
+        return out.at[i].set(brl.loo_log_predictive(table, labels, alpha, row[:-1], row[-1]).astype(jnp.float32))
+
+    return jax.lax.fori_loop(0, n_lists, fill, jnp.zeros((lists.shape[0], table.shape[0]), jnp.float32))
 
 
 def _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes) -> BRLResult:
