@@ -209,7 +209,7 @@ def recipes() -> list[Comparison]:
     elapsed = time.perf_counter() - start
     accuracy = result.unsupervised_accuracy(data.y).mean(1)
     log_joint = result.idata.posterior["log_joint"].values.mean(1)
-    table = result.explain(hide_value="0")
+    table = result.explain_frame(hide_value="0")
     prototypes = "; ".join(
         f"{row.prototype_name} ({data.target_names[data.y[row.prototype]]}, share {row.share:.2f}): {row.subspace}"
         for row in table.itertuples()

@@ -149,7 +149,7 @@ def _bcm_fit(ns, data, seed):
 
 
 def _bcm_answer(ns, fitted, data):
-    table = fitted.explain()
+    table = fitted.explain_frame()
     return f"{len(table)} prototypes, subspace sizes {table['n_subspace'].tolist()}"
 
 

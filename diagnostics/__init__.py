@@ -1,4 +1,4 @@
-"""Diagnostics: ArviZ conversion, summaries and trace plots; exact-enumeration, goodness-of-fit and SBC helpers."""
+"""Diagnostics: ArviZ conversion and summaries; plots of results; exact-enumeration, goodness-of-fit and SBC helpers."""
 
 from interpretable_zoo.compilation_cache import configure
 from interpretable_zoo.lazy import lazy_attributes
@@ -12,6 +12,12 @@ __all__ = [
     "default_var_names",
     "enumerate_posterior",
     "exact_gof_test",
+    "plot_elbo_sweep",
+    "plot_gap_heatmap",
+    "plot_prototype_images",
+    "plot_prototypes",
+    "plot_rule_list",
+    "plot_set_completion",
     "plot_trace",
     "simulation_based_calibration",
     "state_index",
@@ -23,7 +29,9 @@ __getattr__, __dir__ = lazy_attributes(
     __name__,
     {
         ".exact": ("GOFResult", "enumerate_posterior", "exact_gof_test", "state_index"),
-        ".inference_data": ("add_posterior_variables", "default_var_names", "plot_trace", "summary", "to_inference_data"),
+        ".inference_data": ("add_posterior_variables", "default_var_names", "summary", "to_inference_data"),
+        ".plots": ("plot_elbo_sweep", "plot_gap_heatmap", "plot_prototype_images", "plot_prototypes", "plot_rule_list",
+                   "plot_set_completion", "plot_trace"),
         ".sbc": ("SBCResult", "simulation_based_calibration"),
     },
 )

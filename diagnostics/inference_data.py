@@ -3,17 +3,38 @@
 Discrete latent structures (cluster labels, rule lists, prototype indices) suffer label switching, so
 their raw draws have no meaningful R-hat. Each model therefore records a few scalar, label-free
 summaries (log joint, sorted cluster sizes, list length, ...) in the posterior group and names them in
-the attribute ``summary_var_names``; :func:`summary` and :func:`plot_trace` default to those.
+the attribute ``summary_var_names``; :func:`summary` and ``diagnostics.plots.plot_trace`` default to those.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import warnings
+
 import arviz as az
 import numpy as np
 
 SUMMARY_ATTR = "summary_var_names"
+
+LOG_LIKELIHOOD_MAX_BYTES = 2**30
+"""Largest pointwise log-likelihood group a fit stores (chains x draws x observations float32 values);
+a larger one is left out with a warning (keep fewer draws, or fewer chains, to have it)."""
+
+
+def log_likelihood_fits(n_chains: int, n_draws: int, n_obs: int, description: str) -> bool:
+    """Whether a (chain, draw, observation) float32 log-likelihood array fits :data:`LOG_LIKELIHOOD_MAX_BYTES`;
+    warns (naming ``description``) when it does not."""
+    needed = 4 * n_chains * n_draws * n_obs
+    if needed <= LOG_LIKELIHOOD_MAX_BYTES:
+        return True
+    warnings.warn(
+        f"{description}: the pointwise log likelihood ({n_chains} chains x {n_draws} draws x {n_obs} observations, "
+        f"{needed / 2**30:.1f} GiB as float32) is left out of idata (limit "
+        "diagnostics.inference_data.LOG_LIKELIHOOD_MAX_BYTES); keep fewer draws to have az.loo",
+        stacklevel=3,
+    )
+    return False
 
 
 def to_inference_data(
@@ -33,7 +54,7 @@ def to_inference_data(
         mcmc: a ``numpyro.infer.MCMC`` object after ``run``.
         derived: extra posterior variables, each an array of shape (chain, draw, ...), e.g. label-free
             summaries computed from the draws.
-        summary_var_names: the posterior variables that :func:`summary` and :func:`plot_trace` use by
+        summary_var_names: the posterior variables that :func:`summary` and ``plot_trace`` use by
             default; stored in ``idata.posterior.attrs`` so it survives a NetCDF round trip.
         coords, dims: passed to ArviZ to name array dimensions.
     """
@@ -55,16 +76,21 @@ def tempered_inference_data(
     summary_var_names: Sequence[str],
     coords: Mapping[str, Sequence] | None = None,
     dims: Mapping[str, Sequence[str]] | None = None,
+    log_likelihood: Mapping[str, np.ndarray] | None = None,
 ) -> az.InferenceData:
     """``arviz.InferenceData`` of a tempered run (``inference.convergence.TemperedRun``): the given
     ``posterior`` variables (chain, draw, ...) of the posterior rung; ``sample_stats`` with ``lp`` (the
-    log joint) and ``swap_accept`` (mean acceptance of the swaps attempted at each kept scan); and the
-    run's tempering facts in ``posterior.attrs`` (schedule, communication barrier, round-trip rate,
-    stepping-stone log evidence and its standard error, converged, thinning, scans).
+    log joint) and ``swap_accept`` (mean acceptance of the swaps attempted at each kept scan); the
+    ``log_likelihood`` group (name -> (chain, draw, observation) pointwise values, for ``az.loo`` and
+    ``az.compare``) when given; and the run's tempering facts in ``posterior.attrs`` (schedule,
+    communication barrier, round-trip rate, stepping-stone log evidence and its standard error,
+    converged, thinning, scans).
     """
+    dims = {**(dims or {}), **{name: ["observation"] for name in (log_likelihood or {})}}
     idata = az.from_dict(
         posterior=dict(posterior),
         sample_stats={"lp": run.summaries["log_joint"], "swap_accept": run.swap_accept},
+        log_likelihood=None if not log_likelihood else {k: np.asarray(v, np.float32) for k, v in log_likelihood.items()},
         coords=coords,
         dims=dims,
     )
@@ -137,10 +163,3 @@ def summary(result_or_idata, var_names: Sequence[str] | None = None, **kwargs):
     idata = _as_inference_data(result_or_idata)
     var_names = list(var_names) if var_names is not None else default_var_names(idata)
     return az.summary(idata, var_names=var_names, **kwargs)
-
-
-def plot_trace(result_or_idata, var_names: Sequence[str] | None = None, **kwargs):
-    """``arviz.plot_trace`` of a result or InferenceData, by default over the label-free summaries."""
-    idata = _as_inference_data(result_or_idata)
-    var_names = list(var_names) if var_names is not None else default_var_names(idata)
-    return az.plot_trace(idata, var_names=var_names, **kwargs)

@@ -19,11 +19,13 @@ from dataclasses import dataclass
 from numbers import Integral
 
 import numpy as np
+import pandas as pd
 import scipy.optimize
 import scipy.sparse
 from scipy.special import expit
 
 from interpretable_zoo.inference import memory
+from interpretable_zoo.inference.explanation import html_card, plain, records
 from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.validation import check_binary_matrix, check_positive_int
 from interpretable_zoo.models import bayesian_sets as bs_model
@@ -109,8 +111,26 @@ class BayesianSetsResult:
     membership_rate: float
     set_size: int
 
+    def explain_frame(self) -> pd.DataFrame:
+        """The returned items, best first (index ``rank`` from 1): ``item`` (row of X), ``name``, ``in_query``,
+        ``log_score``, ``membership`` (P(member)), and as lists ``top_features`` and ``top_weights``: the
+        features of the item with the largest weights q_j (its reasons)."""
+        return pd.DataFrame(
+            {
+                "item": self.items,
+                "name": list(self.names),
+                "in_query": self.in_query,
+                "log_score": self.log_scores,
+                "membership": self.membership,
+                "top_features": [[feature for feature, _ in reasons] for reasons in self.reasons],
+                "top_weights": [[weight for _, weight in reasons] for reasons in self.reasons],
+            },
+            index=pd.RangeIndex(1, len(self.items) + 1, name="rank"),
+        )
+
     def explain(self) -> str:
-        """The completed set as text: the query, what defines it, and each returned item with its reasons."""
+        """The completed set as text: the query, what defines it, and each returned item with its reasons
+        (the rows of :meth:`explain_frame`)."""
         lines = [
             f"Query ({len(self.query)} items): " + ", ".join(self.query_names),
             "Defining features (largest q_j): "
@@ -119,15 +139,32 @@ class BayesianSetsResult:
             f"(membership rate {self.membership_rate:.3g}); log score = c + sum of q_j over an item's features, "
             f"c = {self.constant:.2f}",
         ]
-        for rank, (name, score, member, is_query, reasons) in enumerate(
-            zip(self.names, self.log_scores, self.membership, self.in_query, self.reasons), start=1
-        ):
-            mark = " [query]" if is_query else ""
-            because = ", ".join(f"{feature} ({weight:+.2f})" for feature, weight in reasons) or "no features"
+        for rank, row in self.explain_frame().iterrows():
+            mark = " [query]" if row["in_query"] else ""
+            because = ", ".join(f"{f} ({w:+.2f})" for f, w in zip(row["top_features"], row["top_weights"]))
             lines.append(
-                f"{rank:>3}. {name}{mark}: log score {score:.2f}, P(member) {member:.3f}; because of {because}"
+                f"{rank:>3}. {row['name']}{mark}: log score {row['log_score']:.2f}, P(member) {row['membership']:.3f}; "
+                f"because of {because or 'no features'}"
             )
         return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        """:meth:`explain_frame`'s items (``items``) with the query and what defines it, JSON-ready."""
+        return {
+            "model": "Bayesian Sets",
+            "query": plain(self.query),
+            "query_names": list(self.query_names),
+            "defining_features": [{"feature": f, "weight": w} for f, w in self.defining_features],
+            "constant": self.constant,
+            "membership_rate": self.membership_rate,
+            "set_size": self.set_size,
+            "items": records(self.explain_frame()),
+        }
+
+    def _repr_html_(self) -> str:
+        facts = {"query": ", ".join(self.query_names), "completed set size": self.set_size,
+                 "defining features": ", ".join(f for f, _ in self.defining_features)}
+        return html_card("Bayesian Sets", facts, self.explain_frame())
 
 
 class BayesianSets:

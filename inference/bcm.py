@@ -21,8 +21,10 @@ from jax.scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 
 from interpretable_zoo.datasets.preprocessing import CategoricalData, encode_categorical, encode_like
-from interpretable_zoo.diagnostics.inference_data import summary, tempered_inference_data
+from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, summary, tempered_inference_data
 from interpretable_zoo.inference import bcm_gibbs, convergence, target_check, tempering
+from interpretable_zoo.inference.checkpoint import as_checkpoint
+from interpretable_zoo.inference.explanation import html_card, mcmc_status, plain, records
 from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.inference.validation import (
     check_categorical_table,
@@ -138,27 +140,33 @@ class BCMResult(convergence.TemperedResult):
         """(chain, draw, S, ...) per-cluster draws relabelled to the best draw's clusters."""
         return np.take_along_axis(draws, self._labels.reshape(self._labels.shape + (1,) * (draws.ndim - 3)), axis=2)
 
-    def explain(self, hide_value: str | None = None) -> pd.DataFrame:
-        """Per cluster of the highest-log-joint draw: its share of tokens, the prototype (index and name)
-        and its subspace with the prototype's values (as in the paper's fig. 4b). The subspace lists the
-        features in the cluster's subspace in at least half of the draws of every chain (the median-
-        probability model), the draws' clusters matched to the best draw's by shared tokens.
+    def subspace_probabilities(self) -> np.ndarray:
+        """(S, P): the posterior probability that feature j is in cluster s's subspace (omega_sj = 1), over
+        every draw of every chain, clusters matched to the best draw's by shared tokens."""
+        return self._aligned(self.idata.posterior["omega"].values).mean((0, 1))
 
+    def explain_frame(self, hide_value: str | None = None) -> pd.DataFrame:
+        """Per cluster of the highest-log-joint draw, largest first: its share of tokens, the prototype (index
+        and name) and its subspace with the prototype's values (as in the paper's fig. 4b). The subspace
+        lists the features in the cluster's subspace in at least half of the draws of every chain (the
+        median-probability model), the draws' clusters matched to the best draw's by shared tokens.
+
+        Columns: ``share``, ``prototype``, ``prototype_name``, ``n_subspace`` (subspace size), ``subspace``
+        (``feature=value`` of the prototype, comma separated), and as lists ``subspace_features``,
+        ``subspace_values`` and ``subspace_weights`` (posterior probability that omega_sj = 1).
         ``hide_value`` leaves out of the listing the subspace features where the prototype has that value
         (e.g. "0" for ingredient lists, to show the defining ingredients present); ``n_subspace`` counts all.
         """
         prototype = self._draw("prototype")
-        inclusion = self._aligned(self.idata.posterior["omega"].values).mean((0, 1))  # (S, P)
+        inclusion = self.subspace_probabilities()
         sizes = self._row_counts[self.best_chain, self.best_draw].sum(0)
         rows = []
-        for s in np.argsort(-sizes):
+        for s in np.argsort(-sizes, kind="stable"):
             values = self.data.codes[prototype[s]]
             features = np.flatnonzero(inclusion[s] >= 0.5)
-            subspace = [
-                f"{self.data.feature_names[j]}={self.data.value_names[j][values[j]]}"
-                for j in features
-                if self.data.value_names[j][values[j]] != hide_value
-            ]
+            shown = [j for j in features if self.data.value_names[j][values[j]] != hide_value]
+            names = [self.data.feature_names[j] for j in shown]
+            value_names = [self.data.value_names[j][values[j]] for j in shown]
             rows.append(
                 {
                     "cluster": int(s),
@@ -166,10 +174,44 @@ class BCMResult(convergence.TemperedResult):
                     "prototype": int(prototype[s]),
                     "prototype_name": self.data.sample_names[prototype[s]],
                     "n_subspace": int(features.size),
-                    "subspace": ", ".join(subspace),
+                    "subspace": ", ".join(f"{n}={v}" for n, v in zip(names, value_names)),
+                    "subspace_features": names,
+                    "subspace_values": value_names,
+                    "subspace_weights": [float(inclusion[s, j]) for j in shown],
                 }
             )
         return pd.DataFrame(rows).set_index("cluster")
+
+    def explain(self, hide_value: str | None = None) -> str:
+        """:meth:`explain_frame` as text: per cluster its share, prototype and subspace (``feature=value``
+        with the posterior probability of the feature being in the subspace)."""
+        lines = [f"BCM: {self.n_clusters} clusters, each a prototype and its subspace (highest-log-joint draw)"]
+        for s, row in self.explain_frame(hide_value).iterrows():
+            listed = ", ".join(f"{f}={v} ({w:.2f})" for f, v, w in
+                               zip(row["subspace_features"], row["subspace_values"], row["subspace_weights"]))
+            hidden = row["n_subspace"] - len(row["subspace_features"])
+            lines.append(f"cluster {s} ({row['share']:.0%} of tokens): prototype {row['prototype']} "
+                         f"({row['prototype_name']}); subspace of {row['n_subspace']}: {listed or '-'}"
+                         + (f" (+{hidden} with value {hide_value})" if hidden else ""))
+        return "\n".join(lines)
+
+    def to_dict(self, hide_value: str | None = None) -> dict:
+        """:meth:`explain_frame`'s clusters (``clusters``) with the fit's facts, JSON-ready."""
+        return {
+            "model": "BCM",
+            "n_clusters": self.n_clusters,
+            "features": plain(self.data.feature_names),
+            "converged": self.converged,
+            "diagnostics": {name: {"r_hat": r, "ess_bulk": e} for name, (r, e) in plain(self.diagnostics).items()},
+            "log_evidence": plain(self.log_evidence),
+            "clusters": records(self.explain_frame(hide_value)),
+        }
+
+    def _repr_html_(self) -> str:
+        frame = self.explain_frame().drop(columns=["subspace_features", "subspace_values", "subspace_weights"])
+        facts = {"observations": self.data.codes.shape[0], "features": self.data.codes.shape[1],
+                 "clusters": self.n_clusters}
+        return html_card("Bayesian Case Model", facts, frame, mcmc_status(self))
 
     def transform(self, X=None, seed: int = 0) -> np.ndarray:
         """Posterior-mean mixture weights pi (the features the paper feeds to an SVM), in the clusters of the
@@ -237,8 +279,10 @@ def _alignment(row_counts, reference) -> np.ndarray:
 
 
 def _record_without_z(static, data, states):
-    """What a kept draw stores: omega, the prototypes and the row counts (for mixture weights)."""
-    return {"omega": states.omega, "prototype": states.prototype, "row_counts": states.row_counts}
+    """What a kept draw stores: omega, the prototypes, the row counts (for mixture weights) and the pointwise
+    log likelihood (N float32 values, :func:`bcm_gibbs.pointwise_log_likelihood`)."""
+    return {"omega": states.omega, "prototype": states.prototype, "row_counts": states.row_counts,
+            "log_likelihood": bcm_gibbs.pointwise_log_likelihood(static, data, states)}
 
 
 def _record_with_z(static, data, states):
@@ -263,6 +307,7 @@ def _inference_data(run, data: CategoricalData) -> az.InferenceData:
     }
     if "z" in records:
         posterior["z"] = records["z"]
+    pointwise = {"x": records["log_likelihood"]} if log_likelihood_fits(*records["log_likelihood"].shape, "BCM") else None
     return tempered_inference_data(
         run,
         posterior,
@@ -270,6 +315,7 @@ def _inference_data(run, data: CategoricalData) -> az.InferenceData:
         coords={"feature": list(data.feature_names), "observation": list(data.sample_names)},
         dims={"omega": ["cluster", "feature"], "prototype": ["cluster"], "z": ["observation", "feature"],
               "sorted_cluster_size": ["rank"]},
+        log_likelihood=pointwise,
     )
 
 
@@ -306,6 +352,7 @@ def fit_bcm(
     n_values=None,
     progress_bar: bool | None = None,
     devices=None,
+    checkpoint=None,
 ) -> BCMResult:
     """Fit BCM to a categorical matrix (integer codes, or a DataFrame whose values are mapped to codes)
     with the exact collapsed Gibbs sampler (eqs. (1), (2), observation swaps and cluster split-merge)
@@ -324,6 +371,9 @@ def fit_bcm(
     mistake (more categories than observations). ``progress_bar``: None shows it outside CI.
     ``devices``: the chains split over several devices (None: as many as divide ``num_chains``; an
     integer or a list of devices; :func:`tempering.chain_mesh`); the draws do not depend on it.
+    ``checkpoint``: a file path or ``inference.checkpoint.Checkpoint(path, every_seconds)``: the run saves its
+    state there (every 60 s by default) and a call with the same arguments resumes from it after an
+    interruption, giving the draws of an uninterrupted run (``inference.checkpoint``).
 
     DataFrame columns of numbers (floating point, or integers with more than
     ``validation.NUMERIC_COLUMN_LEVELS`` distinct values) are refused: bin them, or mark them categorical.
@@ -340,6 +390,7 @@ def fit_bcm(
     priors = priors or bcm.Priors()
     target_settings = convergence.ConvergenceTarget(target_rhat, min_ess, max_seconds)
     check_sampling_options(num_samples, num_warmup, num_chains, seed)
+    as_checkpoint(checkpoint)
     convergence.check_temperatures(n_temperatures)
     num_chains = check_positive_int(num_chains, "num_chains")
     tempering.chain_mesh(num_chains, devices)  # a bad ``devices`` is named before any work
@@ -374,6 +425,7 @@ def fit_bcm(
         progress_bar=progress_bar,
         devices=devices,
         description="BCM",
+        checkpoint=checkpoint,
         initial_states=initial,
     )
     return BCMResult(run, target, data, n_clusters, priors, store_z)
@@ -433,5 +485,5 @@ class BCMClusterer(ClusterMixin, TransformerMixin, BaseEstimator):
         """Posterior-mean mixture weights pi of the observations ``X`` (folded in, see :meth:`BCMResult.transform`)."""
         return self.result_.transform(X, seed=self.seed)
 
-    def explain(self) -> pd.DataFrame:
+    def explain(self) -> str:
         return self.result_.explain()

@@ -355,6 +355,24 @@ def summaries(static: BCMStatic, data: BCMData, states: BCMTargetState) -> dict:
     return result
 
 
+def pointwise_log_likelihood(static: BCMStatic, data: BCMData, states: BCMTargetState):
+    """(B, N) float32: log p(x_i | z_i, omega, prototypes, x_-i, z_-i) of every observation i, phi integrated
+    out (eq. (2)) given the other observations' tokens: sum over features j of
+    log (g_sj(x_ij) + n_sj(x_ij) - 1) - log (sum_v g_sj(v) + n_sj - 1), s = z_ij (observation i holds one
+    token of each feature). Summed over i in the chain rule, these give the collapsed likelihood."""
+    features = jnp.arange(static.n_features)
+
+    def one(state):
+        posterior = data.g_values[state.omega, features, data.x[state.prototype]] + _cells_by_cluster(
+            static, state.cell_counts
+        )  # (S, P, V)
+        own = posterior[state.z, features, data.x]  # (N, P)
+        total = posterior.sum(-1)[state.z, features]
+        return (jnp.log(own - 1) - jnp.log(total - 1)).sum(-1).astype(jnp.float32)
+
+    return jax.vmap(one)(states)
+
+
 # ----------------------------------------------------------------------------------------------------------
 # block 1: z by eq. (1), and block 2: whole-observation swaps, for all replicas over stacked count tables
 

@@ -14,8 +14,10 @@ import pandas as pd
 from scipy import stats
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from interpretable_zoo.diagnostics.inference_data import tempered_inference_data
+from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, tempered_inference_data
 from interpretable_zoo.inference import brl_mh, convergence, target_check, tempering
+from interpretable_zoo.inference.checkpoint import as_checkpoint
+from interpretable_zoo.inference.explanation import html_card, mcmc_status, plain, records
 from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.rule_mining import (
@@ -183,29 +185,80 @@ class BRLResult(convergence.TemperedResult):
     def predict(self, X, *, estimate: str = "point") -> np.ndarray:
         return self.classes[np.argmax(self.predict_proba(X, estimate=estimate), axis=1)]
 
+    def explain_frame(self, *, outcome: str | None = None, level: float = 0.95) -> pd.DataFrame:
+        """The BRL-point list as a table, one row per rule (the default rule last): ``antecedent`` (its name,
+        missing for the default rule) and ``antecedent_index`` (into ``antecedents``, -1 for the default),
+        ``support`` (training points where the antecedent holds, wherever it stands in the list),
+        ``captured`` (training points the rule decides: the antecedent holds and no earlier one does) and
+        ``captured_<class>`` per class, then per class ``p_<class>`` (posterior mean of theta_jl) and
+        ``p_<class>_low``, ``p_<class>_high``: the central ``level`` credible interval of its Beta marginal
+        (theta_j | data ~ Dirichlet(alpha + N_j), Letham sec. 2.1). ``outcome`` is :meth:`explain`'s
+        (the frame holds every class)."""
+        if not 0 < level < 1:
+            raise ValueError(f"level: must lie strictly between 0 and 1, got {level!r}")
+        rules = self.point_list()
+        counts = self.rule_counts(rules)
+        alpha = self._alpha()
+        concentration, means = counts + alpha, brl.label_posterior_mean(counts, alpha)
+        lows = stats.beta.ppf((1 - level) / 2, concentration, concentration.sum(1, keepdims=True) - concentration)
+        highs = stats.beta.ppf((1 + level) / 2, concentration, concentration.sum(1, keepdims=True) - concentration)
+        support = np.append(self.train_table[:, list(rules)].sum(0), len(self.train_labels))
+        frame = pd.DataFrame(
+            {
+                "antecedent": [self.antecedent_names[r] for r in rules] + [None],
+                "antecedent_index": list(rules) + [-1],
+                "support": support.astype(np.int64),
+                "captured": counts.sum(1),
+            },
+            index=pd.RangeIndex(len(rules) + 1, name="position"),
+        )
+        for label, name in enumerate(self.classes):
+            frame[f"captured_{name}"] = counts[:, label]
+        for label, name in enumerate(self.classes):
+            frame[f"p_{name}"], frame[f"p_{name}_low"], frame[f"p_{name}_high"] = (
+                means[:, label], lows[:, label], highs[:, label])
+        frame.attrs.update(level=level, outcome=(outcome or f"y={self.classes[1]}") if len(self.classes) == 2 else None)
+        return frame
+
     def explain(self, *, outcome: str | None = None, level: float = 0.95) -> str:
         """The BRL-point list, each rule with the posterior mean and a ``level`` credible interval of its
-        outcome probability (theta_j | data ~ Dirichlet(alpha + N_j), whose marginals are Beta).
+        outcome probability (the numbers of :meth:`explain_frame`).
 
         Two classes: the probability of the second class, named ``outcome`` (default ``y=<class>``).
         More classes: the most probable class of each rule and its probability.
         """
-        rules = self.point_list()
-        counts = self.rule_counts(rules)
-        concentration, means = counts + self._alpha(), brl.label_posterior_mean(counts, self._alpha())
-        names = [self.antecedent_names[r] for r in rules]
+        frame = self.explain_frame(outcome=outcome, level=level)
         lines = []
-        for position, (row, mean) in enumerate(zip(concentration, means)):
-            label = 1 if len(self.classes) == 2 else int(np.argmax(row))
-            a, b = row[label], row.sum() - row[label]
-            low, high = stats.beta.ppf([(1 - level) / 2, (1 + level) / 2], a, b)
-            what = (outcome or f"y={self.classes[1]}") if len(self.classes) == 2 else f"y={self.classes[label]}"
-            consequent = f"{what} probability {mean[label]:.0%} ({low:.0%}-{high:.0%})"
-            if position == len(rules):
-                lines.append(f"{'else ' if rules else ''}{consequent}")
+        for position, row in frame.iterrows():
+            probabilities = [row[f"p_{name}"] for name in self.classes]
+            label = 1 if len(self.classes) == 2 else int(np.argmax(probabilities))
+            name = self.classes[label]
+            what = frame.attrs["outcome"] if len(self.classes) == 2 else f"y={name}"
+            consequent = (f"{what} probability {row[f'p_{name}']:.0%} "
+                          f"({row[f'p_{name}_low']:.0%}-{row[f'p_{name}_high']:.0%})")
+            if row["antecedent_index"] < 0:  # the default rule
+                lines.append(f"{'else ' if position else ''}{consequent}")
             else:
-                lines.append(f"{'else if' if position else 'if'} {names[position]} then {consequent}")
+                lines.append(f"{'else if' if position else 'if'} {row['antecedent']} then {consequent}")
         return "\n".join(lines)
+
+    def to_dict(self, *, outcome: str | None = None, level: float = 0.95) -> dict:
+        """:meth:`explain_frame`'s rules (``rules``, one dict per rule) with the fit's facts, JSON-ready."""
+        frame = self.explain_frame(outcome=outcome, level=level)
+        return {
+            "model": "BRL",
+            "classes": plain(self.classes),
+            "level": level,
+            "converged": self.converged,
+            "diagnostics": {name: {"r_hat": r, "ess_bulk": e} for name, (r, e) in plain(self.diagnostics).items()},
+            "log_evidence": plain(self.log_evidence),
+            "rules": records(frame),
+        }
+
+    def _repr_html_(self) -> str:
+        facts = {"classes": ", ".join(map(str, self.classes)), "antecedents": len(self.antecedents),
+                 "training points": len(self.train_labels)}
+        return html_card("Bayesian rule list (BRL-point)", facts, self.explain_frame(), mcmc_status(self))
 
 
 @jax.jit
@@ -246,6 +299,7 @@ def fit_brl(
     max_seconds: float | None = 60.0,
     progress_bar: bool | None = None,
     devices=None,
+    checkpoint=None,
 ) -> BRLResult:
     """Sample the BRL posterior over rule lists for binary features ``X`` (n, p) and labels ``y``.
 
@@ -267,12 +321,16 @@ def fit_brl(
     (rounded up to whole tuning rounds) instead. ``progress_bar``: None shows it outside CI.
     ``devices``: the chains split over several devices (None: as many as divide ``num_chains``; an
     integer or a list of devices; :func:`tempering.chain_mesh`); the draws do not depend on it.
+    ``checkpoint``: a file path or ``inference.checkpoint.Checkpoint(path, every_seconds)``: the run saves its
+    state there (every 60 s by default) and a call with the same arguments resumes from it after an
+    interruption, giving the draws of an uninterrupted run (``inference.checkpoint``).
     """
     priors = brl.Priors() if priors is None else priors
     if not isinstance(priors, brl.Priors):
         raise ValueError(f"priors must be a models.brl.Priors, got {type(priors).__name__}")
     target = convergence.ConvergenceTarget(target_rhat, min_ess, max_seconds)
     check_sampling_options(num_samples, num_warmup, num_chains, seed)
+    as_checkpoint(checkpoint)
     convergence.check_temperatures(n_temperatures)
     tempering.chain_mesh(num_chains, devices)  # a bad ``devices`` is named before any work
     if feature_names is None and isinstance(X, pd.DataFrame):
@@ -312,8 +370,31 @@ def fit_brl(
         progress_bar=progress_bar,
         devices=devices,
         description="BRL",
+        checkpoint=checkpoint,
     )
     return _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes)
+
+
+def _pointwise_log_likelihood(table, labels, alpha, rules, lengths) -> np.ndarray:
+    """(chain, draw, n) float32: :func:`models.brl.loo_log_predictive` of every training sample under each
+    drawn list, computed once per distinct list (in a buffer of one row per draw, so that fits of one shape
+    share the compiled program)."""
+    draws = np.column_stack([rules.reshape(-1, rules.shape[-1]), lengths.ravel()])
+    unique, inverse = np.unique(draws, axis=0, return_inverse=True)
+    padded = np.pad(unique, ((0, len(draws) - len(unique)), (0, 0)), mode="edge")
+    per_list = _loo_per_list(jnp.asarray(table), jnp.asarray(labels), jnp.asarray(alpha), jnp.asarray(padded), len(unique))
+    return np.asarray(per_list)[inverse.ravel()].reshape(*lengths.shape, -1)
+
+
+@jax.jit
+def _loo_per_list(table, labels, alpha, lists, n_lists):
+    """Rows 0..n_lists - 1 of (len(lists), n): the pointwise terms of each list (a row: rules, then length)."""
+
+    def fill(i, out):
+        row = lists[i]
+        return out.at[i].set(brl.loo_log_predictive(table, labels, alpha, row[:-1], row[-1]).astype(jnp.float32))
+
+    return jax.lax.fori_loop(0, n_lists, fill, jnp.zeros((lists.shape[0], table.shape[0]), jnp.float32))
 
 
 def _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes) -> BRLResult:
@@ -326,6 +407,10 @@ def _result(run, kernel_target, antecedents, item_names, classes, priors, negati
             "raise max_length for the untruncated posterior",
             stacklevel=3,
         )
+    pointwise = None
+    if log_likelihood_fits(*lengths.shape, len(codes), "BRL"):
+        slots = np.pad(table, ((0, 0), (0, kernel_target[0].antecedent_slots - table.shape[1])))
+        pointwise = {"y": _pointwise_log_likelihood(slots, codes, priors.alpha_vector(len(classes)), rules, lengths)}
     idata = tempered_inference_data(
         run,
         {
@@ -336,6 +421,7 @@ def _result(run, kernel_target, antecedents, item_names, classes, priors, negati
         },
         summary_var_names=SUMMARY_VARIABLES,
         dims={"rules": ["position"]},
+        log_likelihood=pointwise,
     )
     result = BRLResult(idata, antecedents, item_names, classes, priors, negations, table, codes, run, kernel_target)
     idata.posterior.attrs["antecedent_names"] = list(result.antecedent_names)  # what the indices in rules mean

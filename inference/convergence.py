@@ -28,6 +28,7 @@ import jax
 import numpy as np
 
 from interpretable_zoo.inference import tempering
+from interpretable_zoo.inference.checkpoint import CheckpointWriter, as_checkpoint, fingerprint
 from interpretable_zoo.inference.validation import check_positive_int
 
 _COMPILE_SECONDS = [0.0]
@@ -233,6 +234,7 @@ def sample(
     description: str = "sampling",
     initial_states=None,
     devices=None,
+    checkpoint=None,
 ) -> TemperedRun:
     """Tempered sampling of ``kernel`` on (``static``, ``data``) until converged (see the module docstring).
 
@@ -244,6 +246,9 @@ def sample(
     per chain (leading axis ``num_chains``) where all of the chain's rungs start; by default each replica
     starts from the kernel's ``init``. ``devices``: the chains are split over several devices when there
     are (:func:`tempering.chain_mesh`); the same seed gives the same draws on 1, 2 or 4 devices.
+    ``checkpoint``: a path or an ``inference.checkpoint.Checkpoint``;
+    the run writes its state there as it goes and, when the file exists, resumes from it (same draws as
+    an uninterrupted run); a finished run removes it.
     """
     settings = {
         "num_chains": check_positive_int(num_chains, "num_chains"),
@@ -260,22 +265,35 @@ def sample(
     }
     if not isinstance(target, ConvergenceTarget):
         raise ValueError(f"target: expected a ConvergenceTarget, got {type(target).__name__}")
+    checkpoint = as_checkpoint(checkpoint)
     mesh = tempering.chain_mesh(num_chains, devices)
     settings["devices"] = 1 if mesh is None else mesh.size
     data = tempering.replicate_data(data, mesh)
     start, compile_start = time.perf_counter(), compile_seconds()
-    n_rungs = 8 if settings["n_temperatures"] == "auto" else settings["n_temperatures"]
-    schedule = tempering.default_schedule(n_rungs)
-    keys = tempering.chain_keys(settings["seed"], num_chains)
-    ladder = tempering.shard_ladder(tempering.initial_ladder(kernel, static, data, keys, n_rungs, initial_states), mesh)
+    writer = None if checkpoint is None else CheckpointWriter(
+        checkpoint, fingerprint(kernel, static, data, settings, initial_states)
+    )
+    saved = None if writer is None else writer.load()
+    if saved is None:
+        n_rungs = 8 if settings["n_temperatures"] == "auto" else settings["n_temperatures"]
+        schedule = tempering.default_schedule(n_rungs)
+        keys = tempering.chain_keys(settings["seed"], num_chains)
+        ladder = tempering.initial_ladder(kernel, static, data, keys, n_rungs, initial_states)
+        first_round = 0
+    else:
+        start -= saved["elapsed"]
+        schedule, ladder = saved["schedule"], tempering.Ladder(*saved["ladder"])
+        first_round = saved["round_index"] if saved["stage"] == "tuning" else settings["tuning_rounds"]
+    ladder = tempering.shard_ladder(ladder, mesh)
     bar = _progress(progress_bar, description)
     deadline = None if num_samples is not None or target.max_seconds is None else start + target.max_seconds
     cut = None
     try:
-        for round_index in range(settings["tuning_rounds"]):
+        for round_index in range(first_round, settings["tuning_rounds"]):
+            partial = _saved_chunks(saved) if round_index == first_round else None
             ladder, statistics, outputs, interrupted = _run_round(
                 kernel, static, data, ladder, schedule, settings["scans_per_chunk"] * 2**round_index, settings, bar,
-                deadline,
+                deadline, partial, _saver(writer, start, stage="tuning", round_index=round_index, schedule=schedule),
             )
             if interrupted:
                 if statistics is None:
@@ -285,10 +303,31 @@ def sample(
             schedule, ladder = _retuned(ladder, schedule, statistics, settings)
             if deadline is not None and time.perf_counter() > deadline:
                 break  # the budget ended while tuning: sample what is left (one chunk) and say so
-        return _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut)
+        resume = saved if saved is not None and saved["stage"] == "sampling" else None
+        return _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut,
+                                resume=resume, writer=writer)
     finally:
         if bar is not None:
             bar.close()
+
+
+def _saved_chunks(saved):
+    """(chunk statistics, outputs) of the round a checkpoint stopped in, or None."""
+    if saved is None:
+        return None
+    return [tempering.SwapStatistics(*c) for c in saved["chunk_statistics"]], list(saved["outputs"])
+
+
+def _saver(writer, start, **position):
+    """The per-chunk hook of :func:`_run_round` that checkpoints ``position`` with the chunk's ladder, or None."""
+    if writer is None:
+        return None
+
+    def save(ladder, chunk_statistics, outputs):
+        writer.maybe_write({**position, "ladder": tuple(ladder), "chunk_statistics": [tuple(c) for c in chunk_statistics],
+                            "outputs": outputs}, time.perf_counter() - start)
+
+    return save
 
 
 def extend(run: TemperedRun, kernel: tempering.TargetKernel, static, data, *, num_samples: int | None = None,
@@ -328,13 +367,16 @@ def _retuned(ladder, schedule, statistics, settings):
     return new_schedule, ladder
 
 
-def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline=None):
+def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline=None, partial=None,
+               on_chunk=None):
     """Up to ``n_scans`` scans in chunks, stopping early at ``deadline`` (a perf_counter time) or at a
     KeyboardInterrupt (the chunk it cuts is dropped, the ladder stays after the last whole chunk); returns
     the ladder, the round's statistics (None when no chunk ran), the chunks' outputs and whether it was
-    interrupted."""
+    interrupted. ``partial``: (statistics, outputs) of the round's chunks already run (from a checkpoint);
+    ``on_chunk(ladder, statistics, outputs)`` is called after every chunk."""
     chunk = settings["scans_per_chunk"]
-    chunk_statistics, outputs, done = [], [], 0
+    chunk_statistics, outputs = partial or ([], [])
+    done = sum(int(c.n_scans) for c in chunk_statistics)
     interrupted = False
     while done < n_scans:
         size = min(chunk, n_scans - done)
@@ -346,6 +388,8 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
         chunk_statistics.append(statistics)
         outputs.append(output)
         done += size
+        if on_chunk is not None:
+            on_chunk(ladder, chunk_statistics, outputs)
         if bar is not None:
             bar.update(size)
         if deadline is not None and time.perf_counter() > deadline:
@@ -354,19 +398,29 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
     return ladder, statistics, outputs, interrupted
 
 
-def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut=None):
+def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut=None,
+                     resume=None, writer=None):
     """Sampling rounds until converged, out of time or interrupted; ``cut``: (statistics, outputs) of an
-    interrupted tuning round, which then are the result."""
+    interrupted tuning round, which then are the result; ``resume``: a checkpoint saved while sampling,
+    ``writer``: the run's checkpoint writer (None: no checkpoints)."""
     target: ConvergenceTarget = settings["target"]
     fixed = settings["num_samples"]
     deadline = None if fixed is not None or target.max_seconds is None else start + target.max_seconds
     n_scans = fixed or settings["scans_per_chunk"]
     previous = None  # (statistics, outputs) of the last complete round
+    partial = None
+    if resume is not None:
+        n_scans, partial = int(resume["n_scans"]), _saved_chunks(resume)
+        if resume["previous"] is not None:
+            previous = (tempering.RoundStatistics(*resume["previous"][0]), list(resume["previous"][1]))
     while True:
         if cut is None:
+            saver = _saver(writer, start, stage="sampling", n_scans=n_scans, schedule=schedule,
+                           previous=None if previous is None else (tuple(previous[0]), previous[1]))
             ladder, statistics, outputs, interrupted = _run_round(
-                kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline
+                kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline, partial, saver
             )
+            partial = None
         else:
             (statistics, outputs), interrupted = cut, True
         if statistics is None:  # interrupted before this round's first chunk ended: keep the round before
@@ -408,6 +462,8 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
         ladder=ladder,
         settings=settings,
     )
+    if writer is not None and not interrupted:
+        writer.remove()
     if interrupted:
         warnings.warn(
             f"{settings['description']}: interrupted (KeyboardInterrupt); kept the {summaries['log_joint'].shape[1]} "

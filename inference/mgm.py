@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from interpretable_zoo.inference import mgm_vi, target_check
+from interpretable_zoo.inference.explanation import html_card, records
 from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.validation import (
     check_binary_matrix,
@@ -104,67 +106,91 @@ class MGMResult:
             names.append(str(target_names[int(top)]) if target_names is not None else str(top))
         return names
 
-    def explain(self, cluster_names=None, threshold: float = 0.5, max_members: int = 8) -> str:
-        """The fig. 3 table: rows the distinguishing groups as formulas, columns clusters, cells E[beta_gk]."""
+    def cluster_headers(self, cluster_names=None) -> list[str]:
+        """A column name per occupied cluster, ``<name> (n=<members>)`` (``cluster k`` by default); a name that
+        several clusters share gets its cluster index."""
+        sizes = np.bincount(self.labels, minlength=self.n_clusters)
+        names = list(cluster_names) if cluster_names is not None else [f"cluster {k}" for k in range(self.n_clusters)]
+        if len(names) != self.n_clusters:
+            raise ValueError(f"cluster_names: expected {self.n_clusters} names, got {len(names)}")
+        shown = [names[k] for k in self.occupied_clusters]
+        return [f"{names[k]}{f' [{k}]' if shown.count(names[k]) > 1 else ''} (n={sizes[k]})"
+                for k in self.occupied_clusters]
+
+    def explain_frame(self, cluster_names=None, threshold: float = 0.5) -> pd.DataFrame:
+        """The fig. 3 table as a DataFrame: a row per distinguishing group (widest gap first), indexed by its
+        formula, with ``formula`` (AND/OR), ``members`` (feature names), ``importance`` q(y_g = 1),
+        ``distinguishing``, ``gap`` (largest minus smallest presence over the occupied clusters), then a
+        column per occupied cluster (:meth:`cluster_headers`): E[beta_gk], the probability that the group
+        is present in a member of the cluster."""
         rows = self.distinguishing_groups(threshold)
         columns = self.occupied_clusters
-        sizes = np.bincount(self.labels, minlength=self.n_clusters)
-        names = cluster_names or [f"cluster {k}" for k in range(self.n_clusters)]
-        headers = [f"{names[k]} (n={sizes[k]})" for k in columns]
-        labels = [self.group_name(g, max_members) for g in rows]
+        presence = self.presence[np.ix_(rows, columns)].reshape(len(rows), len(columns))
+        frame = pd.DataFrame(
+            {
+                "formula": [self.formulas[g] for g in rows],
+                "members": [[self.feature_names[d] for d in self.groups[g]] for g in rows],
+                "importance": self.importance[rows],
+                "distinguishing": self.distinguishing[rows],
+                "gap": presence.max(1) - presence.min(1),
+            },
+            index=pd.Index([self.group_name(g) for g in rows], name="group"),
+        )
+        for header, column in zip(self.cluster_headers(cluster_names), presence.T):
+            frame[header] = column
+        return frame
+
+    def explain(self, cluster_names=None, threshold: float = 0.5, max_members: int = 8) -> str:
+        """The fig. 3 table (:meth:`explain_frame`) as text: rows the distinguishing groups as formulas (at
+        most ``max_members`` members shown), columns clusters, cells E[beta_gk]."""
+        frame = self.explain_frame(cluster_names, threshold)
+        headers = self.cluster_headers(cluster_names)
+        labels = [self.group_name(g, max_members) for g in self.distinguishing_groups(threshold)]
         width = max([len(s) for s in labels] + [len("group")])
         cells = [max(len(h), 5) for h in headers]
         lines = [
-            f"Mind the Gap: {len(rows)} distinguishing of {len(self.groups)} extracted groups, "
-            f"{len(columns)} occupied of {self.n_clusters} clusters, ELBO {self.elbo:.2f}",
+            f"Mind the Gap: {len(frame)} distinguishing of {len(self.groups)} extracted groups, "
+            f"{len(headers)} occupied of {self.n_clusters} clusters, ELBO {self.elbo:.2f}",
             "cells: probability that the group is present in a member of the cluster",
             "group".ljust(width) + "  " + "  ".join(h.rjust(c) for h, c in zip(headers, cells)),
         ]
-        for g, label in zip(rows, labels):
-            values = "  ".join(f"{p:.2f}".rjust(c) for p, c in zip(self.presence[g, columns], cells))
+        for label, (_, row) in zip(labels, frame.iterrows()):
+            values = "  ".join(f"{row[h]:.2f}".rjust(c) for h, c in zip(headers, cells))
             lines.append(label.ljust(width) + "  " + values)
-        if not rows:
+        if frame.empty:
             lines.append("(no group has a gap across clusters)")
         return "\n".join(lines)
 
-    def plot_heatmap(self, ax=None, cluster_names=None, threshold: float = 0.5, max_members: int = 4):
-        """Heatmap of E[beta_gk] for the distinguishing groups (light: present), as the paper's fig. 3."""
-        import matplotlib.pyplot as plt
+    def to_dict(self, cluster_names=None, threshold: float = 0.5) -> dict:
+        """:meth:`explain_frame`'s groups (``groups``) with the clusters and the fit's facts, JSON-ready."""
+        sizes = np.bincount(self.labels, minlength=self.n_clusters)
+        return {
+            "model": "MGM",
+            "elbo": self.elbo,
+            "n_clusters": self.n_clusters,
+            "clusters": [{"cluster": int(k), "column": h, "size": int(sizes[k]), "weight": float(self.cluster_weights[k])}
+                         for k, h in zip(self.occupied_clusters, self.cluster_headers(cluster_names))],
+            "n_groups": len(self.groups),
+            "groups": records(self.explain_frame(cluster_names, threshold)),
+        }
 
-        rows = self.distinguishing_groups(threshold)
-        columns = self.occupied_clusters
-        if ax is None:
-            _, ax = plt.subplots(figsize=(1.2 * len(columns) + 4, 0.45 * max(len(rows), 1) + 1.5))
-        image = ax.imshow(self.presence[np.ix_(rows, columns)], cmap="gray", vmin=0, vmax=1, aspect="auto")
-        ax.set_yticks(range(len(rows)), [self.group_name(g, max_members) for g in rows])
-        names = cluster_names or [str(k) for k in range(self.n_clusters)]
-        ax.set_xticks(range(len(columns)), [names[k] for k in columns])
-        ax.set_xlabel("cluster")
-        ax.figure.colorbar(image, ax=ax, label="E[beta] (presence probability)")
-        return ax
+    def _repr_html_(self) -> str:
+        facts = {"ELBO": self.elbo, "clusters": f"{len(self.occupied_clusters)} occupied of {self.n_clusters}",
+                 "groups": len(self.groups), "restarts": len(self.elbo_traces)}
+        return html_card("Mind the Gap", facts, self.explain_frame().drop(columns="members"))
+
+    def plot_heatmap(self, ax=None, cluster_names=None, threshold: float = 0.5, max_members: int = 4):
+        """Heatmap of E[beta_gk] for the distinguishing groups: ``diagnostics.plots.plot_gap_heatmap``."""
+        from interpretable_zoo.diagnostics.plots import plot_gap_heatmap
+
+        return plot_gap_heatmap(self, cluster_names=cluster_names, threshold=threshold, max_members=max_members, ax=ax)
 
     def plot_sweep(self, axes=None, cluster_names=None, threshold: float = 0.5, max_members: int = 4):
-        """Two panels: the ELBO of every restart against the number of clusters (best per number joined,
-        the chosen one marked), and :meth:`plot_heatmap` of the chosen fit (clusters by distinguishing groups)."""
-        import matplotlib.pyplot as plt
+        """ELBO by number of clusters beside the chosen fit's heatmap: ``diagnostics.plots.plot_elbo_sweep``."""
+        from interpretable_zoo.diagnostics.plots import plot_elbo_sweep
 
-        if not self.sweep_restart_elbo:
-            raise ValueError("plot_sweep: this result has no sweep (use fit_mgm_sweep)")
-        if axes is None:
-            _, axes = plt.subplots(1, 2, figsize=(12, 0.45 * max(len(self.distinguishing_groups(threshold)), 6) + 1.5),
-                                   gridspec_kw={"width_ratios": [1, 1.4]})  # fmt: skip
-        numbers = sorted(self.sweep_restart_elbo)
-        for k in numbers:
-            values = self.sweep_restart_elbo[k]
-            axes[0].plot(np.full(len(values), k), values, "o", color="0.6", markersize=4)
-        axes[0].plot(numbers, [self.sweep_elbo[k] for k in numbers], "-o", color="C0", label="best restart")
-        axes[0].plot([self.n_clusters], [self.elbo], "*", color="C3", markersize=14,
-                     label=f"chosen K={self.n_clusters}")  # fmt: skip
-        axes[0].set(xlabel="number of clusters K", ylabel="ELBO", title="ELBO by number of clusters")
-        axes[0].legend()
-        self.plot_heatmap(ax=axes[1], cluster_names=cluster_names, threshold=threshold, max_members=max_members)
-        axes[1].set_title("distinguishing groups of the chosen fit")
-        return axes
+        return plot_elbo_sweep(self, cluster_names=cluster_names, threshold=threshold, max_members=max_members,
+                               axes=axes)
 
     def _present(self, X) -> np.ndarray:
         array = check_binary_matrix(X)

@@ -12,11 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
 from interpretable_zoo.inference import memory, set_cover
+from interpretable_zoo.inference.explanation import html_card, records
 from interpretable_zoo.inference.validation import check_positive_int, check_real_matrix, encode_labels
 from interpretable_zoo.models import prototype_selection as ps_model
 
@@ -32,6 +34,7 @@ class PrototypeSelection:
     ``prototype_classes`` their class labels. ``correct_covers[k]`` counts the points of prototype k's
     class that it newly covered when chosen (greedy; the annotations of the paper's fig. 6) or that
     lie in its ball (lp); ``wrong_covers[k]`` counts the points of other classes in its ball.
+    ``ball_sizes[k]`` counts the training points in prototype k's ball (every class).
     ``objective`` is the value of the integer program (3a-3b); ``lp_bound`` the LP relaxation's optimum (lp only).
     """
 
@@ -44,6 +47,7 @@ class PrototypeSelection:
     prototype_codes: np.ndarray
     correct_covers: np.ndarray
     wrong_covers: np.ndarray
+    ball_sizes: np.ndarray
     objective: float
     lp_bound: float | None
     n_candidates: int
@@ -108,28 +112,67 @@ class PrototypeSelection:
             distances = set_cover.pairwise_dissimilarity(X, self.candidate_points[columns], self.metric)
         return self.classes[self.prototype_codes[order][np.argmin(distances, axis=1)]]
 
+    def class_frame(self) -> pd.DataFrame:
+        """Per class: its training points and its prototypes (the paper's table 1)."""
+        return pd.DataFrame(
+            {"training_points": self.train_class_counts, "prototypes": list(self.class_counts().values())},
+            index=pd.Index(self.classes, name="class"),
+        )
+
+    def explain_frame(self, sample_names=None) -> pd.DataFrame:
+        """The prototypes in selection order (index ``rank`` from 1; ``lp``: by class): ``candidate`` (its
+        index), ``name`` (from ``sample_names``, indexed by candidate, else ``candidate <index>``),
+        ``class``, ``ball_size`` (training points within eps), ``covered`` (points of its class it newly
+        covered when chosen, greedy; in its ball, lp) and ``wrong`` (points of other classes in its ball)."""
+        names = [f"candidate {i}" if sample_names is None else str(sample_names[i]) for i in self.prototypes]
+        return pd.DataFrame(
+            {
+                "candidate": self.prototypes,
+                "name": names,
+                "class": self.prototype_classes,
+                "ball_size": self.ball_sizes,
+                "covered": self.correct_covers,
+                "wrong": self.wrong_covers,
+            },
+            index=pd.RangeIndex(1, len(self.prototypes) + 1, name="rank"),
+        )
+
     def explain(self, max_prototypes: int = 15, sample_names=None) -> str:
-        """Prototypes per class, and the first prototypes in selection order with their cover counts."""
+        """Prototypes per class, and the first prototypes in selection order with their cover counts (the
+        rows of :meth:`class_frame` and :meth:`explain_frame`)."""
         lines = [
             f"Prototype selection (Bien & Tibshirani 2011), {self.method}: {len(self.prototypes)} prototypes "
             f"at eps = {self.eps:.6g}, lambda = {self.lam:.4g}; objective {self.objective:.4f}"
             + ("" if self.lp_bound is None else f" (LP bound {self.lp_bound:.4f})"),
             f"{'class':>12} {'training points':>16} {'prototypes':>11}",
         ]
-        counts = self.class_counts()
-        for label, n_points in zip(self.classes.tolist(), self.train_class_counts):
-            lines.append(f"{str(label):>12} {int(n_points):>16} {counts[label]:>11}")
-        shown = min(max_prototypes, len(self.prototypes))
+        for label, row in self.class_frame().iterrows():
+            lines.append(f"{str(label):>12} {row['training_points']:>16} {row['prototypes']:>11}")
+        frame = self.explain_frame(sample_names).head(max_prototypes)
         heading = "in greedy order" if self.method == "greedy" else "by class"
-        lines.append(f"First {shown} prototypes {heading} (points of its class covered, other classes covered):")
-        for rank in range(shown):
-            index = int(self.prototypes[rank])
-            name = f"candidate {index}" if sample_names is None else str(sample_names[index])
-            lines.append(
-                f"  {rank + 1:>3}. {name} as class {self.prototype_classes[rank]!s}: "
-                f"{int(self.correct_covers[rank])} ({int(self.wrong_covers[rank])})"
-            )
+        lines.append(f"First {len(frame)} prototypes {heading} (points of its class covered, other classes covered):")
+        for rank, row in frame.iterrows():
+            lines.append(f"  {rank:>3}. {row['name']} as class {row['class']!s}: {row['covered']} ({row['wrong']})")
         return "\n".join(lines)
+
+    def to_dict(self, sample_names=None) -> dict:
+        """The prototypes (``prototypes``, :meth:`explain_frame`) and classes (``classes``) with the
+        selection's facts, JSON-ready."""
+        return {
+            "model": "prototype selection",
+            "method": self.method,
+            "eps": self.eps,
+            "lambda": self.lam,
+            "objective": self.objective,
+            "lp_bound": self.lp_bound,
+            "classes": records(self.class_frame()),
+            "prototypes": records(self.explain_frame(sample_names)),
+        }
+
+    def _repr_html_(self) -> str:
+        facts = {"method": self.method, "eps": self.eps, "prototypes": len(self.prototypes),
+                 "objective": self.objective, **{f"class {k}": v for k, v in self.class_counts().items()}}
+        return html_card("Prototype selection", facts, self.explain_frame())
 
 
 def _check_features(array, name: str, metric: str) -> np.ndarray:
@@ -245,6 +288,7 @@ def select_prototypes(
         prototype_codes=prototype_codes,
         correct_covers=correct,
         wrong_covers=wrong,
+        ball_sizes=cover.sum(axis=0)[prototypes].astype(np.int64),
         objective=ps_model.objective(cover, codes, alpha, cost),
         lp_bound=lp_bound,
         n_candidates=cover.shape[1],

@@ -32,7 +32,9 @@ __all__ = [
     "fit_mgm",
     "fit_mgm_sweep",
     "inference",
+    "load_result",
     "models",
+    "save_result",
     "select_prototypes",
     "__version__",
 ]
@@ -42,6 +44,7 @@ __getattr__, __dir__ = lazy_attributes(
     {
         ".inference.bayesian_sets": ("BayesianSets",),
         ".inference.bcm": ("BCMClusterer", "fit_bcm"),
+        ".inference.checkpoint": ("load_result", "save_result"),
         ".inference.brl": ("BayesianRuleListClassifier", "BRLResult", "fit_brl"),
         ".inference.mgm": ("MGMClusterer", "MGMResult", "fit_mgm", "fit_mgm_sweep"),
         ".inference.prototype_selection": ("PrototypeClassifier", "PrototypeSelection", "select_prototypes"),

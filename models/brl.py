@@ -254,6 +254,18 @@ def capture_counts(truth_table, y, n_classes: int, rules, length):
     return counts[:max_length], counts[max_length]
 
 
+def loo_log_predictive(truth_table, y, alpha, rules, length):
+    """log p(y_n | x_n, d, y_-n) for every training sample n: the label's Dirichlet-multinomial predictive
+    under the list d with theta integrated out given the other samples' labels,
+    log (alpha_{y_n} + N_{j y_n} - 1) - log (A + N_j - 1), j the rule capturing n (Letham eq. 5 by the
+    chain rule: log p(y | x, d) minus the same with sample n left out). Shape (n,)."""
+    n_classes = alpha.shape[0]
+    rule_counts, default_counts = capture_counts(truth_table, y, n_classes, rules, length)
+    concentration = jnp.concatenate([rule_counts, default_counts[None]]) + alpha
+    rule = capture_index(truth_table, rules, length)
+    return jnp.log(concentration[rule, jnp.asarray(y)] - 1) - jnp.log(concentration[rule].sum(-1) - 1)
+
+
 def list_capacity(n_antecedents: int, max_length: int | None) -> int:
     """The longest list allowed: min(|A|, max_length), or |A| when max_length is None."""
     if max_length is None:

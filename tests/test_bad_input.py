@@ -380,6 +380,7 @@ RULE_LISTS = [
         "n-temperatures-nan",
     ),
     (lambda mp: fit_brl(XB, YB, max_seconds=-1), ValueError, r"^max_seconds: must be a positive", "max-seconds-negative"),
+    (lambda mp: fit_brl(XB, YB, checkpoint=5), ValueError, r"^checkpoint: expected a file path", "checkpoint-number"),
     (
         lambda mp: BayesianRuleListClassifier().fit(AGES.assign(age=[1.0, 2.0, 3.0, np.inf] * 4), YB),
         ValueError,
@@ -454,6 +455,7 @@ def one_large_code(code: int) -> np.ndarray:
 
 
 CASE_MODEL = [
+    (lambda mp: fit_bcm(XC, 2, checkpoint=["a"]), ValueError, r"^checkpoint: expected a file path", "checkpoint-list"),
     (lambda mp: fit_bcm(XC + 1j, 2), ValueError, r"^X: expected integer category codes .*complex", "X-complex"),
     (
         lambda mp: fit_bcm(pd.DataFrame({"height": RNG.normal(size=20), "colour": ["r", "g"] * 10}), 2),

@@ -2,6 +2,8 @@
 
 import jax
 import jax.numpy as jnp
+import json
+
 import numpy as np
 import pytest
 import scipy.sparse
@@ -254,6 +256,23 @@ def test_query_ranks_explains_and_carries_names():
     text = result.explain()
     assert "item 4, item 11, item 17" in text and items[expected[0]] in text and "f" in text
     assert text.count("\n") == 3 + 8 - 1
+
+    frame = result.explain_frame()
+    np.testing.assert_array_equal(frame["item"], expected)
+    np.testing.assert_allclose(frame["log_score"], scores[expected])
+    assert [list(zip(f, w)) for f, w in zip(frame["top_features"], frame["top_weights"])] == [list(r) for r in result.reasons]
+    as_dict = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert [row["name"] for row in as_dict["items"]] == list(result.names) and as_dict["set_size"] == result.set_size
+    assert as_dict["items"][0]["top_features"] == [f for f, _ in result.reasons[0]]
+    assert "<table" in result._repr_html_()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from interpretable_zoo.diagnostics import plot_set_completion
+
+    ax = plot_set_completion(result)
+    np.testing.assert_allclose([bar.get_width() for bar in ax.patches], result.log_scores)
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(result.names)
 
 
 def sample_planted_clusters(sizes, n_features, seed):

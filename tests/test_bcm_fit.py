@@ -65,12 +65,113 @@ def test_same_seed_same_chains_other_seed_other_chains(small_fit):
     assert not np.array_equal(other["omega"], small_fit.idata.posterior["omega"])
 
 
+def test_explain_frame_text_and_dict_agree(small_fit):
+    """The subspace weights are the posterior inclusion probabilities (>= 1/2 listed); the text shows the
+    frame's rows; to_dict round-trips through JSON."""
+    import json
+
+    frame = small_fit.explain_frame()
+    assert sorted(frame.index) == [0, 1, 2] and (np.diff(frame["share"]) <= 0).all()
+    for _, row in frame.iterrows():
+        assert len(row["subspace_features"]) == row["n_subspace"] == len(row["subspace_weights"])
+        assert all(0.5 <= w <= 1 for w in row["subspace_weights"])
+        assert row["subspace"] == ", ".join(f"{f}={v}" for f, v in zip(row["subspace_features"], row["subspace_values"]))
+    lines = small_fit.explain().splitlines()
+    assert len(lines) == 4 and all(f"prototype {p} " in line for p, line in zip(frame["prototype"], lines[1:]))
+    as_dict = json.loads(json.dumps(small_fit.to_dict()))
+    assert [c["prototype"] for c in as_dict["clusters"]] == frame["prototype"].tolist()
+    assert "<table" in small_fit._repr_html_() and "converged" in small_fit._repr_html_()
+
+
+def test_prototype_images_outline_the_subspace(small_fit):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from interpretable_zoo.diagnostics import plot_prototypes
+
+    axes = plot_prototypes(small_fit, (1, 5))
+    frame = small_fit.explain_frame()
+    assert [ax.get_title() for ax in axes] == list(frame["prototype_name"])
+    inclusion = small_fit.subspace_probabilities()
+    for ax, (cluster, prototype) in zip(axes, frame["prototype"].items()):
+        np.testing.assert_array_equal(ax.images[0].get_array().ravel(), X_SMALL[prototype])
+        inside = np.pad(inclusion[cluster] >= 0.5, 1)  # (7,): the outline is the subspace's boundary
+        boundary = 2 * inside[1:-1].sum() + np.sum(inside[1:-1] & ~inside[:-2]) + np.sum(inside[1:-1] & ~inside[2:])
+        assert len(ax.collections[0].get_segments()) == boundary
+    with pytest.raises(ValueError, match="image_shape"):
+        plot_prototypes(small_fit, (2, 3))
+
+
+def test_pointwise_log_likelihood_is_the_chain_rule_term():
+    """log p(x_i | z_i, rest) = log p(x | z, omega, p) - log p(x_-i | z_-i, omega, p): the collapsed likelihood
+    with observation i's tokens taken out of the counts."""
+    static, data = bcm_gibbs.make_target(X_SMALL, 3)
+    state = bcm_gibbs.init(static, data, jax.random.PRNGKey(3))
+    pointwise = np.asarray(bcm_gibbs.pointwise_log_likelihood(static, data, jax.tree.map(lambda a: a[None], state)))[0]
+    cells = np.arange(static.n_features) * static.n_values + np.asarray(data.x)  # (N, P)
+    log_target_parts = jax.jit(bcm_gibbs._log_target_parts, static_argnums=0)
+    for i in range(static.n_obs):
+        cell_counts = np.asarray(state.cell_counts).copy()
+        np.subtract.at(cell_counts, (cells[i], np.asarray(state.z)[i]), 1)
+        row_counts = np.asarray(state.row_counts).copy()
+        row_counts[i] = 0
+        _, without = log_target_parts(static, data, state.omega, state.prototype, row_counts, cell_counts)
+        assert pointwise[i] == pytest.approx(float(state.log_likelihood - without), rel=1e-4, abs=1e-4)
+
+
+def test_log_likelihood_group_names_every_dim_and_serves_loo(small_fit):
+    import arviz as az
+
+    pointwise = small_fit.idata.log_likelihood["x"]
+    assert pointwise.dims == ("chain", "draw", "observation") and pointwise.shape == (2, 30, 12)
+    assert pointwise.dtype == np.float32
+    for group in small_fit.idata.groups():
+        assert not [d for d in small_fit.idata[group].dims if "_dim_" in d], group
+    assert np.isfinite(az.loo(small_fit.idata).elpd_loo)
+
+
+def test_saved_result_loads_to_the_same_answers(small_fit, tmp_path):
+    from interpretable_zoo import load_result, save_result
+
+    save_result(small_fit, tmp_path / "bcm.pkl")
+    loaded = load_result(tmp_path / "bcm.pkl")
+    assert loaded.explain() == small_fit.explain() and loaded.to_dict() == small_fit.to_dict()
+    np.testing.assert_array_equal(loaded.transform(), small_fit.transform())
+    np.testing.assert_array_equal(loaded.transform(X_SMALL[:4], seed=1), small_fit.transform(X_SMALL[:4], seed=1))
+
+
+def test_fit_stopped_and_resumed_from_its_checkpoint_has_the_draws_of_one_run(small_fit, tmp_path, monkeypatch):
+    """QUICK runs 2 tuning rounds (1 + 2 chunks of 16 scans) and 2 sampling chunks; the fit dies in its
+    first sampling chunk and the call with the same checkpoint resumes: the draws of ``small_fit``."""
+    from interpretable_zoo.inference import tempering
+    from interpretable_zoo.inference.checkpoint import Checkpoint
+
+    calls, run_scans = [], tempering.run_scans
+
+    def dying(*args, **kwargs):
+        calls.append(None)
+        if len(calls) == 4:
+            raise RuntimeError("killed")
+        return run_scans(*args, **kwargs)
+
+    monkeypatch.setattr(tempering, "run_scans", dying)
+    checkpoint = Checkpoint(tmp_path / "bcm.ckpt", every_seconds=0)
+    with pytest.raises(RuntimeError, match="killed"):
+        fit_bcm(X_SMALL, 3, seed=5, store_z=True, checkpoint=checkpoint, **QUICK)
+    monkeypatch.undo()
+    resumed = fit_bcm(X_SMALL, 3, seed=5, store_z=True, checkpoint=checkpoint, **QUICK)
+    for name in ("omega", "prototype", "z"):
+        np.testing.assert_array_equal(resumed.idata.posterior[name], small_fit.idata.posterior[name])
+    assert not (tmp_path / "bcm.ckpt").exists()
+
+
 def test_explain_and_transform_on_a_dataframe():
     frame = pd.DataFrame(X_SMALL, columns=["colour", "size", "a", "b", "c"], index=[f"item{i}" for i in range(12)])
     frame["colour"] = np.array(["red", "blue", "green"])[X_SMALL[:, 0]]
     result = fit_bcm(frame, 3, seed=0, **QUICK)
-    table = result.explain()
-    assert list(table.columns) == ["share", "prototype", "prototype_name", "n_subspace", "subspace"]
+    table = result.explain_frame()
+    assert list(table.columns) == ["share", "prototype", "prototype_name", "n_subspace", "subspace", "subspace_features",
+                                   "subspace_values", "subspace_weights"]
     assert len(table) == 3 and np.isclose(table["share"].sum(), 1.0)
     for _, row in table.iterrows():
         assert row["prototype_name"] == f"item{row['prototype']}"
@@ -105,7 +206,7 @@ def test_clusterer_follows_the_scikit_learn_protocol():
     labels = clusterer.fit_predict(X_SMALL)
     assert labels.shape == (12,) and set(labels) <= {0, 1, 2}
     assert clusterer.transform(X_SMALL).shape == (12, 3)
-    assert len(clusterer.explain()) == 3
+    assert len(clusterer.explain().splitlines()) == 4  # a heading and a line per cluster
 
 
 @pytest.mark.parametrize(
@@ -159,7 +260,7 @@ def test_smiley_faces_planted_subspaces_are_recovered(demo):
     carry the planted prototypes' values on the planted subspaces."""
     faces, result = demo
     assert faces.X.shape == (240, 4)
-    table = result.explain()
+    table = result.explain_frame()
     found = [frozenset(item.split("=")[0] for item in row.split(", ")) for row in table["subspace"]]
     assert set(found) == {frozenset(subspace) for subspace in SMILEY_SUBSPACES}
     truth = faces.X.iloc[faces.extras["prototype"]]
@@ -191,7 +292,7 @@ def test_recipes_prototypes_and_accuracy(data_home):
     frame = pd.DataFrame(recipes.X, columns=recipes.feature_names, index=recipes.sample_names)
     result = fit_bcm(frame, 4, num_warmup=300, num_samples=100, num_chains=2, seed=0, n_temperatures=1)
     accuracy = result.unsupervised_accuracy(recipes.y)[result.best_chain].mean()
-    table = result.explain(hide_value="0")
+    table = result.explain_frame(hide_value="0")
     print(f"accuracy via prototype labels: {accuracy:.3f}\n{table.to_string()}")
     assert accuracy >= 0.6
     assert {0, 1} <= {recipes.y[p] for p in table["prototype"]}  # pasta and chili prototypes

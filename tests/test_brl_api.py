@@ -1,7 +1,10 @@
 """BRL public layer: rule mining, fit_brl and its result, the classifier, bad input, reproductions."""
 
 import itertools
+import json
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
@@ -188,3 +191,108 @@ def test_three_classes_fit_predict_and_explain():
 def test_cli_demo_prints_a_rule_list_and_r_hat():
     text = cli_demo(**FAST)  # the bundled 2201-passenger Titanic table
     assert text.startswith("if ") and "r_hat" in text and "sex=" in text and "survival probability" in text
+
+
+# ---------------------------------------------------------------- structured explanation and log likelihood
+
+
+def test_explanation_frame_and_dict_hold_the_numbers_of_the_text(planted):
+    """One row per rule of BRL-point (default last): support and captured counts recounted here from the
+    truth table, probabilities that sum to one inside their credible intervals, the text's percentages,
+    and a JSON round trip of to_dict."""
+    data, result = planted
+    rules = result.point_list()
+    frame = result.explain_frame(level=0.9)
+    assert list(frame["antecedent_index"]) == [*rules, -1] and pd.isna(frame["antecedent"].iloc[-1])
+    holds = result.train_table[:, list(rules)].astype(bool)
+    first = np.where(holds.any(1), holds.argmax(1), len(rules))
+    np.testing.assert_array_equal(frame["support"], [*holds.sum(0), len(data.y)])
+    np.testing.assert_array_equal(frame["captured"], np.bincount(first, minlength=len(rules) + 1))
+    np.testing.assert_array_equal(frame["captured_1"], np.bincount(first, weights=data.y == 1, minlength=len(rules) + 1))
+    np.testing.assert_allclose(frame["p_0"] + frame["p_1"], 1.0)
+    assert ((frame["p_1_low"] < frame["p_1"]) & (frame["p_1"] < frame["p_1_high"])).all()
+    wider = result.explain_frame(level=0.99)
+    assert (wider["p_1_high"] - wider["p_1_low"] > frame["p_1_high"] - frame["p_1_low"]).all()
+    for line, (_, row) in zip(result.explain(level=0.9).splitlines(), frame.iterrows()):
+        assert f"{row['p_1']:.0%} ({row['p_1_low']:.0%}-{row['p_1_high']:.0%})" in line
+    as_dict = json.loads(json.dumps(result.to_dict(level=0.9), allow_nan=False))
+    assert as_dict["model"] == "BRL" and as_dict["classes"] == [0, 1] and len(as_dict["rules"]) == len(frame)
+    assert as_dict["rules"][0]["p_1_high"] == pytest.approx(frame["p_1_high"].iloc[0])
+    assert as_dict["rules"][-1]["antecedent"] is None and as_dict["rules"][0]["antecedent"] == frame["antecedent"].iloc[0]
+    assert "<table" in result._repr_html_() and "converged" in result._repr_html_()
+    with pytest.raises(ValueError, match="level"):
+        result.explain_frame(level=1.0)
+
+
+def test_loo_predictive_is_the_chain_rule_term_of_the_collapsed_likelihood():
+    """log p(y_n | x_n, d, y_-n) = log p(y | x, d) - log p(y_-n | x_-n, d) for every n (Letham eq. 5)."""
+    rng = np.random.default_rng(5)
+    table = rng.random((14, 4)) < 0.5
+    y = rng.integers(0, 3, 14)
+    alpha = np.array([0.5, 1.0, 2.0])
+    rules, length = jnp.array([2, 0, -1, -1]), 2
+    counts, default = brl.capture_counts(table, y, 3, rules, length)
+    everything = np.vstack([counts, default[None]])  # rows: the 4 rule slots, then the default rule
+    log_marginal = jax.jit(lambda c: brl.log_marginal_likelihood(c[:-1], c[-1], length, alpha))
+    rule = np.asarray(brl.capture_index(table, rules, length))  # 4 for the default rule
+    pointwise = np.asarray(brl.loo_log_predictive(table, y, alpha, rules, length))
+    expected = []
+    for n in range(14):
+        without = everything.copy()
+        without[rule[n], y[n]] -= 1
+        expected.append(float(log_marginal(everything)) - float(log_marginal(without)))
+    np.testing.assert_allclose(pointwise, expected, rtol=1e-5)
+
+
+def test_log_likelihood_group_serves_loo_and_compare(planted):
+    """The pointwise group (chain, draw, observation) float32 names every dim; az.loo runs, and az.compare
+    prefers the planted prior to one that pins every rule's probability near 1/2 (alpha = 300), on the same data."""
+    import arviz as az
+
+    data, result = planted
+    pointwise = result.idata.log_likelihood["y"]
+    assert pointwise.dims == ("chain", "draw", "observation") and pointwise.dtype == np.float32
+    assert pointwise.shape == (2, 600, 600)
+    for group in result.idata.groups():
+        assert not [d for d in result.idata[group].dims if "_dim_" in d], group
+    flat = fit_brl(data.X, data.y, antecedents=data.extras["antecedents"], max_length=5, seed=1,
+                   priors=brl.Priors(alpha=300.0), **FAST)
+    assert np.isfinite(az.loo(result.idata).elpd_loo)
+    ranking = az.compare({"planted prior": result.idata, "alpha = 300": flat.idata})
+    assert ranking.index[0] == "planted prior"
+    assert ranking.loc["alpha = 300", "elpd_diff"] > 4 * ranking.loc["alpha = 300", "dse"]
+
+
+def test_saved_result_loads_to_the_same_predictions_explanation_and_continuation(planted, tmp_path):
+    from interpretable_zoo import load_result, save_result
+
+    data, result = planted
+    save_result(result, tmp_path / "brl.pkl")
+    loaded = load_result(tmp_path / "brl.pkl")
+    for estimate in ("point", "post"):
+        np.testing.assert_array_equal(loaded.predict_proba(data.X, estimate=estimate),
+                                      result.predict_proba(data.X, estimate=estimate))
+    assert loaded.explain() == result.explain() and loaded.to_dict() == result.to_dict()
+    np.testing.assert_array_equal(loaded.extend(num_samples=64).idata.posterior["rules"],
+                                  result.extend(num_samples=64).idata.posterior["rules"])
+    with pytest.raises(ValueError, match="^path: .* is not a result"):
+        (tmp_path / "other.pkl").write_bytes(__import__("pickle").dumps({"a": 1}))
+        load_result(tmp_path / "other.pkl")
+
+
+def test_rule_list_and_trace_plots_draw_the_frame_and_the_swap_acceptance(planted):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from interpretable_zoo.diagnostics import plot_rule_list, plot_trace
+
+    _, result = planted
+    frame = result.explain_frame()
+    ax = plot_rule_list(result, outcome="positive")
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(labels) == len(frame) and labels[0] == f"if {frame['antecedent'].iloc[0]}" and labels[-1] == "else"
+    means = ax.lines[0].get_xdata()
+    np.testing.assert_allclose(means, frame["p_1"])
+    axes = plot_trace(result)  # tempered (4 rungs): the label-free summaries and the swap acceptance
+    assert axes.shape == (4, 2) and axes[-1, 0].get_title() == "swap_accept"
+    assert plot_trace(result, swap_acceptance=False).shape == (3, 2)

@@ -6,6 +6,7 @@ import pytest
 import toy_tempering as toy
 
 from interpretable_zoo.inference import convergence, tempering
+from interpretable_zoo.inference.checkpoint import Checkpoint
 
 STATIC, DATA = toy.bimodal()[:2]
 CHUNK = 32
@@ -64,3 +65,65 @@ def test_interrupt_before_any_chunk_ends_propagates(monkeypatch):
     interrupt_at_call(monkeypatch, 1)
     with pytest.raises(KeyboardInterrupt):
         convergence.sample(toy.KERNEL, STATIC, DATA, tuning_rounds=0, num_samples=CHUNK, seed=6, **OPTIONS)
+
+
+# ---------------------------------------------------------------- checkpoints: stop, resume, same draws
+
+
+def stop_after_calls(monkeypatch, n: int) -> None:
+    """``tempering.run_scans`` dying (as a killed process would) on its ``n``-th call from now: an exception
+    that the engine does not catch, so only the checkpoint file survives."""
+
+    class Killed(Exception):
+        pass
+
+    calls = []
+    run_scans = tempering.run_scans
+
+    def dying(*args, **kwargs):
+        calls.append(None)
+        if len(calls) == n:
+            raise Killed
+        return run_scans(*args, **kwargs)
+
+    monkeypatch.setattr(tempering, "run_scans", dying)
+    return Killed
+
+
+@pytest.mark.parametrize("stop_at", [2, 3, 4, 6], ids=["second-tuning-round", "mid-tuning-round", "sampling", "mid-sampling"])
+def test_a_run_stopped_and_resumed_from_its_checkpoint_gives_the_same_draws(monkeypatch, tmp_path, stop_at):
+    """Two tuning rounds (1 then 2 chunks: calls 1, 2-3) and 3 sampling chunks (calls 4-6), stopped at the
+    start or in the middle of a tuning round or of sampling: resuming from the checkpoint runs only the
+    chunks not yet run and gives the draws, schedule and ladder of the run done in one go, and removes the
+    checkpoint."""
+    options = dict(tuning_rounds=2, num_samples=3 * CHUNK, seed=7, **OPTIONS)
+    whole = convergence.sample(toy.KERNEL, STATIC, DATA, **options)
+    path = tmp_path / "run.ckpt"
+    checkpoint = Checkpoint(path, every_seconds=0)
+    killed = stop_after_calls(monkeypatch, stop_at)
+    with pytest.raises(killed):
+        convergence.sample(toy.KERNEL, STATIC, DATA, checkpoint=checkpoint, **options)
+    assert path.exists()
+    monkeypatch.undo()
+    calls = []
+    run_scans = tempering.run_scans
+    monkeypatch.setattr(tempering, "run_scans", lambda *a, **k: calls.append(None) or run_scans(*a, **k))
+    resumed = convergence.sample(toy.KERNEL, STATIC, DATA, checkpoint=checkpoint, **options)
+    assert len(calls) == 6 - (stop_at - 1)  # only the chunks the stopped run had not finished
+    np.testing.assert_array_equal(resumed.records["x"], whole.records["x"])
+    np.testing.assert_array_equal(resumed.schedule, whole.schedule)
+    np.testing.assert_array_equal(resumed.ladder.rng_key, whole.ladder.rng_key)
+    assert resumed.n_scans == whole.n_scans and not path.exists()
+
+
+def test_a_checkpoint_of_other_settings_is_refused(monkeypatch, tmp_path):
+    path = tmp_path / "run.ckpt"
+    options = dict(tuning_rounds=0, num_samples=2 * CHUNK, **OPTIONS)
+    killed = stop_after_calls(monkeypatch, 2)
+    with pytest.raises(killed):
+        convergence.sample(toy.KERNEL, STATIC, DATA, seed=1, checkpoint=Checkpoint(path, 0), **options)
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="^checkpoint: .* another kernel, data or sampling settings"):
+        convergence.sample(toy.KERNEL, STATIC, DATA, seed=2, checkpoint=path, **options)
+    with pytest.raises(ValueError, match="^checkpoint: every_seconds"):
+        Checkpoint(path, every_seconds=-1)

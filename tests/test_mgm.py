@@ -86,6 +86,36 @@ def test_predict_reproduces_the_fitted_responsibilities(faces, faces_fit):
     np.testing.assert_allclose(faces_fit.predict_proba(faces.X), faces_fit.responsibilities, atol=1e-3)
 
 
+def test_explain_frame_is_the_fig3_table_and_its_dict_is_json(faces_fit):
+    """A row per distinguishing group (the text's rows), a presence column per occupied cluster with the
+    fitted E[beta], the gap across them; to_dict round-trips through JSON."""
+    import json
+
+    names = ["a", "b", "a"]
+    frame = faces_fit.explain_frame(cluster_names=names)
+    rows, columns = faces_fit.distinguishing_groups(), faces_fit.occupied_clusters
+    headers = faces_fit.cluster_headers(names)
+    assert len(frame) == len(rows) > 0 and len(headers) == len(columns) and len(set(headers)) == len(headers)
+    np.testing.assert_allclose(frame[headers].to_numpy(), faces_fit.presence[np.ix_(rows, columns)])
+    np.testing.assert_allclose(frame["gap"], np.ptp(faces_fit.presence[np.ix_(rows, columns)], axis=1))
+    assert list(frame["formula"]) == [faces_fit.formulas[g] for g in rows]
+    text = faces_fit.explain(cluster_names=names).splitlines()
+    assert len(text) == 3 + len(rows) and all(h in text[2] for h in headers)
+    as_dict = json.loads(json.dumps(faces_fit.to_dict(), allow_nan=False))
+    assert [g["members"] for g in as_dict["groups"]] == [[faces_fit.feature_names[d] for d in faces_fit.groups[g]]
+                                                          for g in rows]
+    assert "<table" in faces_fit._repr_html_()
+
+
+def test_saved_result_loads_to_the_same_answers(faces, faces_fit, tmp_path):
+    from interpretable_zoo import load_result, save_result
+
+    save_result(faces_fit, tmp_path / "mgm.pkl")
+    loaded = load_result(tmp_path / "mgm.pkl")
+    assert loaded.explain() == faces_fit.explain()
+    np.testing.assert_array_equal(loaded.predict_proba(faces.X), faces_fit.predict_proba(faces.X))
+
+
 def test_heatmap_has_one_row_per_distinguishing_group(faces_fit):
     import matplotlib
 

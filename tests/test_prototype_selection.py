@@ -292,6 +292,55 @@ def test_explain_lists_classes_and_cover_counts():
     assert sum(result.class_counts().values()) == len(result.prototypes)
 
 
+@pytest.mark.parametrize("method", ["greedy", "lp"])
+def test_explain_frame_and_dict_count_each_ball(method, tmp_path):
+    """One row per prototype in selection order; ball sizes recounted here from the distances (strict
+    balls); the covered and wrong counts are the text's; a JSON round trip of to_dict."""
+    import json
+
+    data = make_gaussian_mixture(30, seed=10)
+    result = select_prototypes(data.X, data.y, eps=0.9, method=method)
+    names = [f"point {i}" for i in range(len(data.y))]
+    frame = result.explain_frame(sample_names=names)
+    np.testing.assert_array_equal(frame["candidate"], result.prototypes)
+    inside = cdist(data.X, data.X[result.prototypes]) < 0.9
+    np.testing.assert_array_equal(frame["ball_size"], inside.sum(0))
+    own = data.y[:, None] == result.prototype_classes[None, :]  # a prototype may serve a class not its own
+    np.testing.assert_array_equal(frame["wrong"], (inside & ~own).sum(0))
+    assert (frame["covered"] <= (inside & own).sum(0)).all()
+    assert frame["name"].iloc[0] == f"point {result.prototypes[0]}"
+    text = result.explain(max_prototypes=3, sample_names=names)
+    assert f"point {result.prototypes[0]} as class {frame['class'].iloc[0]}: {frame['covered'].iloc[0]} " in text
+    as_dict = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert [row["prototypes"] for row in as_dict["classes"]] == list(result.class_counts().values())
+    assert [row["ball_size"] for row in as_dict["prototypes"]] == inside.sum(0).tolist()
+    assert "<table" in result._repr_html_()
+    from interpretable_zoo import load_result, save_result
+
+    save_result(result, tmp_path / "selection.pkl")
+    loaded = load_result(tmp_path / "selection.pkl")
+    np.testing.assert_array_equal(loaded.predict(data.X), result.predict(data.X))
+    assert loaded.explain() == result.explain()
+
+
+def test_prototype_images_in_selection_order_and_by_class():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from interpretable_zoo.diagnostics import plot_prototype_images
+
+    data = make_gaussian_mixture(30, seed=10)
+    result = select_prototypes(data.X, data.y, eps=0.9)
+    axes = plot_prototype_images(result, (1, 2), columns=5)
+    shown = [ax for ax in axes.ravel() if ax.images]
+    assert len(shown) == len(result.prototypes)
+    assert [ax.get_title() for ax in shown] == [f"{c} ({w})" for c, w in zip(result.correct_covers, result.wrong_covers)]
+    by_class = plot_prototype_images(result, (1, 2), by_class=True, columns=8)
+    assert by_class.shape == (3, 8)
+    for label, row in zip(result.classes, by_class):
+        assert sum(bool(ax.images) for ax in row) == min(8, result.class_counts()[label])
+
+
 # ----------------------------------------------------------------------------- scikit-learn classifier
 
 

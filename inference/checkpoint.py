@@ -1,0 +1,136 @@
+"""Checkpoints of a tempered run (``inference.convergence``), and saving and loading fitted results.
+
+A run given ``checkpoint=`` writes its state after a chunk of scans at most every ``every_seconds``: where
+it is (tuning round r, or the sampling round of n scans), the ladder (every replica's state and random
+key), the schedule, and the chunks of the current round (and, when sampling, of the round before it). A
+later call with the same checkpoint, kernel, data and settings resumes there: the chunks from then on
+are the ones the uninterrupted run computes, so the same seed gives the same draws whether a run went in
+one go or was stopped (Ctrl-C, a killed process) and resumed. A finished run removes its checkpoint. A
+checkpoint of another kernel, data set or settings is refused (ValueError), never silently continued.
+
+Files are Python pickles (a checkpoint holds NumPy arrays; a saved result, the result object with its
+trace, kernel tables and final ladder, so a loaded result predicts, explains and ``extend``s as before).
+Load only files you trust: unpickling runs code. ``result.idata.to_netcdf`` remains the interchange format
+of the trace alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import pickle
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import jax
+import numpy as np
+
+CHECKPOINT_FORMAT = ("interpretable-zoo checkpoint", 1)
+RESULT_FORMAT = ("interpretable-zoo result", 1)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Where a run keeps its checkpoint (``path``, replaced atomically) and how often it writes it: after
+    the first chunk of scans that ends ``every_seconds`` after the last write (0: after every chunk)."""
+
+    path: str | os.PathLike
+    every_seconds: float = 60.0
+
+    def __post_init__(self):
+        if not isinstance(self.path, (str, os.PathLike)):
+            raise ValueError(f"checkpoint: expected a file path or a Checkpoint, got {type(self.path).__name__}")
+        seconds = self.every_seconds
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (math.isfinite(seconds) and seconds >= 0):
+            raise ValueError(f"checkpoint: every_seconds must be a number >= 0, got {seconds!r}")
+
+
+def as_checkpoint(value) -> Checkpoint | None:
+    """None, a :class:`Checkpoint`, or a path (a :class:`Checkpoint` with the default interval)."""
+    if value is None or isinstance(value, Checkpoint):
+        return value
+    return Checkpoint(value)
+
+
+def fingerprint(kernel, static, data, settings: dict, initial_states=None) -> str:
+    """A digest of what a run's draws depend on: the kernel's functions, ``static``, the ``data`` arrays, the
+    chains' initial states (when given) and the sampling settings (seed, chains, rungs, rounds, chunk size,
+    kept draws, convergence target)."""
+    digest = hashlib.sha256()
+    for function in kernel:
+        digest.update(f"{function.__module__}.{function.__qualname__};".encode())
+    digest.update(repr(static).encode())
+    for leaf in jax.tree.leaves((data, initial_states)):
+        leaf = np.asarray(leaf)
+        digest.update(f"{leaf.dtype}{leaf.shape};".encode())
+        digest.update(np.ascontiguousarray(leaf).tobytes())
+    matched = ("num_chains", "seed", "n_temperatures", "max_temperatures", "num_samples", "tuning_rounds",
+               "scans_per_chunk", "max_draws", "target")
+    digest.update(repr([settings[name] for name in matched]).encode())
+    return digest.hexdigest()
+
+
+class CheckpointWriter:
+    """Writes and reads one run's checkpoint (see the module docstring)."""
+
+    def __init__(self, checkpoint: Checkpoint, digest: str):
+        self.path = Path(checkpoint.path)
+        self.every_seconds = checkpoint.every_seconds
+        self.digest = digest
+        self.last_write = time.perf_counter()
+
+    def load(self) -> dict | None:
+        """The saved position, or None when there is no checkpoint file; ValueError when it belongs to
+        another run."""
+        if not self.path.exists():
+            return None
+        with self.path.open("rb") as file:
+            saved = pickle.load(file)
+        if not isinstance(saved, dict) or saved.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(f"checkpoint: {self.path} is not a checkpoint of this package")
+        if saved["fingerprint"] != self.digest:
+            raise ValueError(
+                f"checkpoint: {self.path} was written by a run with another kernel, data or sampling settings "
+                "(seed, chains, temperatures, rounds, num_samples, convergence target); remove it or give another path"
+            )
+        return saved
+
+    def maybe_write(self, position: dict, elapsed: float) -> None:
+        """Write ``position`` (stage, round, ladder, schedule, chunks) when ``every_seconds`` have passed."""
+        if time.perf_counter() - self.last_write < self.every_seconds:
+            return
+        state = {"format": CHECKPOINT_FORMAT, "fingerprint": self.digest, "elapsed": elapsed,
+                 **jax.tree.map(lambda x: np.asarray(x) if hasattr(x, "shape") else x, position)}
+        _write_atomically(self.path, state)
+        self.last_write = time.perf_counter()
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def _write_atomically(path: Path, value) -> None:
+    temporary = path.with_name(path.name + ".partial")
+    with temporary.open("wb") as file:
+        pickle.dump(value, file, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(temporary, path)
+
+
+def save_result(result, path) -> None:
+    """Save a fitted result (``BRLResult``, ``BCMResult``, ``MGMResult``, ``PrototypeSelection``,
+    ``BayesianSetsResult``) to ``path`` as a pickle with a format tag; :func:`load_result` reads it."""
+    from interpretable_zoo import __version__
+
+    if not hasattr(result, "explain"):
+        raise TypeError(f"result: expected a fitted result of this package, got {type(result).__name__}")
+    _write_atomically(Path(path), {"format": RESULT_FORMAT, "version": __version__, "result": result})
+
+
+def load_result(path):
+    """A result saved by :func:`save_result` (a trusted file only: unpickling runs code)."""
+    with Path(path).open("rb") as file:
+        saved = pickle.load(file)
+    if not isinstance(saved, dict) or saved.get("format") != RESULT_FORMAT:
+        raise ValueError(f"path: {path} is not a result saved by interpretable_zoo.save_result")
+    return saved["result"]
