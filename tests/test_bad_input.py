@@ -271,10 +271,16 @@ BAYESIAN_SETS = [
         "query-floats",
     ),
     (
-        lambda mp: BayesianSets(BINARY).query([[0, 1], [2]]),
+        lambda mp: BayesianSets(BINARY).query([[0, 1], [2.5]]),
         ValueError,
         r"^query: items must be integer indices",
-        "query-batch-to-query",
+        "query-batch-float-item",
+    ),
+    (
+        lambda mp: BayesianSets(BINARY).query([[0, 1], [2]], top_k=None),
+        ValueError,
+        r"^top_k: a batch of queries needs a number of items per query",
+        "query-batch-completed-set",
     ),
     (
         lambda mp: BayesianSets(BINARY).log_scores([[0, 1], []]),
