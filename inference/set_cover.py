@@ -253,6 +253,17 @@ class BallCover:
         """The candidates whose balls hold each of ``points``, concatenated (a candidate once per point it holds)."""
         return _gather(self.point_offsets, self.point_candidates, points)
 
+    def balls_holding(self, points: np.ndarray) -> np.ndarray:
+        """(m,) for each candidate the number of ``points`` in its ball, counted over chunks of their lists."""
+        counts = np.zeros(self.n_candidates, dtype=np.int64)
+        ends = np.cumsum(np.diff(self.point_offsets)[points])
+        start = 0
+        while start < len(points):
+            stop = max(int(np.searchsorted(ends, (ends[start - 1] if start else 0) + _CHUNK_ENTRIES, side="right")), start + 1)
+            counts += np.bincount(self.candidates_of(points[start:stop]), minlength=self.n_candidates)
+            start = stop
+        return counts
+
     def rows(self, points: np.ndarray) -> scipy.sparse.csr_matrix:
         """The cover's rows of ``points`` as a float64 CSR matrix (len(points) x m)."""
         lengths = np.diff(self.point_offsets)[points]
@@ -663,7 +674,7 @@ def greedy(cover, y: np.ndarray, n_classes: int, lam: float) -> GreedyPath:
         newly = ball[own & ~covered[ball]]
         covered[newly] = True
         row = gains[label]
-        row -= np.bincount(cover.candidates_of(newly), minlength=cover.n_candidates)
+        row -= cover.balls_holding(newly)
         args[label] = np.argmax(row)
         tops[label] = row[args[label]]
         path.append((candidate, label, len(newly), len(ball) - int(np.count_nonzero(own))))
