@@ -74,7 +74,7 @@ def _plot(path: Path, x, series: dict[str, tuple[list, list]], xlabel: str) -> N
         "Prototype selection (greedy, from features, Euclidean) on N points: USPS train replicated with small "
         "Gaussian noise (sd 0.01 per pixel), eps = the 5th percentile of 200,000 sampled pair dissimilarities; each N "
         "in a fresh process, time of `select_prototypes` (size estimate, sparse eps-ball cover, greedy, objective) and "
-        "peak RSS of the process (ru_maxrss; the resident memory before the call, imports and data, in its own "
+        "peak RSS of the process (VmHWM: ru_maxrss would carry over the benchmark process's own peak into the worker it forks; the resident memory before the call, imports and data, in its own "
         "column). Goals: 60,000 points <= 60 s and peak <= 2 GB; 200,000 points on this machine (24 GB). First row: "
         "full USPS (7,291 points, eps = the exact 5th percentile) against a straightforward NumPy greedy with "
         "incremental gain updates (`bench_prototype_selection.numpy_greedy`), goal < 0.5 s and >= 10x. The machine "
@@ -147,7 +147,7 @@ def scaling_prototype_selection() -> list[Comparison]:
         "Bayesian Sets on NELL (229,897 x 5,548 sparse): B random queries (2-15 items), top 10 per query. Ours: one "
         "batched `query(queries, top_k=10)` (scores over blocks of items, BATCH_BYTES = 64 MiB of working memory, "
         "with reasons); peer: `bayessets` scoring the queries one at a time and sorting each. Each in a fresh process; "
-        "time of the second of two calls (the first in notes), peak RSS (ru_maxrss) with the RSS before the calls "
+        "time of the second of two calls (the first in notes), peak RSS (VmHWM) with the RSS before the calls "
         "(imports, data, model). Goal at 1,000 queries: >= 10x and memory <= 300 MB. The machine was shared with other "
         "jobs: absolute times are inflated, ratios come from the same period. Plot: scaling_bayesian_sets.png."
     ),

@@ -4,8 +4,8 @@
 USPS train replicated with small Gaussian noise (sd 0.01 per pixel, pixels in [-1, 1]), eps = the 5th
 percentile of 200,000 random pair dissimilarities. ``python -m benchmarks.scaling_worker bayesian_sets B``
 answers B random NELL queries (2-15 items) with their top 10 in one batched ``query``, or with
-``--peer`` scores them with `bayessets` one at a time keeping the top 10. Peak memory is
-``resource.getrusage(RUSAGE_SELF).ru_maxrss``; ``rss_before`` is the resident memory just before the timed call.
+``--peer`` scores them with `bayessets` one at a time keeping the top 10. Peak memory is the process's
+high-water mark of resident memory (VmHWM); ``rss_before`` is the resident memory just before the timed call.
 """
 
 from __future__ import annotations
@@ -30,6 +30,11 @@ def _rss_bytes() -> int:
 
 
 def _peak_bytes() -> int:
+    """The process's peak resident memory: VmHWM of /proc/self/status, which starts afresh at exec (ru_maxrss
+    keeps the forking parent's peak, so a worker started by a large benchmark process would report that)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
