@@ -9,7 +9,10 @@ reads the prior and every score formula from :mod:`interpretable_zoo.models.baye
   features it has (its log score is c plus their sum), and gives each item its posterior probability of
   belonging to the query's cluster, from which the size of the completed set follows (the items with
   probability at least 1/2; the prior membership rate rho is estimated by maximum marginal likelihood
-  unless ``Priors.membership_rate`` fixes it).
+  unless ``Priors.membership_rate`` fixes it);
+- ``query(queries, top_k)`` on a batch returns each query's top k with scores and reasons
+  (:class:`BayesianSetsBatch`), scored over blocks of items within BATCH_BYTES of working memory,
+  never holding the batch x items score matrix.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ from interpretable_zoo.models import bayesian_sets as bs_model
 
 MEMBERSHIP_THRESHOLD = 0.5
 """An item joins the completed set when its posterior probability of membership is at least this."""
+
+BATCH_BYTES = 1 << 26
+"""Working memory of one chunk of a batched top-k query (a chunk holds at least one query)."""
 
 
 def _is_single_query(query) -> bool:
@@ -167,6 +173,57 @@ class BayesianSetsResult:
         return html_card("Bayesian Sets", facts, self.explain_frame())
 
 
+@dataclass(frozen=True, eq=False)
+class BayesianSetsBatch:
+    """The top-k answers to a batch of B queries, each ranked as :meth:`BayesianSets.query` ranks one.
+
+    items: (B, k) indices of each query's best items, best first (ties to the lower index), -1 past the
+        last candidate; log_scores: (B, k) their log scores (-inf padding); constants: (B,) each query's c.
+    reason_features, reason_weights: (B, k, n_reasons) per returned item its features with the largest
+        weights q_j (-1 / nan padding); an item's log score is c plus the sum of q_j over all its features.
+    queries: the queries' item indices. Membership probabilities and the completed set's size need every
+    score of a query (the membership rate is estimated from them); :meth:`BayesianSets.query` on one
+    query gives them.
+    """
+
+    items: np.ndarray
+    log_scores: np.ndarray
+    constants: np.ndarray
+    reason_features: np.ndarray
+    reason_weights: np.ndarray
+    queries: tuple[np.ndarray, ...]
+    item_names: tuple[str, ...]
+    feature_names: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    def names(self, query: int) -> tuple[str, ...]:
+        """The names of query ``query``'s returned items, best first."""
+        return tuple(self.item_names[i] for i in self.items[query] if i >= 0)
+
+    def reasons(self, query: int) -> tuple[tuple[tuple[str, float], ...], ...]:
+        """Per returned item of query ``query``: its (feature name, q_j) pairs, largest weight first."""
+        return tuple(
+            tuple((self.feature_names[j], float(w)) for j, w in zip(features, weights) if j >= 0)
+            for item, features, weights in zip(self.items[query], self.reason_features[query], self.reason_weights[query])
+            if item >= 0
+        )
+
+    def explain(self, query: int) -> str:
+        """Query ``query`` and its returned items with their log scores and reasons, as text."""
+        lines = [
+            f"Query {query} ({len(self.queries[query])} items): " + ", ".join(self.item_names[i] for i in self.queries[query]),
+            f"log score = c + sum of q_j over an item's features, c = {self.constants[query]:.2f}",
+        ]
+        for rank, (name, score, reasons) in enumerate(
+            zip(self.names(query), self.log_scores[query], self.reasons(query)), start=1
+        ):
+            because = ", ".join(f"{feature} ({weight:+.2f})" for feature, weight in reasons) or "no features"
+            lines.append(f"{rank:>3}. {name}: log score {score:.2f}; because of {because}")
+        return "\n".join(lines)
+
+
 class BayesianSets:
     """Bayesian Sets over a binary item-by-feature matrix X (rows are items), sparse or dense.
 
@@ -215,6 +272,7 @@ class BayesianSets:
         self.alpha, self.beta, self.informative = bs_model.beta_hyperparameters(priors, feature_means)
         self._index_of_name: dict[str, int | None] | None = None
         self._terms_by_size: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._csr: scipy.sparse.csr_matrix | None = None
 
     # -- queries -------------------------------------------------------------------------------------
     def _index_of_names(self) -> dict[str, int | None]:
@@ -270,17 +328,23 @@ class BayesianSets:
 
     def _coefficients(self, queries: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """(c, q) for a batch of checked queries; the counts s_j come from one sparse product S X."""
-        sizes = np.array([indices.size for indices in queries])
+        return self._coefficients_from_counts(self._counts(queries), queries)
+
+    def _counts(self, queries: list[np.ndarray]):
+        """The queries' counts of ones s_j per feature: (B, J), sparse for a batch."""
         if len(queries) == 1 and scipy.sparse.issparse(self.X):
             starts, stops = self.X.indptr[queries[0]], self.X.indptr[queries[0] + 1]
             features = np.concatenate([self.X.indices[a:b] for a, b in zip(starts, stops)])
-            n_ones = np.bincount(features, minlength=self.n_features)[None, :]
-        else:
-            indicator = scipy.sparse.csr_matrix(
-                (np.ones(sizes.sum()), np.concatenate(queries), np.concatenate([[0], np.cumsum(sizes)])),
-                shape=(len(queries), self.n_items),
-            )
-            n_ones = indicator @ self.X
+            return np.bincount(features, minlength=self.n_features)[None, :]
+        sizes = np.array([indices.size for indices in queries])
+        indicator = scipy.sparse.csr_matrix(
+            (np.ones(sizes.sum()), np.concatenate(queries), np.concatenate([[0], np.cumsum(sizes)])),
+            shape=(len(queries), self.n_items),
+        )
+        return scipy.sparse.csr_matrix(indicator @ self.X)
+
+    def _coefficients_from_counts(self, n_ones, queries: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        sizes = np.array([indices.size for indices in queries])
         return bs_model.score_coefficients(
             n_ones, sizes, self.alpha, self.beta, self.informative, size_terms=self._size_terms(np.unique(sizes))
         )
@@ -334,6 +398,89 @@ class BayesianSets:
         products = self.X @ query_mean
         return np.divide(products, item_norms * query_norm, out=np.zeros(self.n_items), where=item_norms > 0)
 
+    # -- batched top-k -------------------------------------------------------------------------------
+    def _rows(self) -> scipy.sparse.csr_matrix:
+        """X as CSR (the stored matrix when sparse), kept."""
+        if self._csr is None:
+            self._csr = self.X if scipy.sparse.issparse(self.X) else scipy.sparse.csr_matrix(self.X)
+        return self._csr
+
+    def _top_k_batch(self, queries: list[np.ndarray], top_k: int, include_query: bool, n_reasons: int) -> BayesianSetsBatch:
+        """The top ``top_k`` items of every query, scored in blocks of items: a chunk of queries' weights Q
+        (at most BATCH_BYTES / 2) against one block of rows of X at a time (X_block Q^T + c, eq. 15: the
+        products of :meth:`log_scores`), keeping each query's best items so far; memory is BATCH_BYTES
+        whatever the number of items or queries."""
+        per_query = 8 * self.n_features
+        chunk = max(1, (BATCH_BYTES // 2) // per_query)
+        answers = [
+            self._top_k_chunk(queries[start : start + chunk], top_k, include_query, n_reasons)
+            for start in range(0, len(queries), chunk)
+        ]
+        items, scores, constants, features, weights = (np.concatenate(part) for part in zip(*answers))
+        return BayesianSetsBatch(
+            items, scores, constants, features, weights, tuple(queries), self.item_names, self.feature_names
+        )
+
+    def _top_k_chunk(self, queries: list[np.ndarray], top_k: int, include_query: bool, n_reasons: int):
+        rows = self._rows()
+        c, q = self._coefficients(queries)
+        weights = np.ascontiguousarray(q.T)  # scipy's sparse x dense product wants C order
+        n_queries = len(queries)
+        block = max(1, (BATCH_BYTES // 2) // (24 * n_queries))  # scores, a mask and the candidates' indices
+        owner = np.repeat(np.arange(n_queries), [len(indices) for indices in queries])
+        query_items = np.concatenate(queries)
+        items = np.full((n_queries, top_k), -1, dtype=np.int64)
+        scores = np.full((n_queries, top_k), -np.inf)
+        for start in range(0, self.n_items, block):
+            block_scores = rows[start : start + block] @ weights
+            block_scores += c
+            if not include_query:
+                inside = (query_items >= start) & (query_items < start + block)
+                block_scores[query_items[inside] - start, owner[inside]] = -np.inf
+            # candidates: the items scoring at least each query's top_k-th best so far (ties included); while a
+            # query has fewer, at least its top_k-th best in the block
+            threshold = scores[:, top_k - 1]
+            if np.isneginf(threshold).any() and len(block_scores) > top_k:
+                block_last = -np.partition(-block_scores, top_k - 1, axis=0)[top_k - 1]
+                threshold = np.maximum(threshold, block_last)
+            reaching = np.flatnonzero(block_scores.max(axis=0) >= np.maximum(threshold, -np.finfo(float).max))
+            reached = block_scores[:, reaching]
+            candidate_rows, columns = np.nonzero((reached >= threshold[reaching]) & (reached > -np.inf))
+            candidate_queries = reaching[columns]
+            kept = items.ravel() >= 0
+            merged_queries = np.concatenate([np.repeat(np.arange(n_queries), top_k)[kept], candidate_queries])
+            merged_items = np.concatenate([items.ravel()[kept], candidate_rows + start])
+            merged_scores = np.concatenate([scores.ravel()[kept], block_scores[candidate_rows, candidate_queries]])
+            order = np.lexsort((merged_items, -merged_scores, merged_queries))  # by query, best first, ties by index
+            first = np.searchsorted(merged_queries[order], np.arange(n_queries))
+            rank = np.arange(len(order)) - first[merged_queries[order]]
+            keep = order[rank < top_k]
+            items[merged_queries[keep], rank[rank < top_k]] = merged_items[keep]
+            scores[merged_queries[keep], rank[rank < top_k]] = merged_scores[keep]
+        features, reason_weights = self._reasons(items, q, n_reasons)
+        return items, scores, c, features, reason_weights
+
+    def _reasons(self, items: np.ndarray, q: np.ndarray, n_reasons: int) -> tuple[np.ndarray, np.ndarray]:
+        """(features, weights), each (B, k, n_reasons): per returned item the features with the largest q_j,
+        ties to the earlier stored feature (as :meth:`query`'s reasons), padded with -1 and nan."""
+        B, k = items.shape
+        features = np.full((B, k, n_reasons), -1, dtype=np.int64)
+        weights = np.full((B, k, n_reasons), np.nan)
+        slot = np.flatnonzero(items.ravel() >= 0)
+        if n_reasons == 0 or slot.size == 0:
+            return features, weights
+        item_rows = self._rows()[items.ravel()[slot]]
+        lengths = np.diff(item_rows.indptr)
+        group = np.repeat(np.arange(slot.size), lengths)
+        weight = q[slot[group] // k, item_rows.indices]
+        order = np.lexsort((np.arange(len(group)), -weight, group))
+        rank = np.arange(len(order)) - item_rows.indptr[group[order]]
+        keep = order[rank < n_reasons]
+        target = (slot[group[keep]], rank[rank < n_reasons])
+        features.reshape(B * k, n_reasons)[target] = item_rows.indices[keep]
+        weights.reshape(B * k, n_reasons)[target] = weight[keep]
+        return features, weights
+
     # -- answers -------------------------------------------------------------------------------------
     def _features_of(self, item: int) -> np.ndarray:
         if scipy.sparse.issparse(self.X):
@@ -345,18 +492,29 @@ class BayesianSets:
         return tuple((self.feature_names[j], float(q[j])) for j in features[order])
 
     def query(self, query, top_k: int | None = 10, *, include_query: bool = False, n_reasons: int = 5):
-        """Rank the items for one query and explain them; returns a :class:`BayesianSetsResult`.
+        """Rank the items for one query and explain them; returns a :class:`BayesianSetsResult`. For a batch
+        (a sequence of queries) returns a :class:`BayesianSetsBatch` of each query's ``top_k`` items with
+        their scores and reasons, computed without the batch x items score matrix.
 
-        top_k: how many items to return, or None for the completed set chosen by the membership rule
-        (every candidate with P(member) >= 1/2). include_query: rank the query's own items too, marked
-        ``in_query``, instead of leaving them out. n_reasons: features listed per returned item.
+        top_k: how many items to return (ties at the last place to the lower index), or None (one query
+        only) for the completed set chosen by the membership rule (every candidate with P(member) >= 1/2).
+        include_query: rank the query's own items too, marked ``in_query``, instead of leaving them out.
+        n_reasons: features listed per returned item.
         """
-        indices = self.query_indices(query)
+        queries, single = self._batch(query)
         if top_k is not None:
             top_k = check_positive_int(top_k, "top_k")
         n_reasons = check_positive_int(n_reasons, "n_reasons", minimum=0)
         if not isinstance(include_query, (bool, np.bool_)):
             raise ValueError(f"include_query: expected True or False, got {include_query!r}")
+        if not single:
+            if top_k is None:
+                raise ValueError(
+                    "top_k: a batch of queries needs a number of items per query; the completed set (top_k=None) "
+                    "is answered one query at a time"
+                )
+            return self._top_k_batch(queries, top_k, bool(include_query), n_reasons)
+        indices = queries[0]
         c, q, scores = self._score_one(indices)
 
         is_query = np.zeros(self.n_items, dtype=bool)
@@ -374,9 +532,9 @@ class BayesianSets:
             ranked = np.flatnonzero(members | (is_query & eligible))
         else:
             ranked = np.flatnonzero(eligible)
-            if top_k < ranked.size:
-                ranked = ranked[np.argpartition(-scores[ranked], top_k - 1)[:top_k]]
-        ranked = ranked[np.lexsort((ranked, -scores[ranked]))]  # best first, ties by index
+            if top_k < ranked.size:  # the top_k best and every item tied with the last of them
+                ranked = ranked[scores[ranked] >= -np.partition(-scores[ranked], top_k - 1)[top_k - 1]]
+        ranked = ranked[np.lexsort((ranked, -scores[ranked]))][:top_k]  # best first, ties by index
         return BayesianSetsResult(
             items=ranked,
             names=tuple(self.item_names[i] for i in ranked),

@@ -9,6 +9,7 @@ with the one-standard-error rule (sec. 6.4).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -197,12 +198,30 @@ def _check_choice(value, name: str, choices: tuple[str, ...]) -> str:
     return value
 
 
-def _check_cover_memory(n_points: int, n_candidates: int, *, symmetric: bool, method: str, argument: str) -> None:
-    memory.check_memory(
-        set_cover.cover_memory_bytes(n_points, n_candidates, symmetric=symmetric, method=method),
-        f"{argument}: the {n_points} x {n_candidates} cover matrix of prototype selection ({method})",
-        "use fewer candidates (candidates=, e.g. set_cover.kmeans_candidates) or a subsample of the training points",
+_LARGE_COVER_BYTES = 1 << 30  # a cover this large whose sampled balls hold every point gets a warning
+
+
+def _check_cover_memory(estimate: set_cover.CoverEstimate, eps: float, method: str, argument: str) -> None:
+    """InsufficientMemoryError (with the estimate and what to change) when the cover of ``estimate`` would not
+    fit; a warning when every sampled ball held every sampled point of a large cover (eps far too large)."""
+    needed = estimate.bytes(method)
+    what = (
+        f"{argument}: the eps-ball cover of prototype selection ({method}; {estimate.n_points} points x "
+        f"{estimate.n_candidates} candidates, about {estimate.fraction:.1%} of the pairs within eps = {eps:.6g})"
     )
+    memory.check_memory(
+        needed,
+        what,
+        "use a smaller eps (fewer pairs within it), fewer candidates (candidates=, e.g. set_cover.kmeans_candidates) "
+        "or a subsample of the training points",
+    )
+    if estimate.fraction >= 1.0 and needed >= _LARGE_COVER_BYTES:
+        warnings.warn(
+            f"eps: every sampled ball holds every sampled point ({what} takes about {memory.format_bytes(needed)}); "
+            "such an eps makes every candidate cover (almost) everything; choose a smaller eps, e.g. a low quantile "
+            "of set_cover.dissimilarity_quantiles",
+            stacklevel=3,
+        )
 
 
 def select_prototypes(
@@ -242,9 +261,15 @@ def select_prototypes(
         if candidates is not None and _length(candidates, "candidates") != m:
             raise ValueError(f"candidates: has {len(candidates)} entries for {m} dissimilarity columns")
         classes, codes = encode_labels(y, n, "prototype selection")
-        _check_cover_memory(n, m, symmetric=candidates is None, method=method, argument="dissimilarity")
-        cover = dissimilarity < params.eps
-        symmetric = candidates is None and np.array_equal(cover, cover.T)
+        n_inside = sum(
+            int(np.count_nonzero(dissimilarity[start : start + 4096] < params.eps)) for start in range(0, n, 4096)
+        )
+        fraction = n_inside / max(n * m, 1)
+        estimate = set_cover.CoverEstimate(n, m, False, fraction, fraction, min(n, 4096))
+        _check_cover_memory(estimate, params.eps, method, "dissimilarity")
+        cover = set_cover.BallCover.from_row_blocks(
+            lambda start, stop: dissimilarity[start:stop] < params.eps, n, m, share_symmetric=candidates is None
+        )
         metric, candidate_points = None, None
     else:
         set_cover.check_metric(metric)
@@ -253,31 +278,33 @@ def select_prototypes(
         candidate_points = X if candidates is None else _check_features(candidates, "candidates", metric)
         if candidate_points.shape[1] != X.shape[1]:
             raise ValueError(f"candidates: needs {X.shape[1]} columns like X, got {candidate_points.shape[1]}")
-        symmetric = candidates is None
-        argument = "X" if symmetric else "candidates"
-        _check_cover_memory(len(X), len(candidate_points), symmetric=symmetric, method=method, argument=argument)
-        cover = set_cover.cover_matrix(X, candidate_points, params.eps, metric)
+        argument = "X" if candidates is None else "candidates"
+        Z = None if candidates is None else candidate_points
+        estimate = set_cover.estimate_cover(X, Z, params.eps, metric)
+        _check_cover_memory(estimate, params.eps, method, argument)
+        cover = set_cover.ball_cover(X, Z, params.eps, metric)
     n_classes = len(classes)
     cost = params.prototype_cost(len(codes))
     lp_bound = None
     if method == "greedy":
-        path = set_cover.greedy(cover, codes, n_classes, cost, symmetric=symmetric)
+        path = set_cover.greedy(cover, codes, n_classes, cost)
         prototypes, prototype_codes = path.candidates, path.classes
         correct, wrong = path.new_correct, path.wrong
     else:
         rng = np.random.default_rng(seed)
+        counts = cover.class_counts(codes, n_classes)
         chosen, lp_bound = [], 0.0
         for label in range(n_classes):
-            lp = set_cover.solve_class_lp(cover, codes, label, cost)
+            lp = set_cover.solve_class_lp(cover, codes, label, cost, counts)
             lp_bound += lp.value
             chosen.append(np.flatnonzero(set_cover.round_class_lp(lp, rng)))
         prototypes = np.concatenate(chosen).astype(np.int64)
         prototype_codes = np.repeat(np.arange(n_classes), [len(c) for c in chosen])
-        own_counts = ps_model.class_cover_counts(cover, codes, n_classes)
-        correct = own_counts[prototypes, prototype_codes].astype(np.int64)
-        wrong = cover.sum(axis=0)[prototypes] - correct
-    alpha = np.zeros((cover.shape[1], n_classes), dtype=np.int64)
-    alpha[prototypes, prototype_codes] = 1
+        correct = counts[prototypes, prototype_codes].astype(np.int64)
+        wrong = cover.ball_sizes()[prototypes] - correct
+    used = np.unique(prototypes)  # the objective needs only the chosen candidates' columns
+    alpha = np.zeros((len(used), n_classes), dtype=np.int64)
+    alpha[np.searchsorted(used, prototypes), prototype_codes] = 1
     return PrototypeSelection(
         params=params,
         lam=cost,
@@ -288,10 +315,10 @@ def select_prototypes(
         prototype_codes=prototype_codes,
         correct_covers=correct,
         wrong_covers=wrong,
-        ball_sizes=cover.sum(axis=0)[prototypes].astype(np.int64),
-        objective=ps_model.objective(cover, codes, alpha, cost),
+        ball_sizes=cover.ball_sizes()[prototypes].astype(np.int64),
+        objective=ps_model.objective(cover.columns(used), codes, alpha, cost),
         lp_bound=lp_bound,
-        n_candidates=cover.shape[1],
+        n_candidates=cover.n_candidates,
         train_class_counts=np.bincount(codes, minlength=n_classes),
         candidate_points=candidate_points,
     )

@@ -1,19 +1,19 @@
 """Solvers for the prize-collecting set cover of prototype selection (Bien & Tibshirani 2011, sec. 3).
 
-- :func:`cover_matrix` builds ``cover[i, j] = d(x_i, z_j) < eps`` from features, computing l1, l2 or
-  cosine dissimilarities in tiles on the accelerator in float32 and settling the few pairs whose
-  float32 value is too close to eps to decide by recomputing them exactly in float64, so the cover is
-  the one float64 dissimilarities give, without ever holding the n x m float matrix.
+- :func:`ball_cover` builds the cover ``d(x_i, z_j) < eps`` as a sparse :class:`BallCover` (for each
+  point the balls holding it, for each ball the points inside), computing l1, l2 or cosine
+  dissimilarities in tiles on the accelerator in float32 and settling the few pairs whose float32
+  value is too close to eps to decide by recomputing them exactly in float64, so the cover is the one
+  float64 dissimilarities give; neither the n x m dissimilarities nor an n x m matrix are ever held.
+  :func:`estimate_cover` predicts its size from one tile of sampled pairs, before it is built.
 - :func:`greedy` is the greedy algorithm of sec. 3.2 with the semantics of the authors' R package
-  (protoclass), jit-compiled as one ``lax.while_loop``.
+  (protoclass), updating the gains from the lists of the newly covered points only.
 - :func:`solve_class_lp` and :func:`round_class_lp` are the per-class LP relaxation of eq. 4 (scipy's
-  HiGHS) and the randomized rounding of sec. 3.1.
+  HiGHS, sparse constraints) and the randomized rounding of sec. 3.1.
 - :func:`pairwise_dissimilarity` gives the float64 dissimilarities of predictions;
   :func:`dissimilarity_quantiles` the exact quantiles of all pair dissimilarities (for choosing eps),
   streamed over the float32 tiles without holding the pairs; :func:`kmeans_candidates` the candidate
   set of sec. 4.2 augmented with per-class k-means centroids.
-- :func:`cover_memory_bytes` estimates the memory of a cover matrix and its copies, which the public
-  layer compares with the available memory before building one.
 
 The objective functions themselves live in ``interpretable_zoo.models.prototype_selection``.
 """
@@ -59,16 +59,6 @@ def check_float32_range(A: np.ndarray, name: str) -> None:
             f"{name}: values as large as {largest / math.sqrt(A.shape[1]):.3g} overflow the float32 dissimilarities "
             f"(max |x| * sqrt(n_features) must stay below {_FLOAT32_SAFE:.0e}); rescale the features"
         )
-
-
-def cover_memory_bytes(n_points: int, n_candidates: int, *, symmetric: bool, method: str = "greedy") -> int:
-    """Peak bytes of the boolean cover matrix and its copies: the n x m matrix, then for greedy its padded
-    copy on the host and on the device (and their transposes unless ``symmetric``), for lp the class rows
-    and candidate columns the per-class LP extracts."""
-    cells = n_points * n_candidates
-    if method == "lp":
-        return 3 * cells
-    return cells + (2 if symmetric else 4) * _bucket(n_points) * _bucket(n_candidates)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,58 +163,343 @@ def _tile_size(n_points: int, n_features: int, metric: str) -> int:
     return min(largest, _bucket(n_points))
 
 
+def _bucket(size: int) -> int:
+    """Round a dimension up to one of 8 sizes per doubling (at most 12.5 % more), so the tiles compile once per bucket."""
+    if size <= 64:
+        return 64
+    step = 1 << (size.bit_length() - 4)
+    return -(-size // step) * step
+
+
 def _tiles(X64: np.ndarray, Z64: np.ndarray, metric: str, symmetric: bool):
     """Yield (row start, column start, rows, columns, float32 row tile, float32 column tile) covering X x Z.
 
     Tiles are padded to one fixed shape so each metric compiles once. With ``symmetric`` (Z is X)
-    only the tiles on and above the diagonal are produced.
+    only the tiles on and above the diagonal are produced, row by row.
     """
     size = _tile_size(max(len(X64), len(Z64)), X64.shape[1], metric)
-
-    def padded(A):
-        out = np.ones((-(-len(A) // size) * size, A.shape[1]), dtype=np.float32)  # ones: no zero norms
-        out[: len(A)] = A
-        return jnp.asarray(out)
-
-    X32 = padded(X64)
-    Z32 = X32 if symmetric else padded(Z64)
+    X32 = _padded(X64, size)
+    Z32 = X32 if symmetric else _padded(Z64, size)
     for r in range(0, len(X64), size):
         for c in range(r if symmetric else 0, len(Z64), size):
             yield r, c, min(size, len(X64) - r), min(size, len(Z64) - c), X32[r : r + size], Z32[c : c + size]
 
 
-def cover_matrix(X: np.ndarray, Z: np.ndarray, eps: float, metric: str = "l2") -> np.ndarray:
-    """``cover[i, j] = d(x_i, z_j) < eps`` (n x m boolean) for the l1, l2 or cosine dissimilarity.
+# ---------------------------------------------------------------------------------------------
+# the cover kept sparse: for each point the balls holding it, for each ball the points inside
+# ---------------------------------------------------------------------------------------------
 
-    Tiles of float32 dissimilarities are computed on the accelerator (only half of them when Z is
-    X, the cover then being symmetric); pairs whose float32 value lies within its rounding bound of
-    eps are recomputed in float64 from the coordinate differences, so the result is that of float64
-    dissimilarities computed pair by pair.
+_CHUNK_ENTRIES = 1 << 22  # (point, ball) pairs handled at once when the structure is assembled or read
+
+
+@dataclass(frozen=True, eq=False)
+class BallCover:
+    """The cover ``cover[i, j] = d(x_i, z_j) < eps`` of n training points by m candidate balls, kept sparse.
+
+    ``point_candidates[point_offsets[i]:point_offsets[i + 1]]`` are the candidates whose balls hold point i
+    and ``ball_points[ball_offsets[j]:ball_offsets[j + 1]]`` the points in candidate j's ball, both ascending.
+    Indices are int32 and offsets int64: 4 bytes per (point, ball) pair when the cover is symmetric
+    (candidates = training points; both lists are then the same arrays), 8 otherwise.
+    """
+
+    n_points: int
+    n_candidates: int
+    point_offsets: np.ndarray
+    point_candidates: np.ndarray
+    ball_offsets: np.ndarray
+    ball_points: np.ndarray
+
+    @classmethod
+    def from_dense(cls, cover, *, share_symmetric: bool = True) -> BallCover:
+        """From an n x m boolean matrix; a symmetric one shares its two lists unless ``share_symmetric`` is False."""
+        cover = np.asarray(cover, dtype=bool)
+        if cover.ndim != 2:
+            raise ValueError(f"cover: expected a 2-D boolean matrix, got shape {cover.shape}")
+        return cls.from_row_blocks(lambda start, stop: cover[start:stop], *cover.shape, share_symmetric=share_symmetric)
+
+    @classmethod
+    def from_row_blocks(cls, rows, n_points: int, n_candidates: int, *, share_symmetric: bool = True) -> BallCover:
+        """From ``rows(start, stop)``, the boolean rows start..stop-1 of the cover, read in blocks of bounded size."""
+        block = max(1, _CHUNK_ENTRIES // max(n_candidates, 1))
+        offsets, candidates = _compress(rows(start, min(start + block, n_points)) for start in range(0, n_points, block))
+        if share_symmetric and n_points == n_candidates:
+            ball_offsets, balls = _transpose_lists(offsets, candidates, n_candidates)
+            if np.array_equal(ball_offsets, offsets) and np.array_equal(balls, candidates):
+                return cls(n_points, n_candidates, offsets, candidates, offsets, candidates)
+            return cls(n_points, n_candidates, offsets, candidates, ball_offsets, balls)
+        return cls(n_points, n_candidates, offsets, candidates, *_transpose_lists(offsets, candidates, n_candidates))
+
+    @property
+    def symmetric(self) -> bool:
+        return self.ball_points is self.point_candidates
+
+    @property
+    def n_pairs(self) -> int:
+        """The number of (point, ball) pairs, the stored entries of each list."""
+        return len(self.point_candidates)
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self.point_offsets, self.point_candidates) + (() if self.symmetric else (self.ball_offsets, self.ball_points))
+        return sum(a.nbytes for a in arrays)
+
+    def ball(self, candidate: int) -> np.ndarray:
+        return self.ball_points[self.ball_offsets[candidate] : self.ball_offsets[candidate + 1]]
+
+    def ball_sizes(self) -> np.ndarray:
+        return np.diff(self.ball_offsets)
+
+    def candidates_of(self, points: np.ndarray) -> np.ndarray:
+        """The candidates whose balls hold each of ``points``, concatenated (a candidate once per point it holds)."""
+        return _gather(self.point_offsets, self.point_candidates, points)
+
+    def balls_holding(self, points: np.ndarray) -> np.ndarray:
+        """(m,) for each candidate the number of ``points`` in its ball, counted over chunks of their lists."""
+        counts = np.zeros(self.n_candidates, dtype=np.int64)
+        ends = np.cumsum(np.diff(self.point_offsets)[points])
+        start = 0
+        while start < len(points):
+            stop = max(int(np.searchsorted(ends, (ends[start - 1] if start else 0) + _CHUNK_ENTRIES, side="right")), start + 1)
+            counts += np.bincount(self.candidates_of(points[start:stop]), minlength=self.n_candidates)
+            start = stop
+        return counts
+
+    def rows(self, points: np.ndarray) -> scipy.sparse.csr_matrix:
+        """The cover's rows of ``points`` as a float64 CSR matrix (len(points) x m)."""
+        lengths = np.diff(self.point_offsets)[points]
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        data = np.ones(int(offsets[-1]))
+        return scipy.sparse.csr_matrix((data, self.candidates_of(points), offsets), shape=(len(points), self.n_candidates))
+
+    def columns(self, candidates: np.ndarray) -> scipy.sparse.csc_matrix:
+        """The cover's columns of ``candidates`` as a boolean CSC matrix (n x len(candidates))."""
+        lengths = np.diff(self.ball_offsets)[candidates]
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        points = _gather(self.ball_offsets, self.ball_points, candidates)
+        data = np.ones(len(points), dtype=bool)
+        return scipy.sparse.csc_matrix((data, points, offsets), shape=(self.n_points, len(candidates)))
+
+    def class_counts(self, y: np.ndarray, n_classes: int) -> np.ndarray:
+        """``models.prototype_selection.class_cover_counts`` of this cover, summed over blocks of rows."""
+        counts = np.zeros((self.n_candidates, n_classes), dtype=np.int64)
+        for start, stop in _row_chunks(self.point_offsets):
+            a, b = self.point_offsets[start], self.point_offsets[stop]
+            block = scipy.sparse.csr_matrix(
+                (np.ones(b - a, dtype=bool), self.point_candidates[a:b], (self.point_offsets[start : stop + 1] - a).astype(np.int32)),
+                shape=(stop - start, self.n_candidates),
+            )
+            counts += ps_model.class_cover_counts(block, y[start:stop], n_classes)
+        return counts
+
+    def to_dense(self) -> np.ndarray:
+        """The n x m boolean matrix (for small covers: tests and inspection)."""
+        cover = np.zeros((self.n_points, self.n_candidates), dtype=bool)
+        cover[np.repeat(np.arange(self.n_points), np.diff(self.point_offsets)), self.point_candidates] = True
+        return cover
+
+
+def _gather(offsets: np.ndarray, indices: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The compressed rows ``rows`` of (offsets, indices), concatenated in the order given."""
+    rows = np.asarray(rows, dtype=np.int64)
+    starts = offsets[rows]
+    lengths = offsets[rows + 1] - starts
+    total = int(lengths.sum())
+    if total == 0:
+        return indices[:0]
+    ends = np.cumsum(lengths)
+    return indices[np.repeat(starts - ends + lengths, lengths) + np.arange(total)]
+
+
+def _row_chunks(offsets: np.ndarray):
+    """Consecutive row ranges (start, stop) of compressed rows holding about _CHUNK_ENTRIES entries each."""
+    n_rows, start = len(offsets) - 1, 0
+    while start < n_rows:
+        stop = int(np.searchsorted(offsets, offsets[start] + _CHUNK_ENTRIES, side="right")) - 1
+        stop = min(max(stop, start + 1), n_rows)
+        yield start, stop
+        start = stop
+
+
+def _compress(blocks) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets int64, column indices int32) of a boolean matrix given as consecutive row blocks."""
+    counts, parts = [np.zeros(1, dtype=np.int64)], []
+    for block in blocks:
+        rows, columns = np.nonzero(block)
+        counts.append(np.bincount(rows, minlength=len(block)))
+        parts.append(columns.astype(np.int32))
+    return np.cumsum(np.concatenate(counts)), np.concatenate(parts) if parts else np.zeros(0, np.int32)
+
+
+def _rank_within_equal(sorted_values: np.ndarray) -> np.ndarray:
+    """For a sorted array: each entry's position among the entries equal to it."""
+    return np.arange(len(sorted_values)) - np.searchsorted(sorted_values, sorted_values, side="left")
+
+
+def _transpose_lists(offsets: np.ndarray, indices: np.ndarray, n_columns: int) -> tuple[np.ndarray, np.ndarray]:
+    """The compressed rows of the transpose (for each column the rows holding it, ascending), built by a
+    counting sort over chunks of rows, so the only large allocation is the result."""
+    out_offsets = np.concatenate([[0], np.cumsum(np.bincount(indices, minlength=n_columns))]).astype(np.int64)
+    out = np.empty(len(indices), dtype=np.int32)
+    cursor = out_offsets[:-1].copy()
+    for start, stop in _row_chunks(offsets):
+        columns = indices[offsets[start] : offsets[stop]]
+        rows = np.repeat(np.arange(start, stop, dtype=np.int32), np.diff(offsets[start : stop + 1]))
+        order = np.argsort(columns, kind="stable")
+        sorted_columns = columns[order]
+        out[cursor[sorted_columns] + _rank_within_equal(sorted_columns)] = rows[order]
+        cursor += np.bincount(columns, minlength=n_columns)
+    return out_offsets, out
+
+
+def _mirror_upper(n: int, chunks: list) -> tuple[np.ndarray, np.ndarray]:
+    """The full symmetric compressed rows from the upper triangle (diagonal included), given as chunks
+    (first row, per-row counts, column indices >= their row, ascending per row) in row order.
+
+    Row i lists first the j < i whose upper rows hold i (ascending, as the chunks come in row order),
+    then its own upper row. Each chunk is released once placed.
+    """
+    upper_counts = np.concatenate([counts for _, counts, _ in chunks]) if chunks else np.zeros(0, np.int64)
+    lower_counts = np.zeros(n, dtype=np.int64)
+    for start, counts, columns in chunks:
+        rows = np.repeat(np.arange(start, start + len(counts), dtype=np.int32), counts)
+        lower_counts += np.bincount(columns[columns > rows], minlength=n)
+    offsets = np.concatenate([[0], np.cumsum(lower_counts + upper_counts)]).astype(np.int64)
+    indices = np.empty(int(offsets[-1]), dtype=np.int32)
+    lower_cursor = offsets[:-1].copy()
+    upper_start = offsets[:-1] + lower_counts
+    while chunks:
+        start, counts, columns = chunks.pop(0)
+        local = np.concatenate([[0], np.cumsum(counts)])
+        for a, b in _row_chunks(local):
+            rows = np.repeat(np.arange(start + a, start + b, dtype=np.int32), counts[a:b])
+            part = columns[local[a] : local[b]]
+            within = np.arange(local[a], local[b]) - np.repeat(local[a:b], counts[a:b])
+            indices[upper_start[rows] + within] = part
+            strict = part > rows
+            mirrored, sources = part[strict], rows[strict]
+            order = np.argsort(mirrored, kind="stable")
+            sorted_mirrored = mirrored[order]
+            indices[lower_cursor[sorted_mirrored] + _rank_within_equal(sorted_mirrored)] = sources[order]
+            lower_cursor += np.bincount(mirrored, minlength=n)
+    return offsets, indices
+
+
+@dataclass(frozen=True)
+class CoverEstimate:
+    """The size of a cover estimated before it is built, from one tile of randomly sampled pairs.
+
+    fraction: share of the sampled (point, candidate) pairs within eps; upper: that share plus three
+    standard errors (the sampled points as units), capped at 1; exact when every pair was sampled.
+    """
+
+    n_points: int
+    n_candidates: int
+    symmetric: bool
+    fraction: float
+    upper: float
+    tile: int
+
+    def pairs(self) -> float:
+        return self.upper * self.n_points * self.n_candidates
+
+    def bytes(self, method: str = "greedy") -> float:
+        """Peak bytes of building and using the cover: 6 per pair when symmetric (the upper triangle kept while
+        the full lists are filled), else 8 (the two lists), the offsets, the tiles and one tile row's pairs;
+        for lp, the largest class's constraint matrix and HiGHS's copies, about 48 bytes per pair of its rows."""
+        pairs = self.pairs()
+        per_pair = 6 if self.symmetric else 8
+        tile_row_pairs = self.upper * self.tile * self.n_candidates
+        total = per_pair * pairs + 16 * (self.n_points + self.n_candidates) + 24 * self.tile**2 + 24 * tile_row_pairs
+        if method == "lp":
+            total += 48 * pairs
+        return total
+
+
+def estimate_cover(X: np.ndarray, Z: np.ndarray | None, eps: float, metric: str = "l2", seed: int = 0) -> CoverEstimate:
+    """:class:`CoverEstimate` of the cover of X by the eps-balls of Z (Z None: of X itself), from one tile of
+    randomly sampled points and candidates classified as :func:`ball_cover` does (undecided pairs counted in)."""
+    X64 = np.asarray(X, dtype=np.float64)
+    symmetric = Z is None
+    Z64 = X64 if symmetric else np.asarray(Z, dtype=np.float64)
+    n, m = len(X64), len(Z64)
+    size = _tile_size(max(n, m), X64.shape[1], metric)
+    rng = np.random.default_rng(seed)
+    rows = np.sort(rng.choice(n, min(n, size), replace=False))
+    columns = np.sort(rng.choice(m, min(m, size), replace=False))
+    state = np.asarray(
+        _classify(_padded(X64[rows], size), _padded(Z64[columns], size), _threshold(eps, metric), metric)
+    )[: len(rows), : len(columns)]
+    per_row = np.mean(state != 0, axis=1)
+    fraction = float(per_row.mean())
+    spread = float(per_row.std(ddof=1)) if len(rows) > 1 else 1.0
+    error = 0.0 if (len(rows) == n and len(columns) == m) else 3 * spread * math.sqrt(max(1 - len(rows) / n, 0) / len(rows))
+    if len(columns) < m:
+        error += 3 * math.sqrt(fraction * (1 - fraction) / (len(rows) * len(columns)))
+    return CoverEstimate(n, m, symmetric, fraction, min(1.0, fraction + error), size)
+
+
+def _threshold(eps: float, metric: str):
+    return jnp.float32(_comparison_value(eps, metric))
+
+
+def _padded(A: np.ndarray, size: int):
+    """A as float32 rows padded with ones (no zero norms) to a multiple of ``size``, on the accelerator."""
+    out = np.ones((-(-len(A) // size) * size, A.shape[1]), dtype=np.float32)
+    out[: len(A)] = A
+    return jnp.asarray(out)
+
+
+def ball_cover(X: np.ndarray, Z: np.ndarray | None, eps: float, metric: str = "l2") -> BallCover:
+    """The cover of the rows of X by the eps-balls (d < eps) of the rows of Z (Z None: of X, the training
+    points as candidates), for the l1, l2 or cosine dissimilarity, as a :class:`BallCover`.
+
+    Tiles of float32 dissimilarities (at most 2048 x 2048, a few tens of MiB) are computed on the
+    accelerator, only those on and above the diagonal when Z is None (the cover then being symmetric);
+    pairs whose float32 value lies within its rounding bound of eps are recomputed in float64 from the
+    coordinate differences, so the cover is that of float64 dissimilarities computed pair by pair. Only
+    the pairs inside the balls are kept, tile row by tile row: memory is the structure (6 bytes per pair
+    while a symmetric one is assembled, then 4; 8 otherwise) plus one tile row's pairs.
     """
     check_metric(metric)
     X64 = np.asarray(X, dtype=np.float64)
-    Z64 = np.asarray(Z, dtype=np.float64)
+    symmetric = Z is None
+    Z64 = X64 if symmetric else np.asarray(Z, dtype=np.float64)
     check_float32_range(X64, "X")
     check_float32_range(Z64, "Z")
-    symmetric = X64.shape == Z64.shape and np.array_equal(X64, Z64)
-    threshold = jnp.float32(_comparison_value(eps, metric))
-    cover = np.empty((len(X64), len(Z64)), dtype=bool)
+    n, m = len(X64), len(Z64)
+    threshold = _threshold(eps, metric)
+    chunks, tile_row = [], None
     for r, c, n_rows, n_cols, x_tile, z_tile in _tiles(X64, Z64, metric, symmetric):
-        state = _classify(x_tile, z_tile, threshold, metric)
-        host_state = np.asarray(state)[:n_rows, :n_cols]
-        tile = cover[r : r + n_rows, c : c + n_cols]
-        tile[:] = host_state == _COVERED
+        if tile_row is None or tile_row[0] != r:
+            if tile_row is not None:
+                chunks.append(_tile_row_lists(*tile_row))
+            tile_row = (r, n_rows, [], [])
+        host_state = np.asarray(_classify(x_tile, z_tile, threshold, metric))[:n_rows, :n_cols]
+        inside = host_state == _COVERED
         i, j = np.divmod(np.flatnonzero(host_state == _AMBIGUOUS), n_cols)
-        inside = paired_dissimilarity(X64[r + i], Z64[c + j], metric) < eps
-        tile[i, j] = inside
-        if symmetric and c != r:  # the mirrored tile, transposed on the device (a host transpose is slow)
-            mirror = cover[c : c + n_cols, r : r + n_rows]
-            mirror[:] = np.asarray(_transpose(state))[:n_cols, :n_rows] == _COVERED
-            mirror[j, i] = inside
-    return cover
+        inside[i, j] = paired_dissimilarity(X64[r + i], Z64[c + j], metric) < eps
+        if symmetric and r == c:
+            inside = np.triu(inside)
+        rows, columns = np.nonzero(inside)
+        tile_row[2].append(rows.astype(np.int16))
+        tile_row[3].append((columns + c).astype(np.int32))
+    if tile_row is not None:
+        chunks.append(_tile_row_lists(*tile_row))
+    if symmetric:
+        offsets, indices = _mirror_upper(n, chunks)
+        return BallCover(n, m, offsets, indices, offsets, indices)
+    counts = [np.zeros(1, np.int64)] + [row_counts for _, row_counts, _ in chunks]
+    offsets = np.cumsum(np.concatenate(counts))
+    candidates = np.concatenate([columns for _, _, columns in chunks]) if chunks else np.zeros(0, np.int32)
+    chunks.clear()
+    return BallCover(n, m, offsets, candidates, *_transpose_lists(offsets, candidates, m))
 
 
-_transpose = jax.jit(jnp.transpose)
+def _tile_row_lists(start: int, n_rows: int, rows: list, columns: list) -> tuple[int, np.ndarray, np.ndarray]:
+    """One tile row's pairs as (first row, per-row counts, columns ascending within each row)."""
+    rows, columns = np.concatenate(rows), np.concatenate(columns)
+    order = np.argsort(rows, kind="stable")  # tiles came left to right, each row-major
+    return start, np.bincount(rows, minlength=n_rows), columns[order]
 
 
 _HISTOGRAM_SHIFT = 12  # float32 bit patterns >> 12: 2^11 bins per binade, each 0.05 % of its values wide
@@ -365,104 +640,46 @@ class GreedyPath:
     wrong: np.ndarray
 
 
-_SLAB_ROWS = 8  # points per slab of the cover matrix that the gain updates visit
+def greedy(cover, y: np.ndarray, n_classes: int, lam: float) -> GreedyPath:
+    """The greedy algorithm of sec. 3.2, with the semantics of the authors' R package (protoclass), on a
+    :class:`BallCover` (or an n x m boolean matrix) and class codes y in 0..K-1.
 
-
-@jax.jit
-def _greedy_kernel(cover, balls, y, counts, min_gain):
-    """Greedy prize-collecting set cover as one while loop; returns the path padded to n steps and its length.
-
-    ``cover`` is n x m (rows: the candidates covering each point), ``balls`` its transpose (rows: the
-    points in each candidate's ball). Gains ``gain[l, j]`` = (uncovered class-l points in B(z_j)) -
-    (other-class points in B(z_j)); the best (class, candidate) pair, ties to the lowest class code and
-    then the lowest candidate index, is added while its gain is at least ``min_gain`` (the smallest
-    integer above lam, so the integer comparison is exact). Only the newly covered
-    class-l points leave the gains of class l; wrong covers keep counting; a candidate may serve any
-    class. Each class's best candidate is kept, so a step rescans one row of gains, and the gains
-    lose the rows of ``cover`` of the newly covered points, visited slab by slab.
-    """
-    n, m = cover.shape
-    gains = ps_model.greedy_gains(counts).T  # (K, m)
-    candidate_index = jnp.arange(m, dtype=jnp.int32)
-
-    def row_best(row):
-        top = jnp.max(row)
-        return top, jnp.min(jnp.where(row == top, candidate_index, m))
-
-    def choice(tops, args):
-        label = jnp.argmax(tops).astype(jnp.int32)
-        return label, args[label], tops[label]
-
-    def cond(carry):
-        step, _, _, _, _, (_, _, gain), _ = carry
-        return (step < n) & (gain >= min_gain)
-
-    def body(carry):
-        step, gains, tops, args, covered, (label, candidate, _), path = carry
-        ball = balls[candidate]
-        own = y == label
-        newly = ball & own & ~covered
-        n_new = jnp.sum(newly, dtype=jnp.int32)
-        n_wrong = jnp.sum(ball & ~own, dtype=jnp.int32)
-
-        def remove_slab(slab_carry):
-            pending, removed = slab_carry
-            slab = jnp.argmax(pending).astype(jnp.int32)
-            rows = jax.lax.dynamic_slice(cover, (slab * _SLAB_ROWS, 0), (_SLAB_ROWS, m))
-            points = jax.lax.dynamic_slice(newly, (slab * _SLAB_ROWS,), (_SLAB_ROWS,))
-            removed = removed + jnp.sum(rows & points[:, None], axis=0, dtype=jnp.int32)
-            return pending.at[slab].set(False), removed
-
-        pending = newly.reshape(n // _SLAB_ROWS, _SLAB_ROWS).any(axis=1)
-        _, removed = jax.lax.while_loop(lambda c: jnp.any(c[0]), remove_slab, (pending, jnp.zeros(m, jnp.int32)))
-        row = gains[label] - removed
-        top, arg = row_best(row)
-        gains, tops, args = gains.at[label].set(row), tops.at[label].set(top), args.at[label].set(arg)
-        record = (candidate, label, n_new, n_wrong)
-        path = tuple(column.at[step].set(value) for column, value in zip(path, record))
-        return step + 1, gains, tops, args, covered | newly, choice(tops, args), path
-
-    tops, args = jax.vmap(row_best)(gains)
-    path = tuple(jnp.zeros(n, jnp.int32) for _ in range(4))
-    init = (jnp.int32(0), gains, tops, args, jnp.zeros(n, bool), choice(tops, args), path)
-    steps, *_, path = jax.lax.while_loop(cond, body, init)
-    return steps, path
-
-
-def _bucket(size: int) -> int:
-    """Round a dimension up to one of 8 sizes per doubling (at most 12.5 % more), so greedy compiles once per bucket."""
-    if size <= 64:
-        return 64
-    step = 1 << (size.bit_length() - 4)
-    return -(-size // step) * step
-
-
-def greedy(cover: np.ndarray, y: np.ndarray, n_classes: int, lam: float, *, symmetric: bool = False) -> GreedyPath:
-    """The greedy algorithm of sec. 3.2 on a cover matrix (n x m boolean) and class codes y in 0..K-1.
-
-    Returns the chosen (candidate, class) pairs in order with the number of own-class points each
-    newly covered and the other-class points in its ball (the annotations of the paper's fig. 6).
-    ``symmetric`` declares cover == cover.T (candidates = training points, symmetric dissimilarity),
-    which saves its transpose. The problem is padded with empty balls and points in no ball up to
-    bucketed sizes; those never change a gain and an empty ball never has a positive one.
+    Gains ``gain[l, j]`` = (uncovered class-l points in B(z_j)) - (other-class points in B(z_j))
+    (``models.prototype_selection.greedy_gains``); the best (class, candidate) pair, ties to the lowest
+    class code and then the lowest candidate index, is added while its gain is at least
+    ``gain_threshold(lam)``. Only the newly covered class-l points leave the gains of class l (each
+    takes one from every candidate whose ball holds it: the update reads their lists only); wrong
+    covers keep counting; a candidate may serve any class. Returns the choices in order with the
+    number of own-class points each newly covered and the other-class points in its ball (the
+    annotations of the paper's fig. 6).
     """
     if lam < 0:
         raise ValueError(f"lam: the prototype cost must be non-negative, got {lam}")
-    cover = np.asarray(cover, dtype=bool)
+    if not isinstance(cover, BallCover):
+        cover = BallCover.from_dense(cover)
     y = np.asarray(y)
-    counts = ps_model.class_cover_counts(cover, y, n_classes)
-    (n, m), n_padded, m_padded = cover.shape, _bucket(cover.shape[0]), _bucket(cover.shape[1])
-    padded = np.zeros((n_padded, m_padded), dtype=bool)
-    padded[:n, :m] = cover
-    cover = jnp.asarray(padded)
-    balls = cover if symmetric else jnp.asarray(np.ascontiguousarray(padded.T))
-    y = np.concatenate([y, np.zeros(n_padded - n, dtype=y.dtype)])
-    counts = np.concatenate([counts, np.zeros((m_padded - m, counts.shape[1]), dtype=counts.dtype)])
-    min_gain = jnp.int32(min(ps_model.gain_threshold(lam), n + 1))
-    steps, path = _greedy_kernel(cover, balls, jnp.asarray(y, dtype=jnp.int32), jnp.asarray(counts), min_gain)
-    steps = int(steps)
-    candidates, classes, new_correct, wrong = (np.asarray(column)[:steps].astype(np.int64) for column in path)
-    return GreedyPath(candidates, classes, new_correct, wrong)
+    gains = np.ascontiguousarray(ps_model.greedy_gains(cover.class_counts(y, n_classes)).T)  # (K, m)
+    args = np.argmax(gains, axis=1) if cover.n_candidates else np.zeros(n_classes, np.int64)
+    tops = gains[np.arange(n_classes), args] if cover.n_candidates else np.zeros(n_classes, np.int64)
+    min_gain = ps_model.gain_threshold(lam)
+    covered = np.zeros(cover.n_points, dtype=bool)
+    path = []
+    while len(path) < cover.n_points:
+        label = int(np.argmax(tops))
+        if tops[label] < min_gain:
+            break
+        candidate = int(args[label])
+        ball = cover.ball(candidate)
+        own = y[ball] == label
+        newly = ball[own & ~covered[ball]]
+        covered[newly] = True
+        row = gains[label]
+        row -= cover.balls_holding(newly)
+        args[label] = np.argmax(row)
+        tops[label] = row[args[label]]
+        path.append((candidate, label, len(newly), len(ball) - int(np.count_nonzero(own))))
+    columns = np.array(path, dtype=np.int64).reshape(-1, 4).T
+    return GreedyPath(*columns)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -482,20 +699,24 @@ class ClassLP:
     own_cover: scipy.sparse.csr_matrix
 
 
-def solve_class_lp(cover: np.ndarray, y: np.ndarray, label: int, lam: float) -> ClassLP:
-    """Solve the LP relaxation of eq. 4 for one class with scipy's HiGHS.
+def solve_class_lp(cover, y: np.ndarray, label: int, lam: float, counts: np.ndarray | None = None) -> ClassLP:
+    """Solve the LP relaxation of eq. 4 for one class with scipy's HiGHS, on a :class:`BallCover` (or a
+    boolean matrix); ``counts``: its ``class_counts`` when already at hand.
 
     Variables alpha_j in [0, 1] for the candidates whose ball holds a point of the class (the others
     are 0 at every optimum) and xi_i in [0, 1] for the class's points; constraints
-    xi_i + sum_{j: x_i in B(z_j)} alpha_j >= 1; costs lam + C_l(j) and 1.
+    xi_i + sum_{j: x_i in B(z_j)} alpha_j >= 1 (a sparse matrix: one entry per point in a ball); costs
+    lam + C_l(j) and 1.
     """
-    cover = np.asarray(cover, dtype=bool)
+    if not isinstance(cover, BallCover):
+        cover = BallCover.from_dense(cover)
     y = np.asarray(y)
-    n_classes = int(y.max()) + 1
-    own = cover[y == label]
-    costs = ps_model.set_costs(cover, y, n_classes, lam)[:, label]
-    useful = np.flatnonzero(own.any(axis=0))
-    own_cover = scipy.sparse.csr_matrix(own[:, useful], dtype=np.float64)
+    if counts is None:
+        counts = cover.class_counts(y, int(y.max()) + 1)
+    own = cover.rows(np.flatnonzero(y == label))
+    costs = ps_model.costs_from_counts(counts, lam)[:, label]
+    useful = np.unique(own.indices)
+    own_cover = own[:, useful]
     n_own = own.shape[0]
     constraints = scipy.sparse.hstack([-own_cover, -scipy.sparse.identity(n_own)], format="csr")
     result = scipy.optimize.linprog(
@@ -507,10 +728,10 @@ def solve_class_lp(cover: np.ndarray, y: np.ndarray, label: int, lam: float) -> 
     )
     if result.status != 0:
         raise RuntimeError(f"the LP of class {label} was not solved: {result.message}")
-    alpha = np.zeros(cover.shape[1])
+    alpha = np.zeros(cover.n_candidates)
     alpha[useful] = np.clip(result.x[: len(useful)], 0.0, 1.0)
     xi = np.clip(result.x[len(useful) :], 0.0, 1.0)
-    return ClassLP(label, float(result.fun), alpha, xi, costs, scipy.sparse.csr_matrix(own, dtype=np.float64))
+    return ClassLP(label, float(result.fun), alpha, xi, costs, own)
 
 
 def rounding_factor(n_own: int) -> float:

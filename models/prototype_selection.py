@@ -22,7 +22,8 @@ prize-collecting set cover with set costs lam + C_l(j) and a unit penalty per un
 
 The functions below score any candidate prototype set; both solvers (greedy and LP rounding in
 ``interpretable_zoo.inference.set_cover``) and the tests use them. They take the cover matrix
-``cover[i, j] = d(x_i, z_j) < eps`` (n x m, boolean) and class codes ``y`` in 0..K-1.
+``cover[i, j] = d(x_i, z_j) < eps`` (n x m, boolean, dense or scipy sparse with one stored entry per
+point in a ball) and class codes ``y`` in 0..K-1.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
+import scipy.sparse
 
 
 @dataclass(frozen=True)
@@ -76,21 +78,35 @@ def check_cost(lam) -> float | None:
 
 def class_cover_counts(cover: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
     """(m, K) int32 matrix: the number of class-l training points in the ball of candidate z_j."""
-    cover = np.asarray(cover, dtype=bool)
     y = np.asarray(y)
+    if scipy.sparse.issparse(cover):
+        cover = scipy.sparse.csr_matrix(cover)
+        columns = [np.bincount(cover[y == label].indices, minlength=cover.shape[1]) for label in range(n_classes)]
+        return np.stack(columns, axis=1).astype(np.int32)
+    cover = np.asarray(cover, dtype=bool)
     columns = [np.add.reduce(cover[y == label].view(np.uint8), axis=0, dtype=np.int32) for label in range(n_classes)]
     return np.stack(columns, axis=1)
 
 
 def wrong_cover_costs(cover: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
     """C_l(j) of eq. 4 as an (m, K) integer matrix: points of classes other than l in the ball of z_j."""
-    counts = class_cover_counts(cover, y, n_classes)
+    return wrong_costs_from_counts(class_cover_counts(cover, y, n_classes))
+
+
+def wrong_costs_from_counts(counts: np.ndarray) -> np.ndarray:
+    """:func:`wrong_cover_costs` from the (m, K) :func:`class_cover_counts`: the ball's points less its class-l points."""
+    counts = np.asarray(counts)
     return counts.sum(axis=1, keepdims=True) - counts
 
 
 def set_costs(cover: np.ndarray, y: np.ndarray, n_classes: int, lam: float) -> np.ndarray:
     """lam + C_l(j) of eq. 4 as an (m, K) float64 matrix: the cost of making z_j a prototype of class l."""
-    return lam + wrong_cover_costs(cover, y, n_classes).astype(np.float64)
+    return costs_from_counts(class_cover_counts(cover, y, n_classes), lam)
+
+
+def costs_from_counts(counts: np.ndarray, lam: float) -> np.ndarray:
+    """:func:`set_costs` from the (m, K) :func:`class_cover_counts`."""
+    return lam + wrong_costs_from_counts(counts).astype(np.float64)
 
 
 def greedy_gains(counts):
@@ -109,8 +125,9 @@ def coverage_counts(cover: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     """(n, K) integer matrix: how many prototypes of each class cover each training point."""
     alpha = np.asarray(alpha, dtype=np.float64)
     chosen = np.flatnonzero(alpha.any(axis=1))
-    counts = np.asarray(cover)[:, chosen].astype(np.float64) @ alpha[chosen]
-    return np.rint(counts).astype(np.int64)
+    columns = cover[:, chosen] if scipy.sparse.issparse(cover) else np.asarray(cover)[:, chosen]
+    counts = columns.astype(np.float64) @ alpha[chosen]
+    return np.rint(np.asarray(counts)).astype(np.int64)
 
 
 def slacks(cover: np.ndarray, y: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

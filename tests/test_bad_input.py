@@ -213,31 +213,33 @@ PROTOTYPE_SELECTION = [
     (
         lambda mp: (no_memory(mp), select_prototypes(X, Y, eps=1.0)),
         InsufficientMemoryError,
-        r"^X: the 12 x 12 cover matrix .* needs about .*, more than .* available; use fewer candidates",
+        r"^X: the eps-ball cover of prototype selection \(greedy; 12 points x 12 candidates, about [0-9.]+% of the pairs within "
+        r"eps = 1\) needs about .*, more than .* available; use a smaller eps",
         "memory-X",
     ),
     (
         lambda mp: (no_memory(mp), select_prototypes(X, Y, eps=1.0, candidates=X[:5])),
         InsufficientMemoryError,
-        r"^candidates: the 12 x 5 cover matrix",
+        r"^candidates: the eps-ball cover of prototype selection \(greedy; 12 points x 5 candidates",
         "memory-candidates",
     ),
     (
         lambda mp: (no_memory(mp), select_prototypes(y=Y, dissimilarity=D, eps=1.0, method="lp")),
         InsufficientMemoryError,
-        r"^dissimilarity: the 12 x 12 cover matrix of prototype selection \(lp\)",
+        r"^dissimilarity: the eps-ball cover of prototype selection \(lp; 12 points x 12 candidates",
         "memory-dissimilarity-lp",
     ),
     (
         lambda mp: (no_memory(mp), PrototypeClassifier(cv=2, eps_quantiles=[0.3]).fit(X, Y)),
         InsufficientMemoryError,
-        r"^X: the 6 x 6 cover matrix",
+        r"^X: the eps-ball cover of prototype selection \(greedy; 6 points x 6 candidates",
         "memory-classifier-folds",
     ),
     (
         lambda mp: select_prototypes(np.zeros((2_000_000, 1)), np.arange(2_000_000) % 2, eps=1.0),
         InsufficientMemoryError,
-        r"^X: the 2000000 x 2000000 cover matrix .* needs about [0-9.]+ TiB, more than",
+        r"^X: the eps-ball cover of prototype selection \(greedy; 2000000 points x 2000000 candidates, about 100.0% of the "
+        r"pairs within eps = 1\) needs about [0-9.]+ TiB, more than",
         "memory-real-estimate",
     ),
 ]
@@ -269,10 +271,16 @@ BAYESIAN_SETS = [
         "query-floats",
     ),
     (
-        lambda mp: BayesianSets(BINARY).query([[0, 1], [2]]),
+        lambda mp: BayesianSets(BINARY).query([[0, 1], [2.5]]),
         ValueError,
         r"^query: items must be integer indices",
-        "query-batch-to-query",
+        "query-batch-float-item",
+    ),
+    (
+        lambda mp: BayesianSets(BINARY).query([[0, 1], [2]], top_k=None),
+        ValueError,
+        r"^top_k: a batch of queries needs a number of items per query",
+        "query-batch-completed-set",
     ),
     (
         lambda mp: BayesianSets(BINARY).log_scores([[0, 1], []]),

@@ -199,6 +199,53 @@ def test_score_is_c_plus_q_dot_x_and_a_batch_is_one_product():
     np.testing.assert_allclose(from_array[0], from_array[1], rtol=1e-12, atol=1e-12)
 
 
+def full_score_top_k(bayes_sets, queries, top_k, include_query):
+    """Each query's top_k from the whole (B, n_items) score matrix: best first, ties to the lower index."""
+    answers = []
+    for scores, query in zip(bayes_sets.log_scores(queries), queries):
+        items = np.arange(bayes_sets.n_items) if include_query else np.setdiff1d(np.arange(bayes_sets.n_items), query)
+        answers.append(items[np.lexsort((items, -scores[items]))][:top_k])
+    return answers
+
+
+def test_batched_top_k_equals_the_full_scores_in_small_blocks(monkeypatch):
+    """Tie-heavy data (few features, many items), chunks of 3 queries and blocks of a few items: the batched
+    top-k holds exactly the items, scores and reasons read off the full score matrix and single queries."""
+    from interpretable_zoo.inference import bayesian_sets
+
+    X = scipy.sparse.csr_matrix(random_binary(11, 400, 9))
+    bayes_sets = BayesianSets(X)
+    rng = np.random.default_rng(12)
+    queries = [rng.choice(400, rng.integers(1, 6), replace=False) for _ in range(8)]
+    monkeypatch.setattr(bayesian_sets, "BATCH_BYTES", 2 * 8 * 9 * 3)  # 3 queries per chunk, 1 item per block
+    tiny_blocks = bayes_sets.query(queries, top_k=7)
+    monkeypatch.setattr(bayesian_sets, "BATCH_BYTES", 1 << 16)
+    for include_query in (False, True):
+        batch = bayes_sets.query(queries, top_k=7, include_query=include_query, n_reasons=2)
+        full = bayes_sets.log_scores(queries)
+        for b, expected in enumerate(full_score_top_k(bayes_sets, queries, 7, include_query)):
+            assert batch.items[b].tolist() == expected.tolist()
+            assert np.array_equal(batch.log_scores[b], full[b, expected])
+            single = bayes_sets.query(queries[b], top_k=7, include_query=include_query, n_reasons=2)
+            assert batch.reasons(b) == single.reasons
+            assert batch.names(b) == tuple(bayes_sets.item_names[i] for i in expected)
+        if not include_query:
+            assert np.array_equal(tiny_blocks.items, batch.items) and np.array_equal(tiny_blocks.log_scores, batch.log_scores)
+    assert len(batch) == 8 and "log score" in batch.explain(0)
+    short = bayes_sets.query([[0, 1], [2]], top_k=399, n_reasons=0)  # fewer candidates than top_k: padded
+    assert short.items[0, -1] == -1 and np.isneginf(short.log_scores[0, -1]) and short.items[1, -1] >= 0
+    assert short.reason_features.shape == (2, 399, 0)
+
+
+def test_single_query_top_k_breaks_ties_by_index():
+    X = np.zeros((30, 4), dtype=np.uint8)
+    X[:, 0] = 1
+    X[0], X[1] = 0, 1
+    bayes_sets = BayesianSets(X)
+    assert bayes_sets.query([5], top_k=4).items.tolist() == [2, 3, 4, 6]  # items 2..29 tie with each other
+    assert bayes_sets.query([[5], [6]], top_k=4).items.tolist() == [[2, 3, 4, 6], [2, 3, 4, 5]]
+
+
 def test_constant_features_contribute_nothing_and_are_the_limit_of_proper_priors():
     """Features with mean 0 or 1 have factor 1 in every item's score (the limit alpha or beta -> 0)."""
     X = random_binary(3)

@@ -33,6 +33,11 @@ def test_scores_and_rankings_agree_with_bayessets_on_movielens(movielens):
         np.testing.assert_allclose(scores, expected, rtol=1e-9, atol=1e-9)
         top = ours.query(query, top_k=20, include_query=True).items
         np.testing.assert_array_equal(top, np.argsort(-expected, kind="stable")[:20])
+    queries = [ours.query_indices(titles) for titles in MOVIELENS_QUERIES.values()]
+    batch = ours.query(queries, top_k=20, include_query=True)  # the batched top-k ranks as one query does
+    for b, query in enumerate(queries):
+        np.testing.assert_array_equal(batch.items[b], np.argsort(-peer.query(query), kind="stable")[:20])
+        np.testing.assert_allclose(batch.log_scores[b], peer.query(query)[batch.items[b]], rtol=1e-9, atol=1e-9)
 
 
 def test_movielens_genre_queries_beat_the_base_rate_and_match_cosine(movielens):

@@ -32,9 +32,9 @@ def on_event(event, **kwargs):
 jax.monitoring.register_event_duration_secs_listener(on_duration)
 jax.monitoring.register_event_listener(on_event)
 import numpy as np
-from interpretable_zoo.inference.set_cover import cover_matrix
+from interpretable_zoo.inference.set_cover import ball_cover
 X = np.random.default_rng(0).normal(size=(40, 3))
-cover_matrix(X, X, 1.0)
+ball_cover(X, None, 1.0)
 counts["cache_dir"] = jax.config.jax_compilation_cache_dir
 print(json.dumps(counts))
 """

@@ -2,6 +2,7 @@
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -153,8 +154,8 @@ def test_greedy_matches_reference_on_random_tied_instances():
         D, codes, eps = random_instance(rng, int(rng.integers(n_classes + 2, 16)), n_classes)
         lam = float(rng.choice([0.0, 1 / len(codes), 1.0]))
         expected = reference_greedy(D < eps, codes, n_classes, lam)
-        for symmetric in (False, True):  # D is symmetric: the transpose-free path must agree
-            path = set_cover.greedy(D < eps, codes, n_classes, lam, symmetric=symmetric)
+        for shared in (False, True):  # D is symmetric: the cover sharing its two lists must agree
+            path = set_cover.greedy(set_cover.BallCover.from_dense(D < eps, share_symmetric=shared), codes, n_classes, lam)
             got = list(zip(path.candidates.tolist(), path.classes.tolist(), path.new_correct.tolist(), path.wrong.tolist()))
             assert got == expected
 
@@ -202,18 +203,41 @@ def test_lp_rounding_same_seed_same_result():
 # ----------------------------------------------------------------------------- dissimilarities
 
 
+def exact_dissimilarities(X, Z, metric):
+    rows, columns = np.meshgrid(np.arange(len(X)), np.arange(len(Z)), indexing="ij")
+    return set_cover.paired_dissimilarity(X[rows.ravel()], Z[columns.ravel()], metric).reshape(len(X), len(Z))
+
+
+def assert_lists_match(cover, dense):
+    """Both lists of a BallCover hold exactly the pairs of ``dense``, ascending, as int32 with int64 offsets."""
+    assert np.array_equal(cover.to_dense(), dense)
+    expected = set_cover.BallCover.from_dense(dense, share_symmetric=False)
+    for name in ("point_offsets", "point_candidates", "ball_offsets", "ball_points"):
+        assert np.array_equal(getattr(cover, name), getattr(expected, name)), name
+    assert cover.point_candidates.dtype == np.int32 and cover.point_offsets.dtype == np.int64
+
+
 @pytest.mark.parametrize("metric", ["l1", "l2", "cosine"])
-def test_cover_matrix_is_exact_at_tied_radius(metric):
-    """The blocked float32 cover, with undecided pairs settled in float64, equals float64 pair-by-pair dissimilarities < eps."""
+def test_ball_cover_is_exact_at_tied_radius(metric, monkeypatch):
+    """The blocked float32 cover, with undecided pairs settled in float64, equals float64 pair-by-pair
+    dissimilarities < eps: against other candidates and against the points themselves (upper tiles
+    mirrored), in one tile and in tiles of 64 points."""
     rng = np.random.default_rng(5)
     X = rng.normal(size=(300, 7))
     Z = np.concatenate([X[:50], rng.normal(size=(40, 7))])
-    rows, columns = np.meshgrid(np.arange(len(X)), np.arange(len(Z)), indexing="ij")
-    reference = set_cover.paired_dissimilarity(X[rows.ravel()], Z[columns.ravel()], metric).reshape(len(X), len(Z))
-    for eps in (reference[3, 70], reference[10, 2], np.quantile(reference, 0.1)):
-        cover = set_cover.cover_matrix(X, Z, eps, metric)
-        assert np.array_equal(cover, reference < eps)
-    assert not set_cover.cover_matrix(X, Z, reference[3, 70], metric)[3, 70]
+    reference = exact_dissimilarities(X, Z, metric)
+    self_reference = exact_dissimilarities(X, X, metric)
+    for tiles in ("one", "many"):
+        if tiles == "many":
+            monkeypatch.setattr(set_cover, "_tile_size", lambda *args: 64)
+        for eps in (reference[3, 70], reference[10, 2], np.quantile(reference, 0.1)):
+            cover = set_cover.ball_cover(X, Z, eps, metric)
+            assert not cover.symmetric
+            assert_lists_match(cover, reference < eps)
+            own = set_cover.ball_cover(X, None, eps, metric)
+            assert own.symmetric
+            assert_lists_match(own, self_reference < eps)
+    assert not set_cover.ball_cover(X, Z, reference[3, 70], metric).to_dense()[3, 70]
 
 
 @pytest.mark.parametrize("metric,scipy_name", [("l1", "cityblock"), ("l2", "euclidean"), ("cosine", "cosine")])
@@ -253,6 +277,51 @@ def test_streamed_quantiles_equal_numpy_on_all_pairs(metric, scipy_name, monkeyp
             got = set_cover.dissimilarity_quantiles(X, levels, metric)
             np.testing.assert_allclose(got, quantiles, rtol=1e-13, atol=1e-15)
     assert set_cover.dissimilarity_quantiles(X, [], metric).shape == (0,)
+
+
+@pytest.mark.parametrize("with_candidates", [False, True])
+def test_sparse_greedy_equals_dense_reference_over_many_tiles(with_candidates, monkeypatch):
+    """The greedy on the sparse cover built in tiles of 64 points (mirrored when the candidates are the
+    points) makes the picks, in order, with the cover counts and objective, of the greedy of sec. 3.2
+    written from its definition on the dense float64 cover."""
+    monkeypatch.setattr(set_cover, "_tile_size", lambda *args: 64)
+    data = make_gaussian_mixture(70, seed=9)
+    Z = set_cover.kmeans_candidates(data.X, data.y, n_clusters=4, seed=0) if with_candidates else None
+    dense = exact_dissimilarities(data.X, data.X if Z is None else Z, "l2") < 0.6
+    lam = 1 / len(data.y)
+    result = select_prototypes(data.X, data.y, eps=0.6, candidates=Z)
+    expected = reference_greedy(dense, data.y, 3, lam)
+    got = list(zip(result.prototypes.tolist(), result.prototype_codes.tolist(), result.correct_covers.tolist(), result.wrong_covers.tolist()))
+    assert got == expected and len(expected) > 10
+    assert result.objective == pytest.approx(ps_model.objective(dense, data.y, result.alpha, lam))
+
+
+def test_cover_size_estimate_bounds_the_built_cover(monkeypatch):
+    """Small problems are sampled whole (exact share of pairs); larger ones from one tile, with an upper
+    bound above the share of the cover then built; the LP needs more than greedy."""
+    data = make_gaussian_mixture(70, seed=9)
+    small = set_cover.estimate_cover(data.X, None, 0.6)
+    built = set_cover.ball_cover(data.X, None, 0.6)
+    assert small.fraction == small.upper == built.n_pairs / len(data.X) ** 2
+    monkeypatch.setattr(set_cover, "_tile_size", lambda *args: 64)
+    for eps in (0.3, 0.6, 1.5):
+        sampled = set_cover.estimate_cover(data.X, None, eps)
+        actual = set_cover.ball_cover(data.X, None, eps).n_pairs
+        assert sampled.fraction < 1 and sampled.pairs() >= actual
+        assert sampled.bytes("lp") > sampled.bytes("greedy") >= 6 * actual
+
+
+def test_eps_covering_everything_warns_with_the_estimate(monkeypatch):
+    from interpretable_zoo.inference import prototype_selection
+
+    data = make_gaussian_mixture(20, seed=9)
+    monkeypatch.setattr(prototype_selection, "_LARGE_COVER_BYTES", 0)
+    with pytest.warns(UserWarning, match=r"^eps: every sampled ball holds every sampled point .* takes about [0-9.]+ KiB"):
+        result = select_prototypes(data.X, data.y, eps=100.0)
+    assert len(result.prototypes) == 0  # every ball holds 20 points of a class and 40 of the others: no gain
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        select_prototypes(data.X, data.y, eps=0.6)
 
 
 # ----------------------------------------------------------------------------- predictions and candidates
