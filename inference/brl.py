@@ -479,6 +479,7 @@ class BayesianRuleListClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseE
         return self.result_.predict_proba(self.encoder_.transform(X), estimate=self.estimate)
 
     def predict(self, X) -> np.ndarray:
+        check_is_fitted(self)
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
     def explain(self, **kwargs) -> str:

@@ -266,8 +266,8 @@ class PrototypeClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimato
     ``eps_quantiles`` quantiles (levels in [0, 1]; default 0, 0.02, ..., 0.5) of the training
     dissimilarities (pairs i < j), with the one-standard-error rule (sec. 6.4): among the radii whose
     mean error is within one standard error of the smallest, the one giving the fewest prototypes
-    (ties: the larger radius); radii at which some fold selects no prototype are no candidates. The
-    quantiles are exact (those of float64 dissimilarities, R's type 7) and streamed
+    (ties: the larger radius); radii at which some fold or the training set selects no prototype are no
+    candidates. The quantiles are exact (those of float64 dissimilarities, R's type 7) and streamed
     (:func:`set_cover.dissimilarity_quantiles`), and each fold selects its prototypes from its own
     features, so no n x n matrix of dissimilarities is ever held.
     After ``fit``: ``eps_``, ``selection_`` (a :class:`PrototypeSelection`), ``classes_``,
@@ -362,11 +362,12 @@ class PrototypeClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimato
                     continue
                 errors[fold, k] = np.mean(selection.predict(X[test]) != codes[test])
         mean, se = errors.mean(axis=0), errors.std(axis=0, ddof=1) / np.sqrt(n_folds)
-        classifies = (sizes > 0).all(axis=0)  # a radius that leaves some fold without prototypes predicts nothing
+        # a radius at which some fold, or the whole training set, selects no prototype predicts nothing
+        classifies = (sizes > 0).all(axis=0) & np.array([self._selects_any(X, codes, eps) for eps in grid])
         if not classifies.any():
             raise ValueError(
-                f"eps_quantiles: at every radius tried some fold selects no prototype (lam={self.lam}); choose "
-                "smaller quantile levels or a smaller lam"
+                f"eps_quantiles: at every radius tried some fold or the training set selects no prototype "
+                f"(lam={self.lam}); choose smaller quantile levels or a smaller lam"
             )
         best = int(np.argmin(np.where(classifies, mean, np.inf)))
         eligible = np.flatnonzero(classifies & (mean <= mean[best] + se[best]))
@@ -374,6 +375,11 @@ class PrototypeClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimato
         chosen = eligible[np.lexsort((-grid[eligible], mean_sizes[eligible]))[0]]
         results = {"eps": grid, "mean_error": mean, "se_error": se, "mean_prototypes": mean_sizes}
         return float(grid[chosen]), results
+
+    def _selects_any(self, X: np.ndarray, codes: np.ndarray, eps: float) -> bool:
+        selection = select_prototypes(X, codes, eps=eps, lam=self.lam, method=self.method, metric=self.metric,
+                                      seed=self.seed)  # fmt: skip
+        return len(selection.prototypes) > 0
 
     def predict(self, X) -> np.ndarray:
         check_is_fitted(self, "selection_")

@@ -170,15 +170,16 @@ def check_estimator_input(estimator, X, *, reset: bool, tables: bool = False):
     ``validate_data``: at least one row and one column, and the number of features and column names
     recorded in fit (``n_features_in_``, ``feature_names_in_``) or compared with the fitted ones
     ("X has 6 features, but ... is expecting 4")."""
-    if not (tables and isinstance(X, pd.DataFrame)):
+    frame = X if isinstance(X, pd.DataFrame) else None
+    if not (tables and frame is not None):
         try:
             X = _as_matrix(X, "X")
         except ValueError:
             if not tables or not _is_string_table(X):
                 raise
             X = np.asarray(X)
-    _check_size(X.shape, "X", "one sample and one feature", dims=("sample", "feature"))
-    validate_data(estimator, X, skip_check_array=True, reset=reset)
+    _check_size(X.shape, "X", "one row and one column", dims=("sample", "feature"))
+    validate_data(estimator, X if frame is None else frame, skip_check_array=True, reset=reset)  # column names
     return X
 
 

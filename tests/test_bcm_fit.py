@@ -1,12 +1,14 @@
 """BCM public layer: fit_bcm's trace and summaries, explanations, mixture weights, the scikit-learn
 wrapper, bad input, and the paper's smiley-face and recipe examples."""
 
+import pickle
 from argparse import Namespace
 
 import jax
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.base import clone
 
 from interpretable_zoo.datasets import load_recipes
 from interpretable_zoo.datasets.smiley_faces import SMILEY_SUBSPACES
@@ -106,6 +108,11 @@ def test_clusterer_follows_the_scikit_learn_protocol():
     assert labels.shape == (12,) and set(labels) <= {0, 1, 2}
     assert clusterer.transform(X_SMALL).shape == (12, 3)
     assert len(clusterer.explain()) == 3
+    assert str(clusterer) == str(clusterer.explain()) and str(clone(clusterer)) == repr(clone(clusterer))
+    restored = pickle.loads(pickle.dumps(clusterer))  # with its BCMResult, which once held a local lambda
+    np.testing.assert_allclose(restored.transform(X_SMALL), clusterer.transform(X_SMALL))
+    pd.testing.assert_frame_equal(restored.result_.explain(), clusterer.result_.explain())
+    assert pickle.loads(pickle.dumps(clone(clusterer))).get_params() == clusterer.get_params()
 
 
 @pytest.mark.parametrize(
