@@ -149,7 +149,7 @@ def encode_categorical(X, name: str = "X") -> CategoricalData:
         if not np.all(np.isfinite(array)) or np.any(array != np.round(array)):
             raise ValueError(f"{name}: expected integer category codes, found non-integer values")
     if array.min() < 0:
-        raise ValueError(f"{name}: category codes must be non-negative, found {array.min()}")
+        raise ValueError(f"{name}: category codes must be non-negative (Negative values in data), found {array.min()}")
     codes = array.astype(np.int32)
     n_values = np.maximum(codes.max(0) + 1, 2)
     value_names = tuple(tuple(str(v) for v in range(n)) for n in n_values)

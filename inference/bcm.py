@@ -19,16 +19,19 @@ import numpy as np
 import pandas as pd
 from jax.scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
 
 from interpretable_zoo.datasets.preprocessing import CategoricalData, encode_categorical, encode_like
 from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, summary, tempered_inference_data
 from interpretable_zoo.inference import bcm_gibbs, convergence, target_check, tempering
 from interpretable_zoo.inference.checkpoint import as_checkpoint
 from interpretable_zoo.inference.explanation import html_card, mcmc_status, plain, records
+from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin
 from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.inference.validation import (
     check_categorical_table,
     check_category_memory,
+    check_estimator_input,
     check_flag,
     check_n_clusters,
     check_positive_int,
@@ -431,10 +434,11 @@ def fit_bcm(
     return BCMResult(run, target, data, n_clusters, priors, store_z)
 
 
-class BCMClusterer(ClusterMixin, TransformerMixin, BaseEstimator):
+class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator):
     """scikit-learn wrapper of :func:`fit_bcm`: ``labels_`` is each observation's dominant cluster in the
     best draw's chain (argmax of the posterior-mean pi), ``transform`` the posterior-mean pi,
-    ``result_`` the :class:`BCMResult`."""
+    ``result_`` the :class:`BCMResult`; ``print(clusterer)`` shows the prototypes and subspaces.
+    Input: categorical codes (non-negative integers) or a DataFrame of categories."""
 
     def __init__(
         self,
@@ -463,7 +467,14 @@ class BCMClusterer(ClusterMixin, TransformerMixin, BaseEstimator):
         self.max_seconds = max_seconds
         self.progress_bar = progress_bar
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.categorical = True
+        tags.input_tags.positive_only = True  # codes 0..V-1
+        return tags
+
     def fit(self, X, y=None):
+        X = check_estimator_input(self, X, reset=True, tables=True)
         self.result_ = fit_bcm(
             X,
             self.n_clusters,
@@ -483,7 +494,10 @@ class BCMClusterer(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def transform(self, X):
         """Posterior-mean mixture weights pi of the observations ``X`` (folded in, see :meth:`BCMResult.transform`)."""
+        check_is_fitted(self)
+        X = check_estimator_input(self, X, reset=False, tables=True)
         return self.result_.transform(X, seed=self.seed)
 
     def explain(self) -> str:
+        check_is_fitted(self)
         return self.result_.explain()

@@ -13,11 +13,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
 
 from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, tempered_inference_data
 from interpretable_zoo.inference import brl_mh, convergence, target_check, tempering
 from interpretable_zoo.inference.checkpoint import as_checkpoint
 from interpretable_zoo.inference.explanation import html_card, mcmc_status, plain, records
+from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin
 from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.rule_mining import (
@@ -27,7 +29,12 @@ from interpretable_zoo.inference.rule_mining import (
     mine_antecedents,
     truth_table,
 )
-from interpretable_zoo.inference.validation import check_binary_matrix, check_sampling_options, encode_labels
+from interpretable_zoo.inference.validation import (
+    check_binary_matrix,
+    check_estimator_input,
+    check_sampling_options,
+    encode_labels,
+)
 from interpretable_zoo.models import brl
 
 DEFAULT_MAX_LENGTH = 30
@@ -428,7 +435,26 @@ def _result(run, kernel_target, antecedents, item_names, classes, priors, negati
     return result
 
 
-class BayesianRuleListClassifier(ClassifierMixin, BaseEstimator):
+@dataclass(frozen=True)
+class Rule:
+    """One rule of a fitted rule list, as data.
+
+    ``conditions``: the items its antecedent joins ("if all of these"), empty for the default rule (the
+    last, "else"); ``antecedent``: its index in ``result.antecedents`` (None for the default rule);
+    ``probabilities``: the posterior mean of each class's probability under the rule, E[theta_j | data]
+    with theta_j | data ~ Dirichlet(alpha + N_j) (Letham sec. 2.1), in the order of ``classes_``;
+    ``counts``: N_j, the training labels of each class that the rule captures (those that no earlier rule
+    captured); ``prediction``: its most probable class.
+    """
+
+    conditions: tuple[str, ...]
+    antecedent: int | None
+    probabilities: np.ndarray
+    counts: np.ndarray
+    prediction: object
+
+
+class BayesianRuleListClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimator):
     """scikit-learn BRL classifier for tables with mixed column types (pandas DataFrames or arrays).
 
     Columns become items (:func:`rule_mining.fit_item_encoder`: categorical values and, with
@@ -438,6 +464,10 @@ class BayesianRuleListClassifier(ClassifierMixin, BaseEstimator):
     of :func:`fit_brl`. ``estimate`` chooses BRL-point or BRL-post predictions. Numeric columns must be
     finite; at predict, a categorical value unseen in fit matches none of its column's items (with a
     warning naming the column).
+
+    After ``fit``: ``result_`` (the :class:`BRLResult`), ``classes_``, ``encoder_`` (the items),
+    ``rules_`` (the BRL-point list as :class:`Rule` records, the default rule last); ``print(clf)``
+    shows the list with credible intervals.
     """
 
     def __init__(
@@ -482,9 +512,10 @@ class BayesianRuleListClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         if self.estimate not in ("point", "post"):
             raise ValueError(f"estimate must be 'point' or 'post', got {self.estimate!r}")
+        X = check_estimator_input(self, X, reset=True, tables=True)
+        classes, codes = _labels(y, X.shape[0])
         self.encoder_: ItemEncoder = fit_item_encoder(X, n_bins=self.n_bins, negations=self.negations)
         items = self.encoder_.transform(X)
-        _, codes = _labels(y, items.shape[0])
         antecedents = mine_antecedents(
             items,
             codes,
@@ -494,7 +525,7 @@ class BayesianRuleListClassifier(ClassifierMixin, BaseEstimator):
         )
         self.result_ = fit_brl(
             items,
-            y,
+            classes[codes],
             priors=self.priors,
             antecedents=antecedents,
             max_length=self.max_length,
@@ -511,16 +542,37 @@ class BayesianRuleListClassifier(ClassifierMixin, BaseEstimator):
             progress_bar=self.progress_bar,
         )
         self.classes_ = self.result_.classes
-        if isinstance(X, pd.DataFrame):
-            self.feature_names_in_ = np.asarray(X.columns, dtype=object)
-        self.n_features_in_ = np.shape(X)[1]
         return self
 
+    @property
+    def rules_(self) -> list[Rule]:
+        """The BRL-point list as data: one :class:`Rule` per rule, the default rule last."""
+        check_is_fitted(self)
+        result = self.result_
+        rules = result.point_list()
+        counts = result.rule_counts(rules)
+        probabilities = brl.label_posterior_mean(counts, result.priors.alpha_vector(len(self.classes_)))
+        antecedents = list(rules) + [None]
+        return [
+            Rule(
+                conditions=() if r is None else tuple(result.item_names[i] for i in result.antecedents[r]),
+                antecedent=r,
+                probabilities=p,
+                counts=n,
+                prediction=self.classes_[int(np.argmax(p))],
+            )
+            for r, p, n in zip(antecedents, probabilities, counts)
+        ]
+
     def predict_proba(self, X) -> np.ndarray:
+        check_is_fitted(self)
+        X = check_estimator_input(self, X, reset=False, tables=True)
         return self.result_.predict_proba(self.encoder_.transform(X), estimate=self.estimate)
 
     def predict(self, X) -> np.ndarray:
+        check_is_fitted(self)
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
     def explain(self, **kwargs) -> str:
+        check_is_fitted(self)
         return self.result_.explain(**kwargs)

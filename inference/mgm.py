@@ -15,16 +15,20 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils.validation import check_is_fitted
 
 from interpretable_zoo.inference import mgm_vi, target_check
 from interpretable_zoo.inference.explanation import html_card, records
+from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin
 from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.validation import (
     check_binary_matrix,
+    check_estimator_input,
     check_flag,
     check_n_clusters,
     check_number,
     check_positive_int,
+    check_real_matrix,
 )
 from interpretable_zoo.models.mgm import AND, FORMULA_NAMES, Priors
 
@@ -35,6 +39,7 @@ class MGMResult:
 
     Attributes:
         elbo: ELBO of the returned fit.
+        n_iterations: merge iterations of the search of the returned fit (at most ``max_iter``).
         elbo_traces: per restart, the ELBO after the start (annealing and cluster moves on singleton groups),
             after each search iteration and after the final cluster moves; never decreasing.
         groups: member dimensions of each extracted group (index tuples, occupied groups only).
@@ -65,6 +70,7 @@ class MGMResult:
     cluster_weights: np.ndarray
     priors: Priors
     exact_or: bool = False
+    n_iterations: int = 0
     sweep_elbo: dict[int, float] = field(default_factory=dict)
     sweep_restart_elbo: dict[int, np.ndarray] = field(default_factory=dict)
     _phi: np.ndarray | None = field(default=None, repr=False)
@@ -245,6 +251,7 @@ def _result_from(search: mgm_vi.SearchResult, n_clusters, names, priors, exact_o
         cluster_weights=tau / tau.sum(),
         priors=priors,
         exact_or=exact_or,
+        n_iterations=int(search.n_iterations[best]),
         _phi=phi,
         _tau=tau.astype(float),
     )
@@ -382,36 +389,54 @@ def fit_mgm_sweep(
     return best
 
 
-class MGMClusterer(ClusterMixin, BaseEstimator):
-    """scikit-learn clusterer: MGM with the paper's protocol; ``explain()`` gives the distinguishing groups."""
+class MGMClusterer(ExplainedEstimatorMixin, ClusterMixin, BaseEstimator):
+    """scikit-learn clusterer: MGM with the paper's protocol (:func:`fit_mgm`); ``explain()`` (and ``print``)
+    gives the distinguishing groups, ``result_`` the :class:`MGMResult`.
+
+    ``binarize``: None (default) takes X as it is, which must then be binary (0/1); a number t makes
+    every feature the indicator x > t first, in fit and predict (as ``BernoulliNB(binarize=t)``), so that
+    real-valued input such as pixel intensities or counts can be given directly.
+
+    After ``fit``: ``result_``, ``labels_`` (each observation's most probable cluster; clusters that no
+    observation prefers stay empty, so labels need not be consecutive), ``n_iter_`` (merge iterations of
+    the chosen restart).
+    """
 
     def __init__(self, n_clusters: int = 4, *, priors: Priors | None = None, restarts: int = 5, max_iter: int = 40,
-                 seed: int = 0, rel_tol: float = 0.1):  # fmt: skip
+                 seed: int = 0, rel_tol: float = 0.1, binarize: float | None = None):  # fmt: skip
         self.n_clusters = n_clusters
         self.priors = priors
         self.restarts = restarts
         self.max_iter = max_iter
         self.seed = seed
         self.rel_tol = rel_tol
+        self.binarize = binarize
+
+    def _binary(self, X, *, reset: bool):
+        """X checked as scikit-learn expects, and thresholded at ``binarize`` when that is given."""
+        X = check_estimator_input(self, X, reset=reset)
+        if self.binarize is None:
+            return X
+        threshold = check_number(self.binarize, "binarize")
+        return (check_real_matrix(X, "X") > threshold).astype(np.uint8)
 
     def fit(self, X, y=None):
-        self.result_ = fit_mgm(X, self.n_clusters, priors=self.priors, restarts=self.restarts,
-                               max_iter=self.max_iter, seed=self.seed, rel_tol=self.rel_tol)  # fmt: skip
+        X = self._binary(X, reset=True)
+        self.result_ = fit_mgm(X, self.n_clusters, priors=self.priors, restarts=self.restarts, max_iter=self.max_iter,
+                               seed=self.seed, rel_tol=self.rel_tol,
+                               feature_names=getattr(self, "feature_names_in_", None))  # fmt: skip
         self.labels_ = self.result_.labels
-        self.feature_names_in_ = np.asarray(self.result_.feature_names, dtype=object)
-        self.n_features_in_ = len(self.result_.feature_names)
+        self.n_iter_ = self.result_.n_iterations
         return self
 
-    def _fitted(self) -> MGMResult:
-        if not hasattr(self, "result_"):
-            raise ValueError("MGMClusterer: call fit before predict or explain")
-        return self.result_
-
     def predict(self, X):
-        return self._fitted().predict(X)
+        check_is_fitted(self)
+        return self.result_.predict(self._binary(X, reset=False))
 
     def predict_proba(self, X):
-        return self._fitted().predict_proba(X)
+        check_is_fitted(self)
+        return self.result_.predict_proba(self._binary(X, reset=False))
 
     def explain(self, **kwargs) -> str:
-        return self._fitted().explain(**kwargs)
+        check_is_fitted(self)
+        return self.result_.explain(**kwargs)

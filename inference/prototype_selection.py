@@ -19,8 +19,14 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
 from interpretable_zoo.inference import memory, set_cover
+from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin
 from interpretable_zoo.inference.explanation import html_card, records
-from interpretable_zoo.inference.validation import check_positive_int, check_real_matrix, encode_labels
+from interpretable_zoo.inference.validation import (
+    check_estimator_input,
+    check_positive_int,
+    check_real_matrix,
+    encode_labels,
+)
 from interpretable_zoo.models import prototype_selection as ps_model
 
 METHODS = ("greedy", "lp")
@@ -324,16 +330,17 @@ def select_prototypes(
     )
 
 
-class PrototypeClassifier(ClassifierMixin, BaseEstimator):
+class PrototypeClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimator):
     """Nearest-prototype classifier of Bien & Tibshirani (2011) for scikit-learn.
 
     With ``eps=None`` the ball radius is chosen by ``cv``-fold cross-validation over the
     ``eps_quantiles`` quantiles (levels in [0, 1]; default 0, 0.02, ..., 0.5) of the training
     dissimilarities (pairs i < j), with the one-standard-error rule (sec. 6.4): among the radii whose
     mean error is within one standard error of the smallest, the one giving the fewest prototypes
-    (ties: the larger radius). The quantiles are exact (those of float64 dissimilarities, R's type 7)
-    and streamed (:func:`set_cover.dissimilarity_quantiles`), and each fold selects its prototypes
-    from its own features, so no n x n matrix of dissimilarities is ever held.
+    (ties: the larger radius); radii at which some fold or the training set selects no prototype are no
+    candidates. The quantiles are exact (those of float64 dissimilarities, R's type 7) and streamed
+    (:func:`set_cover.dissimilarity_quantiles`), and each fold selects its prototypes from its own
+    features, so no n x n matrix of dissimilarities is ever held.
     After ``fit``: ``eps_``, ``selection_`` (a :class:`PrototypeSelection`), ``classes_``,
     ``cv_results_`` (eps, mean_error, se_error, mean_prototypes) when eps was cross-validated.
     """
@@ -363,9 +370,7 @@ class PrototypeClassifier(ClassifierMixin, BaseEstimator):
         set_cover.check_metric(self.metric)
         _check_choice(self.method, "method", METHODS)
         check_positive_int(self.seed, "seed", minimum=0)
-        if hasattr(X, "columns"):
-            self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
-        X = _check_features(X, "X", self.metric)
+        X = _check_features(check_estimator_input(self, X, reset=True), "X", self.metric)
         classes, codes = encode_labels(y, len(X), "prototype selection")
         if self.eps is None:
             self.eps_, self.cv_results_ = self._cross_validate(X, codes, self._quantile_levels(), self._folds(codes))
@@ -375,7 +380,6 @@ class PrototypeClassifier(ClassifierMixin, BaseEstimator):
             X, classes[codes], eps=self.eps_, lam=self.lam, method=self.method, metric=self.metric, seed=self.seed
         )
         self.classes_ = classes
-        self.n_features_in_ = X.shape[1]
         return self
 
     def _quantile_levels(self) -> np.ndarray:
@@ -429,16 +433,28 @@ class PrototypeClassifier(ClassifierMixin, BaseEstimator):
                     continue
                 errors[fold, k] = np.mean(selection.predict(X[test]) != codes[test])
         mean, se = errors.mean(axis=0), errors.std(axis=0, ddof=1) / np.sqrt(n_folds)
-        best = int(np.argmin(mean))
-        eligible = np.flatnonzero(mean <= mean[best] + se[best])
+        # a radius at which some fold, or the whole training set, selects no prototype predicts nothing
+        classifies = (sizes > 0).all(axis=0) & np.array([self._selects_any(X, codes, eps) for eps in grid])
+        if not classifies.any():
+            raise ValueError(
+                f"eps_quantiles: at every radius tried some fold or the training set selects no prototype "
+                f"(lam={self.lam}); choose smaller quantile levels or a smaller lam"
+            )
+        best = int(np.argmin(np.where(classifies, mean, np.inf)))
+        eligible = np.flatnonzero(classifies & (mean <= mean[best] + se[best]))
         mean_sizes = sizes.mean(axis=0)
         chosen = eligible[np.lexsort((-grid[eligible], mean_sizes[eligible]))[0]]
         results = {"eps": grid, "mean_error": mean, "se_error": se, "mean_prototypes": mean_sizes}
         return float(grid[chosen]), results
 
+    def _selects_any(self, X: np.ndarray, codes: np.ndarray, eps: float) -> bool:
+        selection = select_prototypes(X, codes, eps=eps, lam=self.lam, method=self.method, metric=self.metric,
+                                      seed=self.seed)  # fmt: skip
+        return len(selection.prototypes) > 0
+
     def predict(self, X) -> np.ndarray:
         check_is_fitted(self, "selection_")
-        return self.selection_.predict(check_real_matrix(X, "X"))
+        return self.selection_.predict(check_real_matrix(check_estimator_input(self, X, reset=False), "X"))
 
     def explain(self, max_prototypes: int = 15) -> str:
         check_is_fitted(self, "selection_")

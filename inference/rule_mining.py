@@ -62,6 +62,7 @@ class ItemEncoder:
                 numbers_ = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
                 if np.isnan(numbers_).any():
                     raise ValueError(f"X has non-numeric values in the numeric column {column!r}")
+                _check_finite(numbers_, column)
                 below = numbers_[:, None] <= np.asarray(thresholds)[None, :]
                 blocks += [below, ~below]
         return np.concatenate(blocks, axis=1).astype(np.uint8)
@@ -74,6 +75,11 @@ def _as_frame(X, name: str) -> pd.DataFrame:
     if array.ndim != 2:
         raise ValueError(f"{name} must be a DataFrame or a 2-D array, got shape {array.shape}")
     return pd.DataFrame(array, columns=[f"x{j}" for j in range(array.shape[1])])
+
+
+def _check_finite(values: np.ndarray, column) -> None:
+    if np.isinf(values).any():
+        raise ValueError(f"X: column {column!r} has infinite values; replace them or drop their rows")
 
 
 def _format_number(value: float) -> str:
@@ -100,8 +106,8 @@ def fit_item_encoder(X, *, n_bins: int = 4, negations: bool = True) -> ItemEncod
         if series.isna().any():
             raise ValueError(f"X has missing values (NaN) in column {column!r}")
         numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
-        if numeric and np.isinf(series.to_numpy(dtype=float)).any():
-            raise ValueError(f"X: column {column!r} has infinite values; replace them or drop their rows")
+        if numeric:
+            _check_finite(series.to_numpy(dtype=float), column)
         distinct = series.astype("category").cat.categories if not numeric else np.unique(series.to_numpy())
         if numeric and len(distinct) > 2:
             cuts = np.unique(np.quantile(series.to_numpy(dtype=float), np.arange(1, n_bins) / n_bins))

@@ -4,10 +4,14 @@ it only checks), or raises a ValueError whose message starts with the argument's
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 import pandas as pd
 import scipy.sparse
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import validate_data
 
 from interpretable_zoo.inference import memory
 
@@ -85,10 +89,8 @@ def check_binary_matrix(
         raise ValueError(
             f"{name}: must be binary (0/1), found values {found}; binarise it first, e.g. datasets.binarize"
         )
-    if matrix.shape[0] < min_rows or matrix.shape[1] < 1:
-        needed = f"{min_rows} {rows}{'s' if min_rows > 1 else ''} and 1 {columns}"
-        empty = "the empty " if 0 in matrix.shape else ""
-        raise ValueError(f"{name}: needs at least {needed}, got {empty}shape {matrix.shape}")
+    _check_size(matrix.shape, name, f"{min_rows} {rows}{'s' if min_rows > 1 else ''} and 1 {columns}",
+                min_rows=min_rows, dims=dims)
     if scipy.sparse.issparse(matrix):
         matrix.eliminate_zeros()
     return matrix.astype(dtype, copy=False)
@@ -98,8 +100,7 @@ def check_real_matrix(value, name: str, *, nonnegative: bool = False) -> np.ndar
     """``value`` as a finite float64 matrix with at least one row and one column (and no negative entry when
     ``nonnegative``, as a dissimilarity)."""
     array = _as_matrix(value, name)
-    if 0 in array.shape:
-        raise ValueError(f"{name}: needs at least one row and one column, got shape {array.shape}")
+    _check_size(array.shape, name, "one row and one column")
     array = array.astype(np.float64, copy=False)
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{name}: contains NaN or infinite values")
@@ -108,8 +109,22 @@ def check_real_matrix(value, name: str, *, nonnegative: bool = False) -> np.ndar
     return array
 
 
+def _check_size(shape, name: str, needed: str, *, min_rows: int = 1, dims: tuple[str, str] = ("row", "column")):
+    """ValueError unless a matrix of ``shape`` has ``min_rows`` rows and a column; the message says what is
+    ``needed`` and, when an axis is empty, how many rows or columns were found (in scikit-learn's words)."""
+    if shape[0] >= min_rows and shape[1] >= 1:
+        return
+    if 0 in shape:
+        axis = dims[1] if shape[1] == 0 else dims[0]
+        minimum = 1 if shape[1] == 0 else min_rows
+        raise ValueError(f"{name}: needs at least {needed}; found 0 {axis}(s) (shape={shape}) while a minimum of "
+                         f"{minimum} is required (an empty matrix)")  # fmt: skip
+    raise ValueError(f"{name}: needs at least {needed}, got shape {shape}")
+
+
 def _as_matrix(value, name: str, *, sparse: bool = False, dims: tuple[str, str] = ("rows", "columns")):
-    """``value`` as a 2-D array of numbers or booleans (a scipy sparse matrix kept as it is when ``sparse``)."""
+    """``value`` as a 2-D array of numbers or booleans (a scipy sparse matrix kept as it is when ``sparse``);
+    an object array is read as numbers (TypeError when a cell is neither a string nor a number)."""
     if scipy.sparse.issparse(value):
         if not sparse:
             raise ValueError(f"{name}: sparse matrices are not supported; pass a dense array ({name}.toarray())")
@@ -120,10 +135,63 @@ def _as_matrix(value, name: str, *, sparse: bool = False, dims: tuple[str, str] 
         except ValueError as error:  # ragged nested sequences
             raise ValueError(f"{name}: cannot be read as a 2-D array ({error})") from None
     if matrix.ndim != 2:
-        raise ValueError(f"{name}: expected a 2-D matrix ({dims[0]} x {dims[1]}), got shape {matrix.shape}")
-    if not (np.issubdtype(matrix.dtype, np.number) or matrix.dtype == bool) or np.iscomplexobj(matrix):
+        reshape = f"; Reshape your data: {name}.reshape(1, -1) for one sample, {name}.reshape(-1, 1) for one feature"
+        raise ValueError(f"{name}: expected a 2-D matrix ({dims[0]} x {dims[1]}), got shape {matrix.shape}"
+                         f"{reshape if matrix.ndim == 1 else ''}")  # fmt: skip
+    if matrix.dtype == object:
+        _check_cells(matrix, name)
+        try:
+            matrix = matrix.astype(np.float64)
+        except ValueError as error:  # strings that are not numbers
+            raise ValueError(f"{name}: expected numbers (a numeric or boolean matrix), got {error}") from None
+    if np.iscomplexobj(matrix):
+        raise ValueError(f"{name}: expected numbers (a numeric or boolean matrix); Complex data not supported, got "
+                         f"dtype {matrix.dtype}")  # fmt: skip
+    if not (np.issubdtype(matrix.dtype, np.number) or matrix.dtype == bool):
         raise ValueError(f"{name}: expected numbers (a numeric or boolean matrix), got dtype {matrix.dtype}")
     return matrix
+
+
+def _check_cells(matrix: np.ndarray, name: str) -> None:
+    """TypeError naming ``name`` when a cell of an object array is neither a string nor a number (ValueError
+    when it is None, a missing value)."""
+    for cell in matrix.flat:
+        if cell is None:
+            raise ValueError(f"{name}: contains missing values (None)")
+        if not isinstance(cell, (str, numbers.Number, np.bool_)):
+            raise TypeError(f"{name}: every cell's argument must be a string or a number, got a {type(cell).__name__}")
+
+
+def check_estimator_input(estimator, X, *, reset: bool, tables: bool = False):
+    """``X`` as a scikit-learn estimator's ``fit`` (``reset``) or ``predict`` / ``transform`` receives it, checked
+    before the estimator's own checks. Arrays are read by :func:`_as_matrix` (sparse, complex and 1-D input
+    refused, object arrays of numbers read as numbers); with ``tables`` (estimators of categorical or mixed
+    columns) a DataFrame is kept as it is and an array of strings too. Then, as scikit-learn's
+    ``validate_data``: at least one row and one column, and the number of features and column names
+    recorded in fit (``n_features_in_``, ``feature_names_in_``) or compared with the fitted ones
+    ("X has 6 features, but ... is expecting 4")."""
+    frame = X if isinstance(X, pd.DataFrame) else None
+    if not (tables and frame is not None):
+        try:
+            X = _as_matrix(X, "X")
+        except ValueError:
+            if not tables or not _is_string_table(X):
+                raise
+            X = np.asarray(X)
+    _check_size(X.shape, "X", "one row and one column", dims=("sample", "feature"))
+    validate_data(estimator, X if frame is None else frame, skip_check_array=True, reset=reset)  # column names
+    return X
+
+
+def _is_string_table(X) -> bool:
+    """Whether ``X`` is a 2-D array of strings (and numbers), read as categories."""
+    array = np.asarray(X) if not scipy.sparse.issparse(X) else None
+    if array is None or array.ndim != 2:
+        return False
+    if array.dtype == object:
+        _check_cells(array, "X")
+        return True
+    return array.dtype.kind == "U"
 
 
 def encode_labels(y, n_rows: int, method: str) -> tuple[np.ndarray, np.ndarray]:
@@ -131,17 +199,27 @@ def encode_labels(y, n_rows: int, method: str) -> tuple[np.ndarray, np.ndarray]:
     1-D, one label per training point (``n_rows``), of one orderable type, without missing labels, with at
     least two classes (``method`` names what needs them in that message)."""
     if y is None:
-        raise ValueError("y: the class labels are required")
+        raise ValueError(f"y: the class labels are required; {method} requires y to be passed, but the target y is None")
     try:
         y = np.asarray(y)
     except ValueError as error:  # ragged nested sequences
         raise ValueError(f"y: cannot be read as a 1-D array of labels ({error})") from None
+    if y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn(DataConversionWarning("A column-vector y was passed when a 1d array was expected; y is "
+                                            "read as y.ravel()"), stacklevel=3)  # fmt: skip
+        y = y.ravel()
     if y.ndim != 1 or len(y) != n_rows:
         raise ValueError(f"y: must be 1-D with one label per training point ({n_rows}), got shape {y.shape}")
     if y.dtype.kind == "f" and np.isnan(y).any():
         raise ValueError("y: contains NaN")
     if y.dtype.kind == "c":
         raise ValueError(f"y: labels must be integers, strings or other orderable values, got dtype {y.dtype}")
+    if y.dtype.kind in "biuf" and type_of_target(y) == "continuous":
+        fractional = y[y != np.round(y)][:3]
+        raise ValueError(
+            f"y: continuous values such as {', '.join(f'{v:.6g}' for v in fractional)}: {method} needs discrete class "
+            "labels (Unknown label type: continuous); for a numeric outcome, bin it into classes first"
+        )
     if y.dtype == object and any(
         label is None or (isinstance(label, float) and np.isnan(label)) for label in y.tolist()
     ):
@@ -155,7 +233,8 @@ def encode_labels(y, n_rows: int, method: str) -> tuple[np.ndarray, np.ndarray]:
         ) from None
     if len(classes) < 2:
         found = f"a single class ({classes[0]!r})" if len(classes) else "no labels"
-        raise ValueError(f"y: has {found}; {method} needs at least two classes")
+        raise ValueError(f"y: has {found}; {method} needs at least two classes, got {len(classes)} class"
+                         f"{'' if len(classes) == 1 else 'es'}")  # fmt: skip
     return classes, codes.reshape(-1)
 
 

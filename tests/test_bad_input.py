@@ -22,15 +22,16 @@ import pytest
 import scipy.io
 import scipy.sparse
 import xarray
+from sklearn.exceptions import NotFittedError
 
 from interpretable_zoo import cli
 from interpretable_zoo import datasets as ds
 from interpretable_zoo.inference import memory
 from interpretable_zoo.inference.bayesian_sets import BayesianSets, estimate_membership_rate, precision_at_k
-from interpretable_zoo.inference.bcm import fit_bcm
+from interpretable_zoo.inference.bcm import BCMClusterer, fit_bcm
 from interpretable_zoo.inference.brl import BayesianRuleListClassifier, fit_brl
 from interpretable_zoo.inference.memory import InsufficientMemoryError
-from interpretable_zoo.inference.mgm import fit_mgm, fit_mgm_sweep
+from interpretable_zoo.inference.mgm import MGMClusterer, fit_mgm, fit_mgm_sweep
 from interpretable_zoo.inference.prototype_selection import PrototypeClassifier, select_prototypes
 from interpretable_zoo.inference.rule_mining import fit_item_encoder
 from interpretable_zoo.inference.set_cover import dissimilarity_quantile, dissimilarity_quantiles
@@ -242,6 +243,26 @@ PROTOTYPE_SELECTION = [
         r"pairs within eps = 1\) needs about [0-9.]+ TiB, more than",
         "memory-real-estimate",
     ),
+    (
+        lambda mp: select_prototypes(X, X[:, 0], eps=1.0),
+        ValueError,
+        r"^y: continuous values such as .*: prototype selection needs discrete class labels",
+        "y-continuous",
+    ),
+    (
+        lambda mp: PrototypeClassifier(eps=1.5).fit(X, X[:, 0]),
+        ValueError,
+        r"^y: continuous values such as",
+        "classifier-y-continuous",
+    ),
+    (lambda mp: PrototypeClassifier(eps=1.5).fit(X, None), ValueError, r"^y: the class labels are required", "classifier-y-none"),
+    (
+        lambda mp: PrototypeClassifier(eps=1.5).fit(X, Y).predict(X[:, :2]),
+        ValueError,
+        r"^X has 2 features, but PrototypeClassifier is expecting 3 features",
+        "classifier-predict-feature-count",
+    ),
+    (lambda mp: PrototypeClassifier().predict(X), NotFittedError, r"PrototypeClassifier .* not fitted", "classifier-unfitted"),
 ]
 
 # ----------------------------------------------------------------------------- Bayesian Sets
@@ -408,6 +429,25 @@ RULE_LISTS = [
         r"^estimate must be 'point' or 'post'",
         "classifier-estimate",
     ),
+    (lambda mp: fit_brl(XB, RNG.normal(size=16)), ValueError, r"^y: continuous values such as", "y-continuous"),
+    (
+        lambda mp: BayesianRuleListClassifier().fit(AGES, np.linspace(0, 1, 16)),
+        ValueError,
+        r"^y: continuous values such as 0.0666667.*a rule list needs discrete class labels",
+        "classifier-y-continuous",
+    ),
+    (
+        lambda mp: BayesianRuleListClassifier().fit(scipy.sparse.csr_matrix(XB), YB),
+        ValueError,
+        r"^X: sparse matrices are not supported",
+        "classifier-X-sparse",
+    ),
+    (
+        lambda mp: BayesianRuleListClassifier().predict(AGES),
+        NotFittedError,
+        r"BayesianRuleListClassifier .* not fitted",
+        "classifier-unfitted",
+    ),
 ]
 
 # ----------------------------------------------------------------------------- Mind the Gap
@@ -448,6 +488,9 @@ MIND_THE_GAP = [
         r"^clusters_per_batch: must be at least 1",
         "sweep-clusters-per-batch-zero",
     ),
+    (lambda mp: MGMClusterer(2).fit(XB * 2), ValueError, r"^X: must be binary \(0/1\)", "clusterer-X-not-binary"),
+    (lambda mp: MGMClusterer(2, binarize="0").fit(XB), ValueError, r"^binarize: expected a finite number", "clusterer-binarize"),
+    (lambda mp: MGMClusterer(2).predict(XB), NotFittedError, r"MGMClusterer .* not fitted", "clusterer-unfitted"),
 ]
 
 # ----------------------------------------------------------------------------- Bayesian Case Model
@@ -525,6 +568,13 @@ CASE_MODEL = [
     (lambda mp: fit_bcm(XC, 2, n_temperatures=0), ValueError, r"^n_temperatures: must be at least 1", "n-temps-zero"),
     (lambda mp: fit_bcm(XC, 2, init="kmeans"), ValueError, r"^init: expected 'random'", "init-string"),
     (lambda mp: fit_bcm(XC, 2, n_values=[2, 2]), ValueError, r"^n_values: expected one integer, or 5", "n-values-short"),
+    (
+        lambda mp: BCMClusterer(2).fit(XC + 1j),
+        ValueError,
+        r"^X: expected numbers .*; Complex data not supported",
+        "clusterer-X-complex",
+    ),
+    (lambda mp: BCMClusterer(2).transform(XC), NotFittedError, r"BCMClusterer .* not fitted", "clusterer-unfitted"),
 ]
 
 

@@ -1,12 +1,14 @@
 """BCM public layer: fit_bcm's trace and summaries, explanations, mixture weights, the scikit-learn
 wrapper, bad input, and the paper's smiley-face and recipe examples."""
 
+import pickle
 from argparse import Namespace
 
 import jax
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.base import clone
 
 from interpretable_zoo.datasets import load_recipes
 from interpretable_zoo.datasets.smiley_faces import SMILEY_SUBSPACES
@@ -207,6 +209,11 @@ def test_clusterer_follows_the_scikit_learn_protocol():
     assert labels.shape == (12,) and set(labels) <= {0, 1, 2}
     assert clusterer.transform(X_SMALL).shape == (12, 3)
     assert len(clusterer.explain().splitlines()) == 4  # a heading and a line per cluster
+    assert str(clusterer) == clusterer.explain() and str(clone(clusterer)) == repr(clone(clusterer))
+    restored = pickle.loads(pickle.dumps(clusterer))  # with its BCMResult, which once held a local lambda
+    np.testing.assert_allclose(restored.transform(X_SMALL), clusterer.transform(X_SMALL))
+    pd.testing.assert_frame_equal(restored.result_.explain_frame(), clusterer.result_.explain_frame())
+    assert pickle.loads(pickle.dumps(clone(clusterer))).get_params() == clusterer.get_params()
 
 
 @pytest.mark.parametrize(
