@@ -454,6 +454,7 @@ class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, TransformerMixin, Base
         min_ess=400.0,
         max_seconds=300.0,
         progress_bar=None,
+        devices=None,
     ):
         self.n_clusters = n_clusters
         self.priors = priors
@@ -466,6 +467,7 @@ class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, TransformerMixin, Base
         self.min_ess = min_ess
         self.max_seconds = max_seconds
         self.progress_bar = progress_bar
+        self.devices = devices
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -488,6 +490,7 @@ class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, TransformerMixin, Base
             min_ess=self.min_ess,
             max_seconds=self.max_seconds,
             progress_bar=self.progress_bar,
+            devices=self.devices,
         )
         self.labels_ = self.result_.transform().argmax(1)
         return self

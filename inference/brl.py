@@ -490,6 +490,7 @@ class BayesianRuleListClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseE
         max_seconds: float | None = 60.0,
         estimate: str = "point",
         progress_bar: bool | None = None,
+        devices=None,
     ):
         self.priors = priors
         self.min_support = min_support
@@ -508,6 +509,7 @@ class BayesianRuleListClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseE
         self.max_seconds = max_seconds
         self.estimate = estimate
         self.progress_bar = progress_bar
+        self.devices = devices
 
     def fit(self, X, y):
         if self.estimate not in ("point", "post"):
@@ -540,6 +542,7 @@ class BayesianRuleListClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseE
             min_ess=self.min_ess,
             max_seconds=self.max_seconds,
             progress_bar=self.progress_bar,
+            devices=self.devices,
         )
         self.classes_ = self.result_.classes
         return self
