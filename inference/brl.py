@@ -384,24 +384,28 @@ def fit_brl(
 
 def _pointwise_log_likelihood(table, labels, alpha, rules, lengths) -> np.ndarray:
     """(chain, draw, n) float32: :func:`models.brl.loo_log_predictive` of every training sample under each
-    drawn list, computed once per distinct list (in a buffer of one row per draw, so that fits of one shape
-    share the compiled program)."""
+    drawn list, computed once per distinct list, :data:`LISTS_PER_CALL` lists per call (the last call
+    padded), so that every fit and extension of one shape shares the compiled program."""
     draws = np.column_stack([rules.reshape(-1, rules.shape[-1]), lengths.ravel()])
     unique, inverse = np.unique(draws, axis=0, return_inverse=True)
-    padded = np.pad(unique, ((0, len(draws) - len(unique)), (0, 0)), mode="edge")
-    per_list = _loo_per_list(jnp.asarray(table), jnp.asarray(labels), jnp.asarray(alpha), jnp.asarray(padded), len(unique))
-    return np.asarray(per_list)[inverse.ravel()].reshape(*lengths.shape, -1)
+    padded = np.pad(unique, ((0, -len(unique) % LISTS_PER_CALL), (0, 0)), mode="edge")
+    table, labels, alpha = jnp.asarray(table), jnp.asarray(labels), jnp.asarray(alpha)
+    per_list = np.concatenate([
+        np.asarray(_loo_per_list(table, labels, alpha, jnp.asarray(padded[start : start + LISTS_PER_CALL])))
+        for start in range(0, len(padded), LISTS_PER_CALL)
+    ])  # fmt: skip
+    return per_list[inverse.ravel()].reshape(*lengths.shape, -1)
+
+
+LISTS_PER_CALL = 256
+"""Distinct lists whose pointwise log-likelihood one compiled call computes."""
 
 
 @jax.jit
-def _loo_per_list(table, labels, alpha, lists, n_lists):
-    """Rows 0..n_lists - 1 of (len(lists), n): the pointwise terms of each list (a row: rules, then length)."""
-
-    def fill(i, out):
-        row = lists[i]
-        return out.at[i].set(brl.loo_log_predictive(table, labels, alpha, row[:-1], row[-1]).astype(jnp.float32))
-
-    return jax.lax.fori_loop(0, n_lists, fill, jnp.zeros((lists.shape[0], table.shape[0]), jnp.float32))
+def _loo_per_list(table, labels, alpha, lists):
+    """(len(lists), n): the pointwise terms of each list (a row: rules, then length), one list at a time
+    (the memory of one list's capture counts)."""
+    return jax.lax.map(lambda row: brl.loo_log_predictive(table, labels, alpha, row[:-1], row[-1]).astype(jnp.float32), lists)
 
 
 def _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes) -> BRLResult:
