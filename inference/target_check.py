@@ -137,19 +137,21 @@ class _Key(NamedTuple):
     priors: object
 
 
-def family(fn) -> str:
-    """The class name of a site's distribution, seen through ``to_event``, ``expand`` and masks."""
+def base_distribution(fn):
+    """A site's distribution seen through ``to_event``, ``expand`` and masks."""
     while isinstance(fn, (dist.Independent, dist.ExpandedDistribution, dist.MaskedDistribution)):
         fn = fn.base_dist
-    return type(fn).__name__
+    return fn
+
+
+def family(fn) -> str:
+    """The class name of a site's base distribution (:func:`base_distribution`)."""
+    return type(base_distribution(fn)).__name__
 
 
 def base_parameter(fn, name: str):
     """Parameter ``name`` of a site's base distribution, broadcast to the site's shape."""
-    base = fn
-    while isinstance(base, (dist.Independent, dist.ExpandedDistribution, dist.MaskedDistribution)):
-        base = base.base_dist
-    return jnp.broadcast_to(getattr(base, name), fn.batch_shape + fn.event_shape)
+    return jnp.broadcast_to(getattr(base_distribution(fn), name), fn.batch_shape + fn.event_shape)
 
 
 def _matches(name: str, patterns) -> bool:
@@ -676,10 +678,8 @@ def _traced_parameters(program, args, kwargs, assumptions: dict, point: dict) ->
             if site["type"] != "sample" or assumption is None or family(site["fn"]) != assumption.family:
                 continue
             for parameter, assumed in assumption.parameters(values).items():
-                base = site["fn"]
-                while isinstance(base, (dist.Independent, dist.ExpandedDistribution, dist.MaskedDistribution)):
-                    base = base.base_dist
-                actual, assumed = jnp.broadcast_arrays(jnp.asarray(getattr(base, parameter), float), jnp.asarray(assumed, float))
+                actual = getattr(base_distribution(site["fn"]), parameter)
+                actual, assumed = jnp.broadcast_arrays(jnp.asarray(actual, float), jnp.asarray(assumed, float))
                 gaps[(name, parameter)] = jnp.max(jnp.abs(actual - assumed))
         return gaps
 

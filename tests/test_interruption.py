@@ -13,18 +13,23 @@ CHUNK = 32
 OPTIONS = dict(num_chains=2, n_temperatures=4, scans_per_chunk=CHUNK, progress_bar=False)
 
 
-def interrupt_at_call(monkeypatch, n: int) -> None:
-    """``tempering.run_scans`` raising KeyboardInterrupt on its ``n``-th call from now, as Ctrl-C would."""
+def raise_at_call(monkeypatch, n: int, exception) -> None:
+    """``tempering.run_scans`` raising ``exception`` on its ``n``-th call from now."""
     calls = []
     run_scans = tempering.run_scans
 
-    def interrupted(*args, **kwargs):
+    def failing(*args, **kwargs):
         calls.append(None)
         if len(calls) == n:
-            raise KeyboardInterrupt
+            raise exception
         return run_scans(*args, **kwargs)
 
-    monkeypatch.setattr(tempering, "run_scans", interrupted)
+    monkeypatch.setattr(tempering, "run_scans", failing)
+
+
+def interrupt_at_call(monkeypatch, n: int) -> None:
+    """``tempering.run_scans`` raising KeyboardInterrupt on its ``n``-th call from now, as Ctrl-C would."""
+    raise_at_call(monkeypatch, n, KeyboardInterrupt)
 
 
 def test_interrupted_sampling_keeps_the_chunks_run_so_far(monkeypatch):
@@ -70,23 +75,14 @@ def test_interrupt_before_any_chunk_ends_propagates(monkeypatch):
 # ---------------------------------------------------------------- checkpoints: stop, resume, same draws
 
 
-def stop_after_calls(monkeypatch, n: int) -> None:
+def stop_after_calls(monkeypatch, n: int) -> type[Exception]:
     """``tempering.run_scans`` dying (as a killed process would) on its ``n``-th call from now: an exception
     that the engine does not catch, so only the checkpoint file survives."""
 
     class Killed(Exception):
         pass
 
-    calls = []
-    run_scans = tempering.run_scans
-
-    def dying(*args, **kwargs):
-        calls.append(None)
-        if len(calls) == n:
-            raise Killed
-        return run_scans(*args, **kwargs)
-
-    monkeypatch.setattr(tempering, "run_scans", dying)
+    raise_at_call(monkeypatch, n, Killed)
     return Killed
 
 

@@ -23,7 +23,7 @@ from interpretable_zoo.inference.bayesian_sets import BayesianSets
 from interpretable_zoo.inference.bcm import fit_bcm
 from interpretable_zoo.inference.brl import BayesianRuleListClassifier, fit_brl
 from interpretable_zoo.inference.mgm import fit_mgm
-from interpretable_zoo.inference.target_check import ModelMismatchError
+from interpretable_zoo.inference.target_check import ModelMismatchError, base_distribution
 from interpretable_zoo.models import bayesian_sets, bcm, brl, mgm
 from tests.test_bcm_exact import N_CLUSTERS, X_TINY, enumerated_log_terms, exact_probabilities, gof_of_draws
 from tests.test_brl_sampler import ANTECEDENTS, all_lists, gof_against_enumeration, tiny_posterior, tiny_problem
@@ -320,18 +320,12 @@ def test_bcm_refuses(monkeypatch, name, value, site):
 W_TINY = np.array([[1, 0, 1], [1, 1, 0], [0, 1, 1], [0, 0, 1]])
 
 
-def _base(fn):
-    while isinstance(fn, (dist.Independent, dist.ExpandedDistribution)):
-        fn = fn.base_dist
-    return fn
-
-
 def _kumaraswamy(fn):
-    return dist.Kumaraswamy(_base(fn).concentration1, _base(fn).concentration0)
+    return dist.Kumaraswamy(base_distribution(fn).concentration1, base_distribution(fn).concentration0)
 
 
 def _shifted_beta(fn, shift):
-    return dist.Beta(_base(fn).concentration1 + shift, _base(fn).concentration0 + shift)
+    return dist.Beta(base_distribution(fn).concentration1 + shift, base_distribution(fn).concentration0 + shift)
 
 
 @pytest.mark.parametrize(
