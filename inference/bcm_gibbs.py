@@ -902,8 +902,6 @@ class BCMGibbs(MCMCKernel):
     def __init__(self, init_labels=None, *, split_merge_clusters=DEFAULT_SPLIT_MERGE_CLUSTERS, launch_scans=DEFAULT_LAUNCH_SCANS):
         self._init_labels = None if init_labels is None else np.asarray(init_labels, np.int32)
         self._options = {"split_merge_clusters": split_merge_clusters, "launch_scans": launch_scans}
-        self._target = None
-        self._batched = False
 
     @property
     def model(self):
@@ -912,23 +910,27 @@ class BCMGibbs(MCMCKernel):
     def postprocess_fn(self, model_args, model_kwargs):
         return _identity
 
+    def target(self, model_args, model_kwargs) -> tuple[BCMStatic, BCMData]:
+        """(static, data) of :func:`make_target` for these model arguments. ``init`` and ``sample`` both
+        derive it, so the kernel keeps no state and ``sample`` always runs on its own arguments."""
+        return target_from_model_args(model_args, model_kwargs, **self._options)
+
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
-        static, data = target_from_model_args(model_args, model_kwargs, **self._options)
+        static, data = self.target(model_args, model_kwargs)
         labels = self._init_labels
-        self._batched = not is_prng_key(rng_key)
-        shapes = [(static.n_obs,)] + ([(len(rng_key), static.n_obs)] if self._batched else [])
+        batched = not is_prng_key(rng_key)
+        shapes = [(static.n_obs,)] + ([(len(rng_key), static.n_obs)] if batched else [])
         if labels is not None and labels.shape not in shapes:
             raise ValueError(f"init_labels: expected shape {' or '.join(map(str, shapes))}, got {labels.shape}")
-        self._target = (static, data)
-        if not self._batched:
+        if not batched:
             return _jit_numpyro_init(static, data, rng_key, init_params, labels)
         labels_per_chain = labels is not None and labels.ndim == 2
         in_axes = (None, None, 0, None if init_params is None else 0, 0 if labels_per_chain else None)
         return jax.jit(jax.vmap(_numpyro_init, in_axes=in_axes), static_argnums=0)(static, data, rng_key, init_params, labels)
 
     def sample(self, state, model_args, model_kwargs):
-        static, data = self._target
-        if self._batched:
+        static, data = self.target(model_args, model_kwargs)
+        if not is_prng_key(state.rng_key):
             return _numpyro_sample(static, data, state)
         return jax.tree.map(lambda value: value[0], _numpyro_sample(static, data, jax.tree.map(lambda value: value[None], state)))
 

@@ -120,11 +120,14 @@ def size_bucket(n: int, per_doubling: int) -> int:
 def pack_bits(bits, n_words: int):
     """Pack the last axis of a boolean array into ``n_words`` uint32 words (bit k of word w is element
     32 w + k, zeros beyond the array); with NumPy for concrete input, with JAX for traced input."""
-    xp = jnp if isinstance(bits, jax.core.Tracer) else np
-    bits = xp.asarray(bits, dtype=bool)
-    padded = xp.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, n_words * 32 - bits.shape[-1])])
-    words = padded.reshape(*bits.shape[:-1], n_words, 32).astype(xp.uint32)
-    return (words << xp.arange(32, dtype=xp.uint32)).sum(axis=-1, dtype=xp.uint32)
+    if not isinstance(bits, jax.core.Tracer):  # one bit per element: no wider copy of a large truth table
+        bits = np.asarray(bits, dtype=bool)
+        padded = np.zeros((*bits.shape[:-1], n_words * 32), bool)  # C order, whatever the layout of bits
+        padded[..., : bits.shape[-1]] = bits
+        return np.packbits(padded, axis=-1, bitorder="little").view("<u4").astype(np.uint32)
+    padded = jnp.pad(bits.astype(bool), [(0, 0)] * (bits.ndim - 1) + [(0, n_words * 32 - bits.shape[-1])])
+    words = padded.reshape(*bits.shape[:-1], n_words, 32).astype(jnp.uint32)
+    return (words << jnp.arange(32, dtype=jnp.uint32)).sum(axis=-1, dtype=jnp.uint32)
 
 
 def pack_labels(y, n_classes: int, n_words: int):
@@ -418,26 +421,28 @@ class BRLMetropolisHastings(MCMCKernel):
 
     def __init__(self, steps_per_sample: int = 1):
         self.steps_per_sample = check_positive_int(steps_per_sample, "steps_per_sample")
-        self._target = None
 
     @property
     def model(self):
         return brl.collapsed_model
 
-    def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
+    def target(self, model_args, model_kwargs):
+        """(static, data) of :func:`make_target` for these model arguments. ``init`` and ``sample`` both
+        derive it, so the kernel keeps no state and ``sample`` always runs on its own arguments."""
         truth_table, cardinalities, n_classes, y = model_args
         model_kwargs = model_kwargs or {}
         capacity = brl.list_capacity(np.shape(cardinalities)[0], model_kwargs.get("max_length"))
         priors = model_kwargs.get("priors", brl.Priors())
-        self._target = make_target(
-            truth_table, cardinalities, n_classes, y, priors, capacity, steps_per_call=self.steps_per_sample
-        )
+        return make_target(truth_table, cardinalities, n_classes, y, priors, capacity, steps_per_call=self.steps_per_sample)
+
+    def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
         batched = _is_batched(rng_key)
         params = None if init_params is None else jax.tree.map(jnp.asarray, init_params)
-        chains = _init_chains(*self._target, rng_key if batched else rng_key[None], params)
+        chains = _init_chains(*self.target(model_args, model_kwargs), rng_key if batched else rng_key[None], params)
         return chains if batched else jax.tree.map(lambda x: x[0], chains)
 
     def sample(self, state, model_args, model_kwargs):
+        target = self.target(model_args, model_kwargs)
         if _is_batched(state.rng_key):
-            return _sample_chains(*self._target, state)
-        return jax.tree.map(lambda x: x[0], _sample_chains(*self._target, jax.tree.map(lambda x: x[None], state)))
+            return _sample_chains(*target, state)
+        return jax.tree.map(lambda x: x[0], _sample_chains(*target, jax.tree.map(lambda x: x[None], state)))

@@ -150,10 +150,12 @@ def test_a_refit_of_the_same_shapes_compiles_nothing():
     assert np.all(np.isfinite(result.log_likelihood))
 
 
-def test_numpyro_kernel_pickles_after_init():
+def test_numpyro_kernel_keeps_no_state_and_pickles():
     kernel = BCMGibbs()
+    before = pickle.dumps(kernel)
     state = kernel.init(jax.random.PRNGKey(0), 0, None, (X_TINY, N_CLUSTERS), {})
-    restored = pickle.loads(pickle.dumps(kernel))
+    assert pickle.dumps(kernel) == before
+    restored = pickle.loads(before)
     again = restored.init(jax.random.PRNGKey(0), 0, None, (X_TINY, N_CLUSTERS), {})
     for name in ("omega", "prototype", "z"):
         np.testing.assert_array_equal(again.params[name], state.params[name])

@@ -275,19 +275,21 @@ def test_negative_control_wrong_prior_fails():
 
 def test_numpyro_kernel_starts_from_given_lists_runs_under_pmap_and_pickles():
     """``init_params`` as the start; init and sample traced under ``pmap`` (what chain_method="parallel"
-    does on each device); the kernel pickles after init."""
+    does on each device); init leaves the kernel as it was (no state), and it pickles."""
     truth_table, y = tiny_problem()
     args = (truth_table, CARDINALITIES, 2, y)
     start = {"rules": jnp.array([3, 0, -1, -1, -1]), "length": jnp.array(2)}
     kernel = brl_mh.BRLMetropolisHastings(steps_per_sample=2)
     assert kernel.model is brl.collapsed_model
+    before = pickle.dumps(kernel)
     state = jax.pmap(lambda key: kernel.init(key, 0, start, args, {}))(jax.random.split(jax.random.PRNGKey(0), 1))
     np.testing.assert_array_equal(state.z["rules"][0], start["rules"])
     exact = float(exact_log_joint(truth_table, y, 2, brl.Priors(), 5)(start))
     assert float(state.potential_energy[0]) == pytest.approx(-exact, rel=1e-5)
     state = jax.pmap(lambda s: kernel.sample(s, args, {}))(state)
     assert state.z["rules"].shape == (1, 5) and np.isfinite(np.asarray(state.potential_energy)).all()
-    (static, data), (static_again, data_again) = kernel._target, pickle.loads(pickle.dumps(kernel))._target
+    assert pickle.dumps(kernel) == before
+    (static, data), (static_again, data_again) = kernel.target(args, {}), pickle.loads(before).target(args, {})
     assert static_again == static
     jax.tree.map(np.testing.assert_array_equal, data_again, data)
 
