@@ -16,7 +16,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, tempered_inference_data
-from interpretable_zoo.inference import brl_mh, convergence, target_check, tempering
+from interpretable_zoo.inference import brl_mh, convergence, memory, target_check, tempering
 from interpretable_zoo.inference.checkpoint import as_checkpoint
 from interpretable_zoo.inference.explanation import html_card, mcmc_status, plain, records
 from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin
@@ -358,6 +358,11 @@ def fit_brl(
         antecedents = _check_antecedents(antecedents, X.shape[1])
         negations = False
     capacity = brl.list_capacity(len(antecedents), DEFAULT_MAX_LENGTH if max_length is None else max_length)
+    memory.check_memory(
+        TRUTH_TABLE_BYTES_PER_CELL * items.shape[0] * len(antecedents),
+        f"antecedents: the truth table of {items.shape[0]} samples x {len(antecedents)} antecedents",
+        "raise min_support or lower max_cardinality so that fewer antecedents are mined, or pass fewer antecedents",
+    )
     table = truth_table(items, antecedents)
     cardinalities = np.array([len(a) for a in antecedents], dtype=np.int32)
     kernel_target = brl_mh.make_target(table, cardinalities, len(classes), codes, priors, capacity,
@@ -396,6 +401,10 @@ def _pointwise_log_likelihood(table, labels, alpha, rules, lengths) -> np.ndarra
     ])  # fmt: skip
     return per_list[inverse.ravel()].reshape(*lengths.shape, -1)
 
+
+TRUTH_TABLE_BYTES_PER_CELL = 9
+"""Peak bytes of a fit per (sample, antecedent) pair: the truth table, its copies (padded, bit-packed, on the
+device for the pointwise log-likelihood) and the binary input; measured at 30,000 samples x 2,000 antecedents."""
 
 LISTS_PER_CALL = 256
 """Distinct lists whose pointwise log-likelihood one compiled call computes."""

@@ -448,6 +448,19 @@ RULE_LISTS = [
         r"BayesianRuleListClassifier .* not fitted",
         "classifier-unfitted",
     ),
+    (
+        lambda mp: (no_memory(mp), fit_brl(XB, YB)),
+        InsufficientMemoryError,
+        r"^antecedents: the truth table of 16 samples x \d+ antecedents needs about .* more than the 100 bytes "
+        r"available; raise min_support",
+        "memory-truth-table",
+    ),
+    (
+        lambda mp: (no_memory(mp), BayesianRuleListClassifier().fit(XB, YB)),
+        InsufficientMemoryError,
+        r"^antecedents: the truth table .*; raise min_support or lower max_cardinality",
+        "memory-truth-table-classifier",
+    ),
 ]
 
 # ----------------------------------------------------------------------------- Mind the Gap
