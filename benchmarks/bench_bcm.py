@@ -42,7 +42,7 @@ def sweeps_per_second(codes, num_chains: int, sweeps: int = SWEEPS) -> float:
     betas = jnp.ones(num_chains)
 
     def sweep(i, states):
-        return bcm_gibbs.step(static, data, states, jax.vmap(lambda key: jax.random.fold_in(key, i))(keys), betas)
+        return bcm_gibbs.step(static, data, states, jax.vmap(lambda key: jax.random.fold_in(key, i))(keys), betas)[0]
 
     run = jax.jit(lambda s: jax.lax.fori_loop(0, sweeps, sweep, s))
     seconds = time_call(lambda: jax.block_until_ready(run(state)), repeat=3)

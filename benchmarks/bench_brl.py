@@ -59,7 +59,7 @@ def ours_timer(table, y, antecedents, num_chains, num_iterations, capacity=20, n
         calls = num_iterations // block
 
         def call(i, states):
-            return brl_mh.step(static, data, states, jax.vmap(lambda key: jax.random.fold_in(key, i))(keys), jnp.ones(num_chains))
+            return brl_mh.step(static, data, states, jax.vmap(lambda key: jax.random.fold_in(key, i))(keys), jnp.ones(num_chains))[0]
 
         run = jax.jit(lambda states: jax.lax.fori_loop(0, calls, call, states))
         iterations = calls * block

@@ -101,8 +101,7 @@ class BCMTargetState(NamedTuple):
     z (N, P), omega (S, P), prototype (S,) int32; row_counts (N, S) tokens of observation i in cluster s;
     cell_counts (P * V, S) tokens of feature j with value v in cluster s (row j * V + v); log_prior =
     log p(omega) + log p(prototype) + log p(z) and log_likelihood = log p(x | z, omega, prototype), both
-    normalised; swap_acceptance: share of observations whose swap move was accepted in the last step;
-    split_merge_accepted: 1 if the last split-merge move was accepted.
+    normalised.
     """
 
     z: jax.Array
@@ -112,6 +111,12 @@ class BCMTargetState(NamedTuple):
     cell_counts: jax.Array
     log_prior: jax.Array
     log_likelihood: jax.Array
+
+
+class BCMInfo(NamedTuple):
+    """What a :func:`step` did, per replica: swap_acceptance, the share of observations whose swap move was
+    accepted; split_merge_accepted, 1.0 if the split-merge move was accepted."""
+
     swap_acceptance: jax.Array
     split_merge_accepted: jax.Array
 
@@ -324,15 +329,12 @@ def state_from_params(static: BCMStatic, data: BCMData, omega, prototype, z) -> 
     """The replica state of the given omega (S, P), prototype (S,) and z (N, P), counts and log terms computed."""
     omega, prototype, z = (jnp.asarray(value, jnp.int32) for value in (omega, prototype, z))
     row_counts, cell_counts = _counts(static, data, z)
-    return _with_log_terms(static, data, z, omega, prototype, row_counts, cell_counts, 1.0, 0.0)
+    return _with_log_terms(static, data, z, omega, prototype, row_counts, cell_counts)
 
 
-def _with_log_terms(static, data, z, omega, prototype, row_counts, cell_counts, swap_acceptance, split_merge_accepted):
+def _with_log_terms(static, data, z, omega, prototype, row_counts, cell_counts):
     log_prior, log_likelihood = _log_target_parts(static, data, omega, prototype, row_counts, cell_counts)
-    return BCMTargetState(
-        z, omega, prototype, row_counts, cell_counts, log_prior, log_likelihood,
-        jnp.asarray(swap_acceptance, jnp.float32), jnp.asarray(split_merge_accepted, jnp.float32),
-    )
+    return BCMTargetState(z, omega, prototype, row_counts, cell_counts, log_prior, log_likelihood)
 
 
 def init(static: BCMStatic, data: BCMData, key) -> BCMTargetState:
@@ -797,11 +799,11 @@ def _omega_and_prototype_blocks(static: BCMStatic, data: BCMData, key, beta, ome
     return omega, prototype
 
 
-def step(static: BCMStatic, data: BCMData, states: BCMTargetState, keys, betas) -> BCMTargetState:
+def step(static: BCMStatic, data: BCMData, states: BCMTargetState, keys, betas) -> tuple[BCMTargetState, BCMInfo]:
     """One sweep of B replicas (every field of ``states`` with a leading axis B; ``keys`` (B,), ``betas``
     (B,) in [0, 1]): all z (eq. (1)), a swap move per observation, a split-merge move, all omega (eq. (2)),
     all prototypes. Replica b leaves p_prior * p_likelihood ** betas[b] invariant, and gets exactly the
-    draws it would get in a batch of its own."""
+    draws it would get in a batch of its own. Returns the new states and what the moves did (B,)."""
     betas = jnp.asarray(betas, jnp.result_type(float))
     split = jax.vmap(lambda key: jax.random.split(key, 4))(keys)
     key_z, key_rows, key_split_merge, key_blocks = (split[:, i] for i in range(4))
@@ -819,9 +821,8 @@ def step(static: BCMStatic, data: BCMData, states: BCMTargetState, keys, betas) 
     omega, prototype = jax.vmap(lambda key, beta, o, p, c: _omega_and_prototype_blocks(static, data, key, beta, o, p, c))(
         key_blocks, betas, omega, prototype, cell_counts
     )
-    return jax.vmap(lambda *args: _with_log_terms(static, data, *args))(
-        z, omega, prototype, row_counts, cell_counts, swap_acceptance, accepted
-    )
+    states = jax.vmap(lambda *args: _with_log_terms(static, data, *args))(z, omega, prototype, row_counts, cell_counts)
+    return states, BCMInfo(jnp.asarray(swap_acceptance, jnp.float32), accepted.astype(jnp.float32))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -834,7 +835,8 @@ BCMState = namedtuple(
         "split_merge_accepted", "sorted_cluster_size", "rng_key",
     ],
 )
-BCMState.__doc__ = """State of :class:`BCMGibbs` (NumPyro's view of a :class:`BCMTargetState` at beta = 1).
+BCMState.__doc__ = """State of :class:`BCMGibbs`: NumPyro's view of a :class:`BCMTargetState` at beta = 1 and of the
+:class:`BCMInfo` of its last step.
 
 params: {"omega": (S, P), "prototype": (S,), "z": (N, P)} int32; row_counts, cell_counts as in
 :class:`BCMTargetState`; potential_energy: -(log_prior + log_likelihood); log_likelihood; accept_prob: the share of
@@ -843,13 +845,13 @@ the last split-merge move was accepted; sorted_cluster_size: tokens per cluster,
 """
 
 
-def _to_numpyro(state: BCMTargetState, rng_key) -> BCMState:
+def _to_numpyro(state: BCMTargetState, info: BCMInfo, rng_key) -> BCMState:
     params = {"omega": state.omega, "prototype": state.prototype, "z": state.z}
     sizes = -jnp.sort(-state.row_counts.sum(-2), axis=-1)
     potential = -(state.log_prior + state.log_likelihood)
     return BCMState(
-        params, state.row_counts, state.cell_counts, potential, state.log_likelihood, state.swap_acceptance,
-        state.split_merge_accepted, sizes, rng_key,
+        params, state.row_counts, state.cell_counts, potential, state.log_likelihood, info.swap_acceptance,
+        info.split_merge_accepted, sizes, rng_key,
     )
 
 
@@ -857,8 +859,7 @@ def _from_numpyro(state: BCMState) -> BCMTargetState:
     params = state.params
     return BCMTargetState(
         params["z"], params["omega"], params["prototype"], state.row_counts, state.cell_counts,
-        -state.potential_energy - state.log_likelihood, state.log_likelihood, state.accept_prob,
-        state.split_merge_accepted,
+        -state.potential_energy - state.log_likelihood, state.log_likelihood,
     )
 
 
@@ -875,14 +876,14 @@ def _numpyro_init(static: BCMStatic, data: BCMData, key, init_params, init_label
             row_counts, cell_counts = _counts(static, data, z)
             omega, prototype = _omega_and_prototype_blocks(static, data, key_blocks, 1.0, state.omega, state.prototype, cell_counts)
             state = state_from_params(static, data, omega, prototype, z)
-    return _to_numpyro(state, key_state)
+    return _to_numpyro(state, BCMInfo(jnp.float32(1.0), jnp.float32(0.0)), key_state)
 
 
 def _numpyro_sample(static: BCMStatic, data: BCMData, states: BCMState) -> BCMState:
     """One sweep of a batch of chains at beta = 1."""
     keys = jax.vmap(jax.random.split)(states.rng_key)
-    new = step(static, data, _from_numpyro(states), keys[:, 1], jnp.ones(len(keys)))
-    return _to_numpyro(new, keys[:, 0])
+    new, info = step(static, data, _from_numpyro(states), keys[:, 1], jnp.ones(len(keys)))
+    return _to_numpyro(new, info, keys[:, 0])
 
 
 class BCMGibbs(MCMCKernel):

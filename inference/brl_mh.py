@@ -100,12 +100,18 @@ class BRLData(NamedTuple):
 
 class BRLState(NamedTuple):
     """One replica: the padded list (``rules`` (capacity,) with -1 after ``length``), its log prior and
-    log likelihood, and the mean acceptance probability of the last call of :func:`step`."""
+    log likelihood."""
 
     rules: jnp.ndarray
     length: jnp.ndarray
     log_prior: jnp.ndarray
     log_likelihood: jnp.ndarray
+
+
+class BRLInfo(NamedTuple):
+    """What a :func:`step` did, per replica: ``accept_prob``, the mean Metropolis-Hastings acceptance
+    probability of its iterations."""
+
     accept_prob: jnp.ndarray
 
 
@@ -309,7 +315,7 @@ def list_state(static: BRLStatic, data: BRLData, rules, length) -> BRLState:
     """The :class:`BRLState` of a given padded list."""
     rules, length = jnp.asarray(rules, jnp.int32), jnp.asarray(length, jnp.int32)
     log_prior, log_likelihood = log_target_terms(static, data, rules, length)
-    return BRLState(rules, length, log_prior, log_likelihood, jnp.zeros((), log_prior.dtype))
+    return BRLState(rules, length, log_prior, log_likelihood)
 
 
 def init(static: BRLStatic, data: BRLData, key) -> BRLState:
@@ -322,35 +328,34 @@ def init(static: BRLStatic, data: BRLData, key) -> BRLState:
     return list_state(static, data, jnp.where(jnp.arange(static.capacity) < length, order, -1), length)
 
 
-def mh_update(static: BRLStatic, data: BRLData, state: BRLState, uniforms, beta) -> BRLState:
+def mh_update(static: BRLStatic, data: BRLData, state: BRLState, uniforms, beta) -> tuple[BRLState, jnp.ndarray]:
     """One Metropolis-Hastings step with the exact Hastings ratio, targeting p(d) p(y | d)^beta,
-    driven by ``uniforms`` (UNIFORMS_PER_STEP,) in [0, 1)."""
+    driven by ``uniforms`` (UNIFORMS_PER_STEP,) in [0, 1); returns the new state and the acceptance
+    probability."""
     move, new_rules, new_length = propose(uniforms[:4], state.rules, state.length, data.n_antecedents)
     log_prior, log_likelihood = log_target_terms(static, data, new_rules, new_length)
     log_ratio = (
         log_prior - state.log_prior + beta * (log_likelihood - state.log_likelihood) + data.log_hastings[move, state.length]
     )
     accept_prob = jnp.minimum(1.0, jnp.exp(log_ratio))
-    proposal = BRLState(new_rules, new_length, log_prior, log_likelihood, accept_prob)
+    proposal = BRLState(new_rules, new_length, log_prior, log_likelihood)
     accept = uniforms[4] < accept_prob
-    return jax.tree.map(lambda new, old: jnp.where(accept, new, old), proposal, state._replace(accept_prob=accept_prob))
+    return jax.tree.map(lambda new, old: jnp.where(accept, new, old), proposal, state), accept_prob
 
 
-def _replica_steps(static: BRLStatic, data: BRLData, state: BRLState, key, beta) -> BRLState:
-    def one(carry, uniforms):
-        replica, accept_total = carry
-        replica = mh_update(static, data, replica, uniforms, beta)
-        return (replica, accept_total + replica.accept_prob), None
+def _replica_steps(static: BRLStatic, data: BRLData, state: BRLState, key, beta) -> tuple[BRLState, BRLInfo]:
+    def one(replica, uniforms):
+        return mh_update(static, data, replica, uniforms, beta)
 
     uniforms = random.uniform(key, (static.steps_per_call * UNIFORMS_PER_STEP,)).reshape(-1, UNIFORMS_PER_STEP)
-    (state, accept_total), _ = lax.scan(one, (state, jnp.zeros_like(state.accept_prob)), uniforms)
-    return state._replace(accept_prob=accept_total / static.steps_per_call)
+    state, accept_probs = lax.scan(one, state, uniforms)
+    return state, BRLInfo(accept_probs.mean())
 
 
-def step(static: BRLStatic, data: BRLData, states: BRLState, keys, betas) -> BRLState:
+def step(static: BRLStatic, data: BRLData, states: BRLState, keys, betas) -> tuple[BRLState, BRLInfo]:
     """``static.steps_per_call`` Metropolis-Hastings iterations (:func:`mh_update`) of each replica of a
     batch (leading axis B of ``states``, ``keys`` (B,), ``betas`` (B,)), replica b targeting
-    p(d) p(y | d)^betas[b]; ``accept_prob`` becomes the mean over the iterations."""
+    p(d) p(y | d)^betas[b]; returns the new states and their :class:`BRLInfo` (B,)."""
     return jax.vmap(partial(_replica_steps, static, data))(states, keys, betas)
 
 
@@ -363,9 +368,11 @@ def summaries(static: BRLStatic, data: BRLData, states: BRLState) -> dict:
 
 
 class MHChain(NamedTuple):
-    """One chain of :class:`BRLMetropolisHastings`: a :class:`BRLState` and its PRNG key."""
+    """One chain of :class:`BRLMetropolisHastings`: a :class:`BRLState`, the :class:`BRLInfo` of its last
+    step and its PRNG key."""
 
     replica: BRLState
+    info: BRLInfo
     rng_key: jnp.ndarray
 
     @property
@@ -379,7 +386,7 @@ class MHChain(NamedTuple):
 
     @property
     def accept_prob(self):
-        return self.replica.accept_prob
+        return self.info.accept_prob
 
 
 def _is_batched(rng_key) -> bool:
@@ -391,13 +398,13 @@ def _is_batched(rng_key) -> bool:
 def _init_chain(static: BRLStatic, data: BRLData, key, params) -> MHChain:
     key, key_list = random.split(key)
     replica = init(static, data, key_list) if params is None else list_state(static, data, params["rules"], params["length"])
-    return MHChain(replica, key)
+    return MHChain(replica, BRLInfo(jnp.zeros((), replica.log_prior.dtype)), key)
 
 
 def _sample_chains(static: BRLStatic, data: BRLData, chains: MHChain) -> MHChain:
     keys = jax.vmap(random.split)(chains.rng_key)
     betas = jnp.ones(chains.replica.log_prior.shape, chains.replica.log_prior.dtype)
-    return MHChain(step(static, data, chains.replica, keys[:, 1], betas), keys[:, 0])
+    return MHChain(*step(static, data, chains.replica, keys[:, 1], betas), keys[:, 0])
 
 
 @partial(jax.jit, static_argnums=0)

@@ -25,8 +25,9 @@ scans at rung k.
 
 A *target kernel* (:class:`TargetKernel`) plugs in with module-level pure functions:
 ``init(static, data, key) -> state`` (one replica, a dispersed start), ``step(static, data, states,
-keys, betas) -> states`` (a batch of B replicas, each with its own key and inverse temperature, each
-leaving p L^beta invariant), ``summaries(static, data, states)`` (label-free scalars per replica) and
+keys, betas) -> (states, info)`` (a batch of B replicas, each with its own key and inverse temperature, each
+leaving p L^beta invariant; ``info`` holds what the moves did, such as acceptance rates, apart from the
+state as in blackjax), ``summaries(static, data, states)`` (label-free scalars per replica) and
 ``record(static, data, states)`` (what a kept draw stores). A state has fields ``log_prior`` and
 ``log_likelihood``. ``static`` is hashable and holds shapes only; ``data`` is a pytree of arrays holding
 the observations and the model file's prior and likelihood tables, so one compiled program serves every
@@ -211,7 +212,7 @@ def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity):
         keys = jax.vmap(lambda key: random.split(key, 3))(ladder.rng_key)
         replica_keys = jax.vmap(lambda key: random.split(key, n_rungs))(keys[:, 1]).reshape(-1, *keys.shape[2:])
         betas = schedule[ladder.rung_of_slot].reshape(-1)
-        states = kernel.step(static, data, ladder.states, replica_keys, betas)
+        states, _ = kernel.step(static, data, ladder.states, replica_keys, betas)
 
         # swaps between rungs k and k + 1 for k of this scan's parity
         log_likelihood = states.log_likelihood.reshape(n_chains, n_rungs)

@@ -105,7 +105,7 @@ def run_chains(static, data, key, betas, num_warmup, num_samples):
     states = jit_init(static, data, jax.random.split(key_init, len(betas)))
     draws = []
     for i, key in enumerate(jax.random.split(key_run, num_warmup + num_samples)):
-        states = jit_step(static, data, states, jax.random.split(key, len(betas)), betas)
+        states, _ = jit_step(static, data, states, jax.random.split(key, len(betas)), betas)
         if i >= num_warmup:
             draws.append((states.omega, states.prototype, states.z))
     omega, prototype, z = (np.stack(values, 1) for values in zip(*jax.device_get(draws)))
@@ -267,13 +267,28 @@ def test_log_prior_and_log_likelihood_equal_the_model_densities(monkeypatch, pri
     np.testing.assert_allclose(states.log_prior, log_joint - log_likelihood, rtol=1e-10, atol=1e-9)
 
 
+def test_step_reports_what_its_moves_did():
+    """The info of a step, per replica: the share of accepted observation swaps, in [0, 1], and whether the
+    split-merge move was accepted (0 or 1; over 40 sweeps of 8 replicas, sometimes and not always)."""
+    static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)
+    states = jit_init(static, data, jax.random.split(jax.random.PRNGKey(3), 8))
+    swaps, split_merges = [], []
+    for i in range(40):
+        states, info = jit_step(static, data, states, jax.random.split(jax.random.PRNGKey(i), 8), BETAS)
+        swaps.append(info.swap_acceptance)
+        split_merges.append(info.split_merge_accepted)
+    swaps, split_merges = np.stack(swaps), np.stack(split_merges)
+    assert swaps.shape == split_merges.shape == (40, 8)
+    assert np.all((swaps >= 0) & (swaps <= 1)) and set(np.unique(split_merges)) == {0.0, 1.0}
+
+
 def test_tempered_sweeps_keep_counts_and_log_terms_current():
     """After sweeps at several temperatures (counts updated incrementally by every block), the counts and
     log terms are those of the state's z, omega and prototypes computed from scratch."""
     static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)
     states = jit_init(static, data, jax.random.split(jax.random.PRNGKey(6), 8))
     for i in range(5):
-        states = jit_step(static, data, states, jax.random.split(jax.random.PRNGKey(i), 8), BETAS)
+        states, _ = jit_step(static, data, states, jax.random.split(jax.random.PRNGKey(i), 8), BETAS)
         params = {"omega": states.omega, "prototype": states.prototype, "z": states.z}
         fresh = jit_states_from_params(static, data, params)
         np.testing.assert_array_equal(states.row_counts, fresh.row_counts)
@@ -289,13 +304,13 @@ def test_each_replica_gets_the_same_draws_whatever_the_other_replicas():
     states = jit_init(static, data, jax.random.split(jax.random.PRNGKey(4), 8))
     others = jit_init(static, data, jax.random.split(jax.random.PRNGKey(7), 8))
     keys = jax.random.split(jax.random.PRNGKey(5), 8)
-    first = jit_step(static, data, states, keys, BETAS)
+    first, _ = jit_step(static, data, states, keys, BETAS)
     kept = np.arange(8) % 2 == 0  # replicas 0, 2, 4, 6 kept, the others replaced and all rolled by 3
 
     def mixed(ours, theirs):
         return jnp.roll(jnp.where(kept.reshape((8,) + (1,) * (ours.ndim - 1)), ours, theirs), 3, axis=0)
 
-    second = jit_step(
+    second, _ = jit_step(
         static, data, jax.tree.map(mixed, states, others), mixed(keys, jax.random.split(jax.random.PRNGKey(8), 8)),
         mixed(BETAS, BETAS[::-1]),
     )
@@ -310,7 +325,7 @@ def test_thousands_of_tokens_in_one_cell_stay_finite():
     params = {"omega": np.ones((1, 2, 2), int), "prototype": np.zeros((1, 2), int), "z": np.zeros((1, 2500, 2), int)}
     states = jit_states_from_params(static, data, params)
     for i in range(3):
-        states = jit_step(static, data, states, jax.random.split(jax.random.PRNGKey(i), 1), jnp.ones(1))
+        states, _ = jit_step(static, data, states, jax.random.split(jax.random.PRNGKey(i), 1), jnp.ones(1))
         assert np.isfinite(states.log_prior[0]) and np.isfinite(states.log_likelihood[0])
         assert np.all(np.isin(states.omega, [0, 1]))
     assert int(states.cell_counts.max()) > 1000

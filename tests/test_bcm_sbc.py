@@ -22,7 +22,7 @@ def fit(rng_key, data):
     states = jax.tree.map(lambda value: value[None], init(static, target, key_init))
 
     def sweep(states, key):
-        states = step(static, target, states, key[None], jnp.ones(1))
+        states, _ = step(static, target, states, key[None], jnp.ones(1))
         return states, {"omega": states.omega[0], "prototype": states.prototype[0], "z": states.z[0]}
 
     keys = jax.random.split(key_run, WARMUP + DRAWS)

@@ -113,7 +113,7 @@ def sample_replicas(static, data, key, betas):
     states = jax.vmap(partial(brl_mh.init, static, data))(jax.random.split(key_init, N_REPLICAS))
 
     def call(states, key):
-        states = brl_mh.step(static, data, states, jax.random.split(key, N_REPLICAS), betas)
+        states, _ = brl_mh.step(static, data, states, jax.random.split(key, N_REPLICAS), betas)
         return states, (states.rules, states.length)
 
     _, (rules, lengths) = jax.lax.scan(call, states, jax.random.split(key_calls, N_WARMUP + N_DRAWS))

@@ -310,7 +310,7 @@ def test_simulation_based_calibration_on_lists_drawn_from_the_model():
         state = jax.tree.map(lambda x: x[None], brl_mh.init(static, target, key_init))
 
         def call(state, key):
-            state = brl_mh.step(static, target, state, key[None], jnp.ones(1))
+            state, _ = brl_mh.step(static, target, state, key[None], jnp.ones(1))
             return state, (state.rules[0], state.length[0])
 
         _, (rules, lengths) = jax.lax.scan(call, state, jax.random.split(key_chain, num_warmup // thin + num_draws))

@@ -56,10 +56,11 @@ def _step_one(static, data, state, key, beta):
         data.log_likelihood[proposal] - data.log_likelihood[state.x]
     )
     accept = inside & (jnp.log(random.uniform(key_accept)) < log_ratio)
-    return _state(data, jnp.where(accept, proposal, state.x))
+    return _state(data, jnp.where(accept, proposal, state.x)), accept
 
 
 def step(static, data, states, keys, betas):
+    """The new states and, as the info, whether each replica's move was accepted."""
     return jax.vmap(lambda s, k, b: _step_one(static, data, s, k, b))(states, keys, betas)
 
 
