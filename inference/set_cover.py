@@ -31,6 +31,7 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse
 
+from interpretable_zoo.inference import memory
 from interpretable_zoo.models import prototype_selection as ps_model
 
 METRICS = ("l1", "l2", "cosine")
@@ -458,7 +459,10 @@ def ball_cover(X: np.ndarray, Z: np.ndarray | None, eps: float, metric: str = "l
     pairs whose float32 value lies within its rounding bound of eps are recomputed in float64 from the
     coordinate differences, so the cover is that of float64 dissimilarities computed pair by pair. Only
     the pairs inside the balls are kept, tile row by tile row: memory is the structure (6 bytes per pair
-    while a symmetric one is assembled, then 4; 8 otherwise) plus one tile row's pairs.
+    while a symmetric one is assembled, then 4; 8 otherwise) plus one tile row's pairs. After each tile row
+    the memory still needed to assemble the pairs found so far (a lower bound of what the rest needs) is
+    checked against the memory available: InsufficientMemoryError when a cover outgrows its estimate or
+    memory is taken meanwhile.
     """
     check_metric(metric)
     X64 = np.asarray(X, dtype=np.float64)
@@ -468,11 +472,13 @@ def ball_cover(X: np.ndarray, Z: np.ndarray | None, eps: float, metric: str = "l
     check_float32_range(Z64, "Z")
     n, m = len(X64), len(Z64)
     threshold = _threshold(eps, metric)
-    chunks, tile_row = [], None
+    chunks, tile_row, n_pairs = [], None, 0
     for r, c, n_rows, n_cols, x_tile, z_tile in _tiles(X64, Z64, metric, symmetric):
         if tile_row is None or tile_row[0] != r:
             if tile_row is not None:
                 chunks.append(_tile_row_lists(*tile_row))
+                n_pairs += len(chunks[-1][2])
+                _check_assembly_memory(n_pairs, r, n, eps)
             tile_row = (r, n_rows, [], [])
         host_state = np.asarray(_classify(x_tile, z_tile, threshold, metric))[:n_rows, :n_cols]
         inside = host_state == _COVERED
@@ -485,6 +491,7 @@ def ball_cover(X: np.ndarray, Z: np.ndarray | None, eps: float, metric: str = "l
         tile_row[3].append((columns + c).astype(np.int32))
     if tile_row is not None:
         chunks.append(_tile_row_lists(*tile_row))
+        _check_assembly_memory(n_pairs + len(chunks[-1][2]), n, n, eps)
     if symmetric:
         offsets, indices = _mirror_upper(n, chunks)
         return BallCover(n, m, offsets, indices, offsets, indices)
@@ -493,6 +500,21 @@ def ball_cover(X: np.ndarray, Z: np.ndarray | None, eps: float, metric: str = "l
     candidates = np.concatenate([columns for _, _, columns in chunks]) if chunks else np.zeros(0, np.int32)
     chunks.clear()
     return BallCover(n, m, offsets, candidates, *_transpose_lists(offsets, candidates, m))
+
+
+_ASSEMBLY_BYTES_PER_PAIR = 8
+"""Bytes per pair found that assembling the cover still allocates: a symmetric cover's mirrored half (4 bytes
+per pair, twice), or the candidate-major copy of a rectangular one (int32 indices and their sort order)."""
+
+
+def _check_assembly_memory(n_pairs: int, rows_done: int, n_rows: int, eps: float) -> None:
+    memory.check_memory(
+        _ASSEMBLY_BYTES_PER_PAIR * n_pairs,
+        f"eps: the eps-ball cover (eps = {eps:.6g}) stopped fitting while being built (larger than estimated, or "
+        f"memory taken meanwhile): assembling the {n_pairs} pairs found in the first {rows_done} of {n_rows} rows",
+        "use a smaller eps (fewer pairs within it), fewer candidates (candidates=, e.g. set_cover.kmeans_candidates) "
+        "or a subsample of the training points",
+    )
 
 
 def _tile_row_lists(start: int, n_rows: int, rows: list, columns: list) -> tuple[int, np.ndarray, np.ndarray]:

@@ -11,6 +11,7 @@ next number. Corrupt data files are small files written into a temporary data fo
 from __future__ import annotations
 
 import gzip
+import itertools
 import re
 import types
 from pathlib import Path
@@ -49,6 +50,12 @@ BINARY[0], BINARY[1] = 1, 0
 def no_memory(monkeypatch) -> None:
     """Pretend that only 100 bytes of memory are available."""
     monkeypatch.setattr(memory, "available_bytes", lambda: 100)
+
+
+def memory_runs_out(monkeypatch, after_checks: int) -> None:
+    """Plenty of memory for the first ``after_checks`` checks, then only 100 bytes (memory taken meanwhile)."""
+    checks = itertools.count()
+    monkeypatch.setattr(memory, "available_bytes", lambda: 1 << 40 if next(checks) < after_checks else 100)
 
 
 def fitted_selection():
@@ -263,6 +270,13 @@ PROTOTYPE_SELECTION = [
         "classifier-predict-feature-count",
     ),
     (lambda mp: PrototypeClassifier().predict(X), NotFittedError, r"PrototypeClassifier .* not fitted", "classifier-unfitted"),
+    (
+        lambda mp: (memory_runs_out(mp, after_checks=1), select_prototypes(X, Y, eps=1.0)),
+        InsufficientMemoryError,
+        r"^eps: the eps-ball cover \(eps = 1\) stopped fitting while being built \(.*\): assembling the \d+ pairs "
+        r"found in the first 12 of 12 rows needs about .* more than the 100 bytes available; use a smaller eps",
+        "memory-cover-outgrows-its-estimate",
+    ),
 ]
 
 # ----------------------------------------------------------------------------- Bayesian Sets
