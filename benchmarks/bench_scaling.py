@@ -1,8 +1,9 @@
-"""Scaling curves: prototype selection against the number of points, Bayesian Sets against the number of queries.
+"""Scaling curves: prototype selection against the number of points, Bayesian Sets against the number of queries,
+the BRL and BCM kernels' throughput against the number of chains.
 
 Each size runs in a fresh process (``benchmarks.scaling_worker``) so that its peak resident memory
 (``ru_maxrss``) is its own. Sizes can be narrowed with SCALING_SIZES (comma-separated point counts) and
-SCALING_QUERIES (query counts); a size whose worker fails or exceeds SCALING_TIMEOUT seconds gives a row saying so.
+SCALING_QUERIES (query counts) and SCALING_CHAINS (chain counts); a size whose worker fails or exceeds SCALING_TIMEOUT seconds gives a row saying so.
 Writes a PNG per benchmark next to RESULTS.md.
 """
 
@@ -22,6 +23,7 @@ from interpretable_zoo.inference.memory import format_bytes
 
 SIZES = (5_000, 10_000, 20_000, 60_000, 100_000, 200_000)
 QUERY_COUNTS = (10, 100, 1_000)
+CHAIN_COUNTS = (1, 2, 4, 8, 16, 32, 64)
 FOLDER = Path(__file__).parent
 
 
@@ -187,5 +189,58 @@ def scaling_bayesian_sets() -> list[Comparison]:
             "memory above the loaded model (MiB)": ([ours_peaks, peer_peaks], ["ours, batched", "bayessets"]),
         },
         "queries",
+    )
+    return rows
+
+
+@benchmark(
+    "scaling_chains",
+    description=(
+        "Throughput of the MCMC kernels against the number of vectorized chains, on one device: BRL Metropolis-"
+        "Hastings on tic-tac-toe (antecedents mined at support 0.05, lists of at most 20 rules; `brl_mh.step`, "
+        "100 iterations per call, as `bench_brl.ours_timer`) and the BCM sweep on USPS 100 x 256 (10 per digit, "
+        "S = 10; `bcm_gibbs.step`, as `bench_bcm.sweeps_per_second`). Compilation excluded; each count compiles "
+        "its own program. Columns: iterations (BRL) or sweeps (BCM) per second summed over all chains, and that "
+        "rate over the 1-chain rate. Time column: seconds per BRL iteration per chain. Plot: scaling_chains.png."
+    ),
+)
+def scaling_chains() -> list[Comparison]:
+    from benchmarks.bench_bcm import sweeps_per_second
+    from benchmarks.bench_brl import ours_timer, tictactoe_antecedents
+    from interpretable_zoo.datasets.smiley_faces import load_usps_bcm
+    from interpretable_zoo.inference.rule_mining import truth_table
+
+    data, items, antecedents = tictactoe_antecedents()
+    table = truth_table(items, antecedents)
+    codes = load_usps_bcm(10, seed=0).X
+    counts = _sizes("SCALING_CHAINS", CHAIN_COUNTS)
+    brl_rates, bcm_rates, rows = [], [], []
+    for count in counts:
+        timer = ours_timer(table, data.y, antecedents, count, max(2_000, 100_000 // count))
+        seconds = min(timer() for _ in range(3))
+        brl_rates.append(1 / seconds)
+        bcm_rates.append(count * sweeps_per_second(codes, count, sweeps=20))
+        rows.append(
+            Comparison(
+                f"{count} chain{'s' if count > 1 else ''}",
+                seconds,
+                "-",
+                None,
+                columns=(
+                    ("BRL iterations/s, all chains", f"{brl_rates[-1]:,.0f}"),
+                    ("BRL x 1 chain", f"{brl_rates[-1] / brl_rates[0]:.1f}"),
+                    ("BCM sweeps/s, all chains", f"{bcm_rates[-1]:,.1f}"),
+                    ("BCM x 1 chain", f"{bcm_rates[-1] / bcm_rates[0]:.1f}"),
+                ),
+            )
+        )
+    _plot(
+        FOLDER / "scaling_chains.png",
+        counts,
+        {
+            "BRL (tic-tac-toe): iterations / s": ([brl_rates], ["all chains"]),
+            "BCM (USPS 100 x 256): sweeps / s": ([bcm_rates], ["all chains"]),
+        },
+        "vectorized chains",
     )
     return rows
