@@ -13,6 +13,7 @@ library's ValueError, OSError or MemoryError about the data or settings (exit st
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import sys
 import zipfile
@@ -151,6 +152,7 @@ def command_summary(args) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="izoo", description="interpretable-zoo: interpretable models in NumPyro.")
+    parser.add_argument("--version", action="version", version=f"izoo {importlib.metadata.version('interpretable-zoo')}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,fit,summary}")
 
     demo = sub.add_parser("demo", help="run every available model on bundled data and print its explanation")
@@ -168,6 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--num-samples", type=int, default=1000)
     fit.add_argument("--num-chains", type=int, default=4)
     fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bar (default: on outside CI)"
+    )
     fit.add_argument("--out", required=True, help="output NetCDF file, e.g. run.nc")
     fit.set_defaults(handler=command_fit)
 

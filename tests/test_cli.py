@@ -1,5 +1,7 @@
 """The izoo command: help, clear messages for unavailable models and bad files, summary of a run file."""
 
+import importlib.metadata
+
 import numpy as np
 import pytest
 from numpyro.infer import NUTS
@@ -80,3 +82,14 @@ def test_summary_prints_rhat_and_ess_of_a_run_file(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "r_hat" in out and "ess_bulk" in out and "mu[0]" in out
     assert cli.main(["summary", str(tmp_path / "missing.nc")]) == 2
+
+
+def test_version_and_progress_options(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"izoo {importlib.metadata.version('interpretable-zoo')}"
+    arguments = ["fit", "brl", "--data", "x.csv", "--out", "run.nc"]
+    assert cli.build_parser().parse_args(arguments).progress is None  # the estimators' default: on outside CI
+    assert cli.build_parser().parse_args([*arguments, "--no-progress"]).progress is False
+    assert cli.build_parser().parse_args([*arguments, "--progress"]).progress is True

@@ -45,5 +45,6 @@ def cli_fit(X, y, args):
         num_samples=args.num_samples,
         num_chains=args.num_chains,
         seed=args.seed,
+        progress_bar=getattr(args, "progress", None),  # --progress / --no-progress; None: on outside CI
     )
     return result.idata
