@@ -154,6 +154,22 @@ def test_log_prior_by_counts_equals_the_model_formula_when_no_cardinality_runs_o
         np.testing.assert_allclose(np.asarray(differences), 0.0, atol=1e-9)
 
 
+@pytest.mark.parametrize("shape, n_words", [((5, 70), 3), ((3, 4, 33), 2), ((2, 32), 1), ((1, 1), 4)])
+def test_packed_bits_are_the_same_from_numpy_and_from_a_trace(shape, n_words):
+    """Bit k of word w is element 32 w + k, zeros beyond the array: NumPy's one-bit-per-element packing
+    (concrete tables, also transposed views) and the traced packing give the same words."""
+    bits = np.random.default_rng(0).random(shape) < 0.5
+    last = (0,) * (len(shape) - 1) + (shape[-1] - 1,)
+    bits[last] = True  # the last element of the first row: bit (P - 1) % 32 of word (P - 1) // 32
+    traced = np.asarray(jax.jit(lambda b: brl_mh.pack_bits(b, n_words))(jnp.asarray(bits)))
+    for layout in (bits, np.asfortranarray(bits)):
+        packed = brl_mh.pack_bits(layout, n_words)
+        assert packed.dtype == np.uint32 and packed.shape == shape[:-1] + (n_words,)
+        np.testing.assert_array_equal(packed, traced)
+    word, bit = divmod(shape[-1] - 1, 32)
+    assert traced[last[:-1] + (word,)] >> bit & 1 == 1
+
+
 @pytest.mark.parametrize("capacity", [20, brl_mh.SEQUENTIAL_PREFIX_ROWS + 8], ids=["row-by-row", "log-depth-scan"])
 def test_bit_vector_label_counts_equal_the_model_files_captures(capacity):
     """The kernel's packed captures (both ways of forming the running OR) give the model file's
