@@ -25,7 +25,7 @@ from interpretable_zoo.datasets.preprocessing import CategoricalData, encode_cat
 from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, summary, tempered_inference_data
 from interpretable_zoo.inference import bcm_gibbs, convergence, target_check, tempering
 from interpretable_zoo.inference.checkpoint import as_checkpoint
-from interpretable_zoo.inference.explanation import html_card, mcmc_status, plain, records
+from interpretable_zoo.inference.explanation import html_card, mcmc_facts, mcmc_status, plain, records
 from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin
 from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.inference.validation import (
@@ -204,9 +204,7 @@ class BCMResult(convergence.TemperedResult):
             "model": "BCM",
             "n_clusters": self.n_clusters,
             "features": plain(self.data.feature_names),
-            "converged": self.converged,
-            "diagnostics": {name: {"r_hat": r, "ess_bulk": e} for name, (r, e) in plain(self.diagnostics).items()},
-            "log_evidence": plain(self.log_evidence),
+            **mcmc_facts(self),
             "clusters": records(self.explain_frame(hide_value)),
         }
 

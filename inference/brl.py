@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, tempered_inference_data
 from interpretable_zoo.inference import brl_mh, convergence, memory, target_check, tempering
 from interpretable_zoo.inference.checkpoint import as_checkpoint
-from interpretable_zoo.inference.explanation import html_card, mcmc_status, plain, records
+from interpretable_zoo.inference.explanation import html_card, mcmc_facts, mcmc_status, plain, records
 from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin
 from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.inference.names import resolve_names
@@ -207,8 +207,8 @@ class BRLResult(convergence.TemperedResult):
         counts = self.rule_counts(rules)
         alpha = self._alpha()
         concentration, means = counts + alpha, brl.label_posterior_mean(counts, alpha)
-        lows = stats.beta.ppf((1 - level) / 2, concentration, concentration.sum(1, keepdims=True) - concentration)
-        highs = stats.beta.ppf((1 + level) / 2, concentration, concentration.sum(1, keepdims=True) - concentration)
+        rest = concentration.sum(1, keepdims=True) - concentration  # theta_jl ~ Beta(concentration, rest)
+        lows, highs = (stats.beta.ppf(q, concentration, rest) for q in ((1 - level) / 2, (1 + level) / 2))
         support = np.append(self.train_table[:, list(rules)].sum(0), len(self.train_labels))
         frame = pd.DataFrame(
             {
@@ -256,9 +256,7 @@ class BRLResult(convergence.TemperedResult):
             "model": "BRL",
             "classes": plain(self.classes),
             "level": level,
-            "converged": self.converged,
-            "diagnostics": {name: {"r_hat": r, "ess_bulk": e} for name, (r, e) in plain(self.diagnostics).items()},
-            "log_evidence": plain(self.log_evidence),
+            **mcmc_facts(self),
             "rules": records(frame),
         }
 

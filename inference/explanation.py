@@ -35,6 +35,16 @@ def records(frame: pd.DataFrame) -> list[dict]:
     return [plain(row) for row in frame.reset_index().to_dict(orient="records")]
 
 
+def mcmc_facts(result) -> dict:
+    """A tempered fit's convergence facts for ``to_dict``: ``converged``, per summary ``r_hat`` and
+    ``ess_bulk`` (``diagnostics``) and ``log_evidence``."""
+    return {
+        "converged": result.converged,
+        "diagnostics": {name: {"r_hat": r, "ess_bulk": e} for name, (r, e) in plain(result.diagnostics).items()},
+        "log_evidence": plain(result.log_evidence),
+    }
+
+
 def mcmc_status(result) -> str:
     """One line on a tempered fit's convergence (``TemperedRun.message``) for the HTML card."""
     return result.run.message()
