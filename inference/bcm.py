@@ -453,6 +453,7 @@ class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, TransformerMixin, Base
         max_seconds=300.0,
         progress_bar=None,
         devices=None,
+        checkpoint=None,
     ):
         self.n_clusters = n_clusters
         self.priors = priors
@@ -466,6 +467,7 @@ class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, TransformerMixin, Base
         self.max_seconds = max_seconds
         self.progress_bar = progress_bar
         self.devices = devices
+        self.checkpoint = checkpoint
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -489,6 +491,7 @@ class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, TransformerMixin, Base
             max_seconds=self.max_seconds,
             progress_bar=self.progress_bar,
             devices=self.devices,
+            checkpoint=self.checkpoint,
         )
         self.labels_ = self.result_.transform().argmax(1)
         return self

@@ -502,6 +502,7 @@ class BayesianRuleListClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseE
         estimate: str = "point",
         progress_bar: bool | None = None,
         devices=None,
+        checkpoint=None,
     ):
         self.priors = priors
         self.min_support = min_support
@@ -521,6 +522,7 @@ class BayesianRuleListClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseE
         self.estimate = estimate
         self.progress_bar = progress_bar
         self.devices = devices
+        self.checkpoint = checkpoint
 
     def fit(self, X, y):
         if self.estimate not in ("point", "post"):
@@ -554,6 +556,7 @@ class BayesianRuleListClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseE
             max_seconds=self.max_seconds,
             progress_bar=self.progress_bar,
             devices=self.devices,
+            checkpoint=self.checkpoint,
         )
         self.classes_ = self.result_.classes
         return self

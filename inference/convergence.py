@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 import jax
 import numpy as np
 
-from interpretable_zoo.inference import tempering
+from interpretable_zoo.inference import progress, tempering
 from interpretable_zoo.inference.checkpoint import CheckpointWriter, as_checkpoint, fingerprint
 from interpretable_zoo.inference.validation import check_positive_int
 
@@ -197,16 +196,6 @@ class TemperedResult:
         return self._with_run(run)
 
 
-def _progress(enabled, description: str):
-    if enabled is None:
-        enabled = not os.environ.get("CI")
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(desc=description, unit=" scans", leave=True)
-
-
 def _thinned(chunks: list, max_draws: int):
     """Concatenate chunk outputs over the draw axis (axis 1 after moving chains first) and thin them to
     at most ``max_draws`` draws per chain; returns (tree, thinning interval)."""
@@ -285,7 +274,7 @@ def sample(
         schedule, ladder = saved["schedule"], tempering.Ladder(*saved["ladder"])
         first_round = saved["round_index"] if saved["stage"] == "tuning" else settings["tuning_rounds"]
     ladder = tempering.shard_ladder(ladder, mesh)
-    bar = _progress(progress_bar, description)
+    bar = progress.bar(progress_bar, description, unit=" scans")
     deadline = None if num_samples is not None or target.max_seconds is None else start + target.max_seconds
     cut = None
     try:
@@ -343,7 +332,7 @@ def extend(run: TemperedRun, kernel: tempering.TargetKernel, static, data, *, nu
         settings["progress_bar"] = progress_bar
     data = tempering.replicate_data(data, tempering.chain_mesh(settings["num_chains"], settings["devices"]))
     start, compile_start = time.perf_counter(), compile_seconds()
-    bar = _progress(settings["progress_bar"], settings["description"])
+    bar = progress.bar(settings["progress_bar"], settings["description"], unit=" scans")
     try:
         return _sampling_rounds(kernel, static, data, run.ladder, run.schedule, settings, start, compile_start, bar)
     finally:

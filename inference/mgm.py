@@ -17,7 +17,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
-from interpretable_zoo.inference import mgm_vi, target_check
+from interpretable_zoo.inference import mgm_vi, progress, target_check
 from interpretable_zoo.inference.explanation import html_card, records
 from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin
 from interpretable_zoo.inference.names import resolve_names
@@ -296,13 +296,15 @@ def _restart_keys(seed: int, n_clusters: int, restarts: int):
     return jax.vmap(lambda r: jax.random.fold_in(base, r))(jnp.arange(restarts))
 
 
-def _search(array, cluster_numbers, width, per_batch, *, restarts, seed, priors, config) -> dict:
+def _search(array, cluster_numbers, width, per_batch, *, restarts, seed, priors, config, bar=None) -> dict:
     """Every restart for every number of clusters, ``per_batch`` numbers of clusters per vmapped call (the last
     call padded with repeats, so that all calls share one compiled program), all padded to ``width`` clusters;
-    returns {number of clusters: its restarts' ``SearchResult``, stacked}."""
+    returns {number of clusters: its restarts' ``SearchResult``, stacked}. ``bar`` counts the numbers done."""
     W = jnp.asarray(array, jnp.float32)
     results = {}
     for first in range(0, len(cluster_numbers), per_batch):
+        if bar is not None:
+            bar.set_postfix_str(f"{cluster_numbers[first]} clusters")
         chunk = cluster_numbers[first : first + per_batch]
         padded = chunk + chunk[-1:] * (per_batch - len(chunk))
         keys = jnp.concatenate([_restart_keys(seed, k, restarts) for k in padded])
@@ -312,6 +314,8 @@ def _search(array, cluster_numbers, width, per_batch, *, restarts, seed, priors,
         for c, k in enumerate(chunk):
             rows = slice(c * restarts, (c + 1) * restarts)
             results[k] = jax.tree.map(lambda leaf, rows=rows: leaf[rows], batch)
+        if bar is not None:
+            bar.update(len(chunk))
     return results
 
 
@@ -363,13 +367,15 @@ def fit_mgm_sweep(
     rel_tol: float = 0.1,
     exact_or: bool = False,
     clusters_per_batch: int = 1,
+    progress_bar: bool | None = None,
 ) -> MGMResult:
     """``fit_mgm`` for every number of clusters in ``n_clusters`` (paper: 4 to 16), keeping the best ELBO.
 
     The result is that fit, with ``sweep_elbo`` (number of clusters -> best ELBO), ``sweep_restart_elbo``
     (-> the ELBO of every restart) and ``plot_sweep``. Every fit is padded to the largest number of clusters,
     so all share one compiled search; ``clusters_per_batch`` numbers of clusters run in one vmapped call
-    (each fit with K clusters equals ``fit_mgm(X, K, max_clusters=max(n_clusters))``).
+    (each fit with K clusters equals ``fit_mgm(X, K, max_clusters=max(n_clusters))``). ``progress_bar``
+    counts the numbers of clusters searched (None: a bar outside CI).
     """
     array, names, priors, config, restarts, seed = _settings(X, feature_names, priors, restarts, max_iter, seed,
                                                              n_proposals, rel_tol, exact_or)  # fmt: skip
@@ -379,8 +385,13 @@ def fit_mgm_sweep(
     if not candidates:
         raise ValueError("n_clusters: the sweep needs at least one number of clusters")
     per_batch = check_positive_int(clusters_per_batch, "clusters_per_batch")
-    searches = _search(array, candidates, candidates[-1], per_batch, restarts=restarts, seed=seed, priors=priors,
-                       config=config)  # fmt: skip
+    bar = progress.bar(progress_bar, "MGM sweep", total=len(candidates), unit=" numbers of clusters")
+    try:
+        searches = _search(array, candidates, candidates[-1], per_batch, restarts=restarts, seed=seed, priors=priors,
+                           config=config, bar=bar)  # fmt: skip
+    finally:
+        if bar is not None:
+            bar.close()
     restart_elbo = {k: np.asarray(s.elbo, float) for k, s in searches.items()}
     chosen = max(candidates, key=lambda k: np.nanmax(restart_elbo[k]))
     best = _result_from(searches[chosen], chosen, names, priors, config.exact_or)

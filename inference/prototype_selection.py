@@ -18,11 +18,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
-from interpretable_zoo.inference import memory, set_cover
+from interpretable_zoo.inference import memory, progress, set_cover
 from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin
 from interpretable_zoo.inference.explanation import html_card, records
 from interpretable_zoo.inference.validation import (
     check_estimator_input,
+    check_flag,
     check_positive_int,
     check_real_matrix,
     encode_labels,
@@ -341,6 +342,7 @@ class PrototypeClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimato
     candidates. The quantiles are exact (those of float64 dissimilarities, R's type 7) and streamed
     (:func:`set_cover.dissimilarity_quantiles`), and each fold selects its prototypes from its own
     features, so no n x n matrix of dissimilarities is ever held.
+    ``progress_bar`` counts the cross-validation's selections (None: a bar outside CI).
     After ``fit``: ``eps_``, ``selection_`` (a :class:`PrototypeSelection`), ``classes_``,
     ``cv_results_`` (eps, mean_error, se_error, mean_prototypes) when eps was cross-validated.
     """
@@ -354,6 +356,7 @@ class PrototypeClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimato
         eps_quantiles=None,
         cv: int = 10,
         seed: int = 0,
+        progress_bar: bool | None = None,
     ):
         self.eps = eps
         self.lam = lam
@@ -362,6 +365,7 @@ class PrototypeClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimato
         self.eps_quantiles = eps_quantiles
         self.cv = cv
         self.seed = seed
+        self.progress_bar = progress_bar
 
     def fit(self, X, y):
         if self.eps is not None:
@@ -370,6 +374,8 @@ class PrototypeClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimato
         set_cover.check_metric(self.metric)
         _check_choice(self.method, "method", METHODS)
         check_positive_int(self.seed, "seed", minimum=0)
+        if self.progress_bar is not None:
+            check_flag(self.progress_bar, "progress_bar")
         X = _check_features(check_estimator_input(self, X, reset=True), "X", self.metric)
         classes, codes = encode_labels(y, len(X), "prototype selection")
         if self.eps is None:
@@ -416,22 +422,19 @@ class PrototypeClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimato
         folds = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=self.seed)
         errors = np.zeros((n_folds, len(grid)))
         sizes = np.zeros((n_folds, len(grid)))
-        for fold, (train, test) in enumerate(folds.split(X, codes)):
-            for k, eps in enumerate(grid):
-                selection = select_prototypes(
-                    X[train],
-                    codes[train],
-                    eps=eps,
-                    lam=self.lam,
-                    method=self.method,
-                    metric=self.metric,
-                    seed=self.seed,
-                )
-                sizes[fold, k] = len(selection.prototypes)
-                if len(selection.prototypes) == 0:
-                    errors[fold, k] = 1.0
-                    continue
-                errors[fold, k] = np.mean(selection.predict(X[test]) != codes[test])
+        bar = progress.bar(self.progress_bar, "cross-validating eps", total=n_folds * len(grid), unit=" selections")
+        try:
+            for fold, (train, test) in enumerate(folds.split(X, codes)):
+                for k, eps in enumerate(grid):
+                    selection = select_prototypes(X[train], codes[train], eps=eps, lam=self.lam, method=self.method,
+                                                  metric=self.metric, seed=self.seed)  # fmt: skip
+                    sizes[fold, k] = len(selection.prototypes)
+                    errors[fold, k] = np.mean(selection.predict(X[test]) != codes[test]) if sizes[fold, k] else 1.0
+                    if bar is not None:
+                        bar.update()
+        finally:
+            if bar is not None:
+                bar.close()
         mean, se = errors.mean(axis=0), errors.std(axis=0, ddof=1) / np.sqrt(n_folds)
         # a radius at which some fold, or the whole training set, selects no prototype predicts nothing
         classifies = (sizes > 0).all(axis=0) & np.array([self._selects_any(X, codes, eps) for eps in grid])

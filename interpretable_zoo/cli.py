@@ -2,9 +2,12 @@
 
 Each model registers here its module of :mod:`interpretable_zoo.demos`, which implements the
 command-line entry points: ``cli_demo(data_home) -> str`` (a run on bundled data, returning the
-explanation and, for MCMC models, an R-hat table) and, for models with a posterior (``fits=True``),
-``cli_fit(X, y, args) -> InferenceData``; ``izoo fit`` offers only those. A model whose module is
-``None`` does not exist yet; asking for it is answered with a clear message.
+explanation and, for MCMC models, an R-hat table) and, for models fitted to a data file
+(``fits=True``), ``cli_fit(X, y, *, seed, **options) -> result`` with the model's own ``options``.
+``izoo fit`` writes the result by the suffix of ``--out``: ``.json`` (the explanation as data),
+``.pkl`` (the whole result, for :func:`~interpretable_zoo.load_result`) or, for MCMC models
+(``trace=True``), ``.nc`` (the InferenceData). A model whose module is ``None`` does not exist yet;
+asking for it is answered with a clear message.
 
 Errors are one line on stderr, never a traceback: a bad command line or file (exit status 2), or a
 library's ValueError, OSError or MemoryError about the data or settings (exit status 1).
@@ -24,20 +27,34 @@ from types import ModuleType
 from interpretable_zoo.demos import bayesian_sets, bcm, brl, mgm, prototype_selection
 
 
+MCMC_OPTIONS = ("num_warmup", "num_samples", "num_chains", "max_seconds", "progress")
+
+
 @dataclass(frozen=True)
 class ModelEntry:
     title: str
     module: ModuleType | None  # implements cli_demo and, when ``fits``, cli_fit
-    fits: bool = False  # has a posterior that ``izoo fit`` writes
+    fits: bool = False  # ``izoo fit`` fits it to a data file
+    trace: bool = False  # its result holds an MCMC trace, which ``--out run.nc`` writes
+    options: tuple[str, ...] = ()  # the model-specific options of ``izoo fit`` that cli_fit reads
 
 
 MODELS: dict[str, ModelEntry] = {
-    "bcm": ModelEntry("Bayesian Case Model (Kim, Rudin, Shah 2014)", bcm, fits=True),
-    "brl": ModelEntry("Bayesian Rule Lists (Letham et al. 2015)", brl, fits=True),
-    "mgm": ModelEntry("Mind the Gap (Kim, Shah, Doshi-Velez 2015)", mgm),
+    "bcm": ModelEntry(
+        "Bayesian Case Model (Kim, Rudin, Shah 2014)", bcm, fits=True, trace=True, options=("n_clusters", *MCMC_OPTIONS)
+    ),
+    "brl": ModelEntry(
+        "Bayesian Rule Lists (Letham et al. 2015)", brl, fits=True, trace=True,
+        options=("min_support", "max_cardinality", *MCMC_OPTIONS),
+    ),  # fmt: skip
+    "mgm": ModelEntry("Mind the Gap (Kim, Shah, Doshi-Velez 2015)", mgm, fits=True, options=("n_clusters", "restarts")),
     "bayesian_sets": ModelEntry("Bayesian Sets (Ghahramani, Heller 2005)", bayesian_sets),
-    "prototype_selection": ModelEntry("Prototype selection (Bien, Tibshirani 2011)", prototype_selection),
+    "prototype_selection": ModelEntry(
+        "Prototype selection (Bien, Tibshirani 2011)", prototype_selection, fits=True, options=("eps", "metric", "method")
+    ),
 }
+OUTPUT_SUFFIXES = (".json", ".pkl", ".nc")
+FIT_OPTIONS = frozenset(name for entry in MODELS.values() for name in entry.options)
 
 
 class CliError(Exception):
@@ -56,21 +73,37 @@ def one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
-def read_table(path: Path, target: str | None):
-    """Read X (and y when ``target`` names a column) from .csv, .npy or .npz (arrays ``X`` and ``y``)."""
-    import numpy as np
+def _read_frame(path: Path):
+    """A .csv (header row) or .parquet file as a DataFrame, or a CliError naming --data."""
     import pandas as pd
 
-    if not path.is_file():
-        raise CliError(f"--data: no such file: {path}")
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
+    if path.suffix.lower() == ".csv":
         try:
-            frame = pd.read_csv(path)
+            return pd.read_csv(path)
         except ValueError as error:  # pandas' ParserError and EmptyDataError, UnicodeDecodeError
             raise CliError(
                 f"--data: cannot read {path.name} as a CSV table with a header row ({one_line(error)})"
             ) from None
+    try:
+        return pd.read_parquet(path)
+    except ImportError:
+        raise CliError(
+            f"--data: reading {path.name} needs a Parquet engine: pip install pyarrow (or interpretable-zoo[parquet])"
+        ) from None
+    except (ValueError, OSError) as error:  # pyarrow's ArrowInvalid is a ValueError
+        raise CliError(f"--data: cannot read {path.name} as a Parquet table ({one_line(error)})") from None
+
+
+def read_table(path: Path, target: str | None):
+    """Read X (and y when ``target`` names a column) from .csv (header row), .parquet, .npy or .npz
+    (arrays ``X`` and ``y``). Tables come back as DataFrames, whose columns name the features."""
+    import numpy as np
+
+    if not path.is_file():
+        raise CliError(f"--data: no such file: {path}")
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".parquet"):
+        frame = _read_frame(path)
         if frame.empty:
             raise CliError(f"--data: {path.name} has no data rows")
         if target is None:
@@ -79,9 +112,9 @@ def read_table(path: Path, target: str | None):
             raise CliError(f"--target: column {target!r} not in {path.name} (columns: {list(frame.columns)})")
         return frame.drop(columns=[target]), frame[target].to_numpy()
     if suffix not in (".npy", ".npz"):
-        raise CliError(f"--data: unsupported file type {suffix!r}; use .csv, .npy or .npz")
+        raise CliError(f"--data: unsupported file type {suffix!r}; use .csv, .parquet, .npy or .npz")
     if suffix == ".npy" and target is not None:
-        raise CliError("--target: a .npy file holds X only; use .csv or .npz with arrays X and y")
+        raise CliError("--target: a .npy file holds X only; use .csv, .parquet or .npz with arrays X and y")
     try:
         if suffix == ".npy":
             return np.load(path), None
@@ -95,11 +128,19 @@ def read_table(path: Path, target: str | None):
         ) from None
 
 
-def writable_output(path: Path) -> Path:
-    """``path`` if a file can be written there, else a CliError naming --out (checked before any fitting)."""
+def writable_output(path: Path, model: str) -> Path:
+    """``path`` if ``model``'s result can be written there, else a CliError naming --out (checked before
+    any fitting)."""
     folder = path.parent
     if path.is_dir():
-        raise CliError(f"--out: {path} is a folder; give a file name such as run.nc")
+        raise CliError(f"--out: {path} is a folder; give a file name such as run.json")
+    suffix = path.suffix.lower()
+    if suffix not in OUTPUT_SUFFIXES or (suffix == ".nc" and not MODELS[model].trace):
+        offered = [s for s in OUTPUT_SUFFIXES if s != ".nc" or MODELS[model].trace]
+        raise CliError(
+            f"--out: {model} writes {', '.join(offered)} files (.json: the explanation as data, .pkl: the result"
+            + (", .nc: the InferenceData" if MODELS[model].trace else "") + f"), not {path.name!r}"
+        )
     if not folder.is_dir():
         raise CliError(f"--out: the folder {folder} does not exist")
     if not os.access(path if path.exists() else folder, os.W_OK):
@@ -121,18 +162,44 @@ def command_demo(args) -> None:
         print("Not available yet: " + "; ".join(missing))
 
 
+def model_options(args, model: str) -> dict:
+    """The model-specific options given on the command line, as keyword arguments; a CliError names an
+    option that ``model`` does not take."""
+    given = {name: value for name, value in vars(args).items() if name in FIT_OPTIONS and value is not None}
+    for name in given:
+        if name not in MODELS[model].options:
+            raise CliError(f"--{name.replace('_', '-')}: not an option of izoo fit {model}")
+    return given
+
+
+def write_result(result, path: Path) -> None:
+    """Write a fitted result by the suffix of ``path`` (see :data:`OUTPUT_SUFFIXES`)."""
+    import json
+
+    from interpretable_zoo.inference.checkpoint import save_result
+
+    suffix = path.suffix.lower()
+    if suffix == ".nc":
+        result.idata.to_netcdf(path)
+    elif suffix == ".pkl":
+        save_result(result, path)
+    else:
+        path.write_text(json.dumps(result.to_dict(), indent=1) + "\n")
+
+
 def command_fit(args) -> None:
     module = _model_module(args.model)
-    out = writable_output(Path(args.out))
+    options = model_options(args, args.model)
+    out = writable_output(Path(args.out), args.model)
     X, y = read_table(Path(args.data), args.target)
-    idata = module.cli_fit(X, y, args)
-    idata.to_netcdf(out)
+    result = module.cli_fit(X, y, **options, seed=args.seed)
+    print(result.explain(), flush=True)
+    write_result(result, out)
     print(f"wrote {out}")
 
 
 def command_summary(args) -> None:
     import arviz as az
-    import pandas as pd
 
     from interpretable_zoo import diagnostics
 
@@ -145,9 +212,7 @@ def command_summary(args) -> None:
         raise CliError(f"run: {path} is not a NetCDF file written by `izoo fit` ({one_line(error)})") from None
     if "posterior" not in idata.groups():
         raise CliError(f"run: {path} has no posterior group; give a file written by `izoo fit`")
-    table = diagnostics.summary(idata, var_names=args.var_names)
-    with pd.option_context("display.max_rows", None, "display.width", 120):
-        print(table)
+    print(diagnostics.summary(idata, var_names=args.var_names).to_string())  # every row and column
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -160,20 +225,39 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--data-home", default=None, help="folder of real datasets (default: $INTERPRETABLE_ZOO_DATA)")
     demo.set_defaults(handler=command_demo)
 
-    fit = sub.add_parser("fit", help="fit a model to a data file and write the InferenceData as NetCDF")
     fitting = [name for name, entry in MODELS.items() if entry.fits]
-    fit.add_argument("model", choices=fitting, metavar="MODEL", help=", ".join(fitting))
-    fit.add_argument("--data", required=True, help="X as .csv (header row), .npy, or .npz with arrays X and y")
-    fit.add_argument("--target", default=None, help="CSV column holding the labels y (classifiers)")
-    fit.add_argument("--n-clusters", type=int, default=None, help="number of clusters (clustering models)")
-    fit.add_argument("--num-warmup", type=int, default=500)
-    fit.add_argument("--num-samples", type=int, default=1000)
-    fit.add_argument("--num-chains", type=int, default=4)
-    fit.add_argument("--seed", type=int, default=0)
-    fit.add_argument(
-        "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bar (default: on outside CI)"
+    fit = sub.add_parser(
+        "fit",
+        help="fit a model to a data file, print its explanation and write the result",
+        epilog="Options after --seed apply to the models named in brackets. "
+        "See the README's section 'Data files' for what each model's file holds.",
     )
-    fit.add_argument("--out", required=True, help="output NetCDF file, e.g. run.nc")
+    fit.add_argument("model", choices=fitting, metavar="MODEL", help=", ".join(fitting))
+    fit.add_argument(
+        "--data", required=True, help="a table: .csv or .parquet with a header row (naming the features), "
+        ".npy, or .npz with arrays X and y",
+    )  # fmt: skip
+    fit.add_argument("--target", default=None, help="the table's column holding the labels y (brl, prototype_selection)")
+    fit.add_argument(
+        "--out", required=True, help="output file: .json (the explanation as data), .pkl (the whole result, "
+        "for interpretable_zoo.load_result) or .nc (the InferenceData; bcm, brl)",
+    )  # fmt: skip
+    fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument("--n-clusters", type=int, help="number of clusters [bcm, mgm]")
+    fit.add_argument("--num-samples", type=int, help="scans per chain (default: until converged) [bcm, brl]")
+    fit.add_argument("--num-warmup", type=int, help="tuning scans (default: chosen by the run) [bcm, brl]")
+    fit.add_argument("--num-chains", type=int, help="chains (default 4) [bcm, brl]")
+    fit.add_argument("--max-seconds", type=float, help="time budget of a run until converged (default: brl 60, bcm 300)"
+                     " [bcm, brl]")  # fmt: skip
+    fit.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, help="progress bar (default: on outside CI) [bcm, brl]"
+    )
+    fit.add_argument("--min-support", type=float, help="antecedent mining: support per class (default 0.1) [brl]")
+    fit.add_argument("--max-cardinality", type=int, help="antecedent mining: conditions per rule (default 2) [brl]")
+    fit.add_argument("--restarts", type=int, help="restarts of the search (default 5) [mgm]")
+    fit.add_argument("--eps", type=float, help="ball radius (default: by 10-fold cross-validation) [prototype_selection]")
+    fit.add_argument("--metric", help="l1, l2 (default) or cosine [prototype_selection]")
+    fit.add_argument("--method", help="greedy (default) or lp [prototype_selection]")
     fit.set_defaults(handler=command_fit)
 
     summary = sub.add_parser("summary", help="print an ArviZ summary (mean, sd, ess, r_hat) of a run file")

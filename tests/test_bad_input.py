@@ -277,6 +277,12 @@ PROTOTYPE_SELECTION = [
         r"found in the first 12 of 12 rows needs about .* more than the 100 bytes available; use a smaller eps",
         "memory-cover-outgrows-its-estimate",
     ),
+    (
+        lambda mp: PrototypeClassifier(eps=1.0, progress_bar="yes").fit(X, Y),
+        ValueError,
+        r"^progress_bar: expected True or False, got 'yes'",
+        "classifier-progress-bar-string",
+    ),
 ]
 
 # ----------------------------------------------------------------------------- Bayesian Sets
@@ -475,6 +481,12 @@ RULE_LISTS = [
         r"^antecedents: the truth table .*; raise min_support or lower max_cardinality",
         "memory-truth-table-classifier",
     ),
+    (
+        lambda mp: BayesianRuleListClassifier(checkpoint=5).fit(XB, YB),
+        ValueError,
+        r"^checkpoint: expected a file path",
+        "classifier-checkpoint-number",
+    ),
 ]
 
 # ----------------------------------------------------------------------------- Mind the Gap
@@ -518,6 +530,12 @@ MIND_THE_GAP = [
     (lambda mp: MGMClusterer(2).fit(XB * 2), ValueError, r"^X: must be binary \(0/1\)", "clusterer-X-not-binary"),
     (lambda mp: MGMClusterer(2, binarize="0").fit(XB), ValueError, r"^binarize: expected a finite number", "clusterer-binarize"),
     (lambda mp: MGMClusterer(2).predict(XB), NotFittedError, r"MGMClusterer .* not fitted", "clusterer-unfitted"),
+    (
+        lambda mp: fit_mgm_sweep(XB, [2, 3], progress_bar=1),
+        ValueError,
+        r"^progress_bar: expected True or False, got 1",
+        "sweep-progress-bar-number",
+    ),
 ]
 
 # ----------------------------------------------------------------------------- Bayesian Case Model
@@ -602,6 +620,12 @@ CASE_MODEL = [
         "clusterer-X-complex",
     ),
     (lambda mp: BCMClusterer(2).transform(XC), NotFittedError, r"BCMClusterer .* not fitted", "clusterer-unfitted"),
+    (
+        lambda mp: BCMClusterer(2, checkpoint=["a"]).fit(XC),
+        ValueError,
+        r"^checkpoint: expected a file path",
+        "clusterer-checkpoint-list",
+    ),
 ]
 
 
@@ -946,12 +970,12 @@ def fake_model(monkeypatch):
     module = types.ModuleType("fake_izoo_model")
     module.calls, module.raises = [], None
 
-    def cli_fit(X, y, args):
-        module.calls.append(args)
+    def cli_fit(X, y, **options):
+        module.calls.append(options)
         raise module.raises
 
     module.cli_fit = cli_fit
-    monkeypatch.setitem(cli.MODELS, "fake", cli.ModelEntry("a fake model", module, fits=True))
+    monkeypatch.setitem(cli.MODELS, "fake", cli.ModelEntry("a fake model", module, fits=True, trace=True))
     return module
 
 
@@ -968,6 +992,7 @@ def data_files(home: Path) -> None:
     write(home / "corrupt.npy", b"\x93NUMPY\x01\x00garbage")
     write(home / "corrupt.npz", b"PK\x03\x04garbage")
     write(home / "good.csv", "a,b\n0,1\n1,0\n")
+    write(home / "corrupt.parquet", b"PAR1garbage")
     write(home / "not.nc", "not a NetCDF file")
     scipy.io.savemat(home / "matlab.nc", {"a": np.zeros(2)})
     xarray.Dataset({"a": ("x", np.zeros(2))}).to_netcdf(home / "plain.nc")
@@ -1069,6 +1094,25 @@ COMMANDS = [
         r"run: .*plain\.nc has no posterior group; give a file written by `izoo fit`",
         "summary-netcdf-without-posterior",
     ),
+    (
+        lambda home, fake: ["fit", "fake", "--data", str(home / "good.csv"), "--out", str(home / "run.txt")],
+        2,
+        r"--out: fake writes \.json, \.pkl, \.nc files .*not 'run\.txt'",
+        "fit-out-unknown-suffix",
+    ),
+    (
+        lambda home, fake: ["fit", "mgm", "--data", str(home / "good.csv"), "--out", str(home / "run.nc")],
+        2,
+        r"--out: mgm writes \.json, \.pkl files \(.*\), not 'run\.nc'",
+        "fit-out-netcdf-without-trace",
+    ),
+    (
+        lambda home, fake: [*fit_argv(home, "good.csv"), "--num-samples", "10"],
+        2,
+        r"--num-samples: not an option of izoo fit fake$",
+        "fit-option-of-another-model",
+    ),
+    (lambda home, fake: fit_argv(home, "corrupt.parquet"), 2, r"--data: cannot read corrupt\.parquet", "fit-parquet-corrupt"),
 ]
 
 

@@ -1,14 +1,20 @@
 """The izoo command: help, clear messages for unavailable models and bad files, summary of a run file."""
 
 import importlib.metadata
+import json
+import re
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from numpyro.infer import NUTS
 
 from interpretable_zoo import cli, diagnostics
 from interpretable_zoo.inference.mcmc import run_mcmc
 from tests.test_diagnostics_inference_data import normal_model
+
+ROOT = Path(__file__).parents[1]
 
 
 @pytest.fixture
@@ -30,20 +36,20 @@ def test_demo_names_the_models_that_are_not_there_yet(unavailable_model, capsys)
     assert "Not available yet: bcm" in capsys.readouterr().out
 
 
-def test_fit_offers_exactly_the_models_with_a_posterior(capsys):
-    fitting = [
-        name for name, entry in cli.MODELS.items() if hasattr(entry.module, "cli_fit")
-    ]
-    assert fitting == [name for name, entry in cli.MODELS.items() if entry.fits] == ["bcm", "brl"]
+def test_fit_offers_every_model_with_a_fit_and_netcdf_only_for_traces(capsys):
+    fitting = [name for name, entry in cli.MODELS.items() if hasattr(entry.module, "cli_fit")]
+    assert fitting == [name for name, entry in cli.MODELS.items() if entry.fits]
+    assert fitting == ["bcm", "brl", "mgm", "prototype_selection"]
+    assert [name for name, entry in cli.MODELS.items() if entry.trace] == ["bcm", "brl"]
     with pytest.raises(SystemExit) as exit_status:
         cli.main(["fit", "--help"])
     assert exit_status.value.code == 0
     help_text = capsys.readouterr().out
-    assert "bcm, brl" in help_text and "mgm" not in help_text and "prototype_selection" not in help_text
+    assert "bcm, brl, mgm, prototype_selection" in help_text and "--max-seconds" in help_text
     with pytest.raises(SystemExit) as exit_status:
-        cli.main(["fit", "mgm", "--data", "x.csv", "--out", "run.nc"])
+        cli.main(["fit", "bayesian_sets", "--data", "x.csv", "--out", "run.json"])
     assert exit_status.value.code == 2
-    assert "invalid choice: 'mgm'" in capsys.readouterr().err
+    assert "invalid choice: 'bayesian_sets'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -71,6 +77,59 @@ def test_read_table_splits_the_target_column(tmp_path):
     np.savez(tmp_path / "data.npz", X=np.eye(3), y=np.arange(3))
     X, y = cli.read_table(tmp_path / "data.npz", None)
     assert X.shape == (3, 3) and list(y) == [0, 1, 2]
+    pd.DataFrame({"a": [0, 1], "b": [1, 0], "label": ["yes", "no"]}).to_parquet(tmp_path / "data.parquet")
+    X, y = cli.read_table(tmp_path / "data.parquet", "label")
+    assert list(X.columns) == ["a", "b"] and list(y) == ["yes", "no"]
+
+
+README = (Path(__file__).parents[1] / "README.md").read_text()
+EXAMPLES = dict(re.findall(r"^\| `(\w+)` \|.*\| `izoo (fit .*?)` \|$", README, re.M))
+"""The README's example command of each model, from its table of data files."""
+
+
+def test_the_readme_gives_an_example_file_per_model_that_fits():
+    assert sorted(EXAMPLES) == sorted(name for name, entry in cli.MODELS.items() if entry.fits)
+    for name, command in EXAMPLES.items():
+        args = cli.build_parser().parse_args(command.split())
+        assert args.model == name
+        X, y = cli.read_table(ROOT / args.data, args.target)
+        assert cli.model_options(args, name) == ({"n_clusters": 3} if name in ("bcm", "mgm") else {})
+        assert all(not column.isdigit() for column in X.columns)  # named features
+        assert (y is not None) == (name in ("brl", "prototype_selection"))
+
+
+def fit_example(name: str, out: Path, *options: str) -> int:
+    """``izoo fit`` of the README's example of ``name``, writing ``out``, with ``options`` added."""
+    argv = EXAMPLES[name].split()
+    argv[argv.index("--out") + 1] = str(out)
+    argv[argv.index("--data") + 1] = str(ROOT / argv[argv.index("--data") + 1])
+    return cli.main([*argv, *options])
+
+
+def test_prototype_selection_example_prints_and_writes_json_and_pickle(tmp_path, capsys):
+    from interpretable_zoo import load_result
+
+    assert fit_example("prototype_selection", tmp_path / "p.json") == 0
+    printed = capsys.readouterr().out
+    written = json.loads((tmp_path / "p.json").read_text())
+    assert printed.startswith("Prototype selection") and f"wrote {tmp_path / 'p.json'}" in printed
+    assert {row["class"] for row in written["prototypes"]} == {"a", "b", "c"}
+    assert fit_example("prototype_selection", tmp_path / "p.pkl", "--eps", "1.0", "--method", "lp") == 0
+    loaded = load_result(tmp_path / "p.pkl")
+    assert loaded.method == "lp" and loaded.eps == 1.0
+    assert fit_example("prototype_selection", tmp_path / "p.json", "--restarts", "2") == 2
+    assert "--restarts: not an option of izoo fit prototype_selection" in capsys.readouterr().err
+
+
+def test_brl_example_writes_a_trace_that_summary_reads(tmp_path, capsys):
+    out = tmp_path / "rules.nc"
+    assert fit_example("brl", out, "--num-samples", "200", "--num-warmup", "100", "--num-chains", "2") == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("if ") and "sex=" in printed
+    assert cli.main(["summary", str(out)]) == 0
+    summary = capsys.readouterr().out
+    assert "..." not in summary  # every column shown
+    assert all(column in summary for column in ("hdi_3%", "hdi_97%", "ess_bulk", "ess_tail", "r_hat", "log_posterior"))
 
 
 def test_summary_prints_rhat_and_ess_of_a_run_file(tmp_path, capsys):
@@ -80,7 +139,7 @@ def test_summary_prints_rhat_and_ess_of_a_run_file(tmp_path, capsys):
     idata.to_netcdf(path)
     assert cli.main(["summary", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "r_hat" in out and "ess_bulk" in out and "mu[0]" in out
+    assert "r_hat" in out and "ess_bulk" in out and "mu[0]" in out and "..." not in out
     assert cli.main(["summary", str(tmp_path / "missing.nc")]) == 2
 
 

@@ -34,17 +34,9 @@ def cli_demo(data_home=None) -> str:
     return format_demo(*smiley_demo())
 
 
-def cli_fit(X, y, args):
-    """``izoo fit bcm``: fit with the command's options and return the InferenceData."""
+def cli_fit(X, y, *, seed: int, n_clusters=None, progress=None, **options):
+    """``izoo fit bcm``: :func:`~interpretable_zoo.inference.bcm.fit_bcm` with the command's options
+    (``progress``: None, a bar outside CI); returns the :class:`BCMResult`."""
     from interpretable_zoo.inference.bcm import fit_bcm
 
-    result = fit_bcm(
-        X,
-        args.n_clusters,
-        num_warmup=args.num_warmup,
-        num_samples=args.num_samples,
-        num_chains=args.num_chains,
-        seed=args.seed,
-        progress_bar=getattr(args, "progress", None),  # --progress / --no-progress; None: on outside CI
-    )
-    return result.idata
+    return fit_bcm(X, n_clusters, seed=seed, progress_bar=progress, **options)

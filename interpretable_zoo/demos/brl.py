@@ -16,17 +16,12 @@ def cli_demo(data_home=None, **options) -> str:
     return f"{classifier.explain(outcome='survival')}\n\n{table}"
 
 
-def cli_fit(X, y, args):
-    """Fit a classifier to a table (mixed columns allowed) and return the InferenceData."""
+def cli_fit(X, y, *, seed: int, progress=None, **options):
+    """``izoo fit brl``: the classifier (mixed columns allowed) fitted with the command's options
+    (``progress``: None, a bar outside CI); returns its :class:`BRLResult`."""
     from interpretable_zoo.inference.brl import BayesianRuleListClassifier
 
     if y is None:
         raise ValueError("y: BRL needs labels (--target)")
-    classifier = BayesianRuleListClassifier(
-        num_warmup=args.num_warmup,
-        num_samples=args.num_samples,
-        num_chains=args.num_chains,
-        seed=args.seed,
-        progress_bar=getattr(args, "progress", None),  # --progress / --no-progress; None: on outside CI
-    )
-    return classifier.fit(X, y).result_.idata
+    classifier = BayesianRuleListClassifier(seed=seed, progress_bar=progress, **options)
+    return classifier.fit(X, y).result_

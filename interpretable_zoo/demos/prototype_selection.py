@@ -1,4 +1,4 @@
-"""Prototype selection on the bundled wine data."""
+"""Prototype selection on the bundled wine data, and ``izoo fit prototype_selection``."""
 
 from __future__ import annotations
 
@@ -28,3 +28,13 @@ def cli_demo(data_home=None) -> str:
         f"prototypes (eps = {classifier.eps_:.3g} by 10-fold CV, one-SE rule); 1-NN on all {len(X_train)} "
         f"training points: {nn_error:.1%}"
     )
+
+
+def cli_fit(X, y, *, seed: int, **options):
+    """``izoo fit prototype_selection``: the :class:`PrototypeClassifier` (eps by cross-validation unless
+    given) fitted to a numeric table and its labels; returns its :class:`PrototypeSelection`."""
+    from interpretable_zoo.inference.prototype_selection import PrototypeClassifier
+
+    if y is None:
+        raise ValueError("y: prototype selection needs labels (--target)")
+    return PrototypeClassifier(seed=seed, **options).fit(X, y).selection_
