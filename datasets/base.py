@@ -26,6 +26,13 @@ class Dataset:
     float ndarray for numeric ones and a float64 CSR matrix (values 1.0) for large sparse binary ones.
     ``y`` holds integer label codes, or a 2-D 0/1 array with one column per label for multi-label data;
     ``target_names[k]`` names code ``k`` (or column ``k``). Lengths are checked on construction.
+
+    Example:
+        >>> wine = iz.datasets.load_wine()
+        >>> wine
+        Dataset('wine', X ndarray (178, 13), y (178,))
+        >>> wine.feature_names[:3], wine.target_names, wine.sample_names
+        (('alcohol', 'malic_acid', 'ash'), ('class_0', 'class_1', 'class_2'), None)
     """
 
     name: str
@@ -54,6 +61,17 @@ class DataFileError(ValueError):
     """A data file exists but does not hold what its loader expects: corrupt, truncated, or another file.
 
     The message names the data set and the file.
+
+    Example:
+        >>> from pathlib import Path
+        >>> Path("data/zoo").mkdir(parents=True)
+        >>> _ = Path("data/zoo/zoo.data").write_text("aardvark,1,0")  # a truncated copy
+        >>> try:
+        ...     iz.datasets.load_zoo(data_home="data")
+        ... except iz.datasets.DataFileError as error:
+        ...     print(error)
+        zoo: data/zoo/zoo.data has 3 columns, expected 18; the file is corrupt, truncated or not the
+        expected one
     """
 
 
@@ -99,12 +117,32 @@ class DataFile:
 
 
 class DataHomeMissing(ValueError):
-    """Neither ``data_home`` nor the ``INTERPRETABLE_ZOO_DATA`` environment variable names a data folder."""
+    """Neither ``data_home`` nor the ``INTERPRETABLE_ZOO_DATA`` environment variable names a data folder.
+
+    Example:
+        >>> import os, unittest.mock
+        >>> with unittest.mock.patch.dict(os.environ, {"INTERPRETABLE_ZOO_DATA": ""}):  # unset for this block
+        ...     try:
+        ...         iz.datasets.load_zoo()
+        ...     except iz.datasets.DataHomeMissing as error:
+        ...         print(error)
+        no data folder: pass data_home= or set the INTERPRETABLE_ZOO_DATA environment variable
+        to the folder of real datasets
+    """
 
 
 def resolve_data_home(data_home: str | os.PathLike | None = None) -> Path:
     """The real-data folder: ``data_home`` if given, else the ``INTERPRETABLE_ZOO_DATA`` environment
-    variable; :class:`DataHomeMissing` (a ValueError) naming both when neither is set."""
+    variable; :class:`DataHomeMissing` (a ValueError) naming both when neither is set.
+
+    Example:
+        >>> import os, unittest.mock
+        >>> str(iz.datasets.resolve_data_home("my_data"))
+        'my_data'
+        >>> with unittest.mock.patch.dict(os.environ, {"INTERPRETABLE_ZOO_DATA": "/srv/datasets"}):
+        ...     print(iz.datasets.resolve_data_home())
+        /srv/datasets
+    """
     if data_home is None:
         data_home = os.environ.get(DATA_HOME_ENV) or None
     if data_home is None:

@@ -47,7 +47,15 @@ def titanic_frame(rows: list[tuple[str, str, str]]) -> pd.DataFrame:
 
 
 def load_titanic_table() -> Dataset:
-    """All 2201 people aboard the Titanic, one row each: X columns class, age, sex; y survived (1) or not (0)."""
+    """All 2201 people aboard the Titanic, one row each: X columns class, age, sex; y survived (1) or not (0).
+
+    Example:
+        >>> titanic = iz.datasets.load_titanic_table()
+        >>> titanic.X.shape, titanic.feature_names, titanic.target_names
+        ((2201, 3), ('class', 'age', 'sex'), ('no', 'yes'))
+        >>> titanic.X["class"].cat.categories.tolist(), int(titanic.y.sum())  # the levels; 711 survived
+        (['1st', '2nd', '3rd', 'crew'], 711)
+    """
     rows, survived = [], []
     for passenger, counts in _TITANIC_COUNTS.items():
         for code, count in enumerate(counts):
@@ -75,15 +83,35 @@ def _from_sklearn(name: str, bunch: Bunch) -> Dataset:
 
 
 def load_digits() -> Dataset:
-    """scikit-learn's 1797 8x8 handwritten digits: X float (1797, 64) grey levels 0-16, y digits 0-9."""
+    """scikit-learn's 1797 8x8 handwritten digits: X float (1797, 64) grey levels 0-16, y digits 0-9.
+
+    Example:
+        >>> digits = iz.datasets.load_digits()
+        >>> digits.X.shape, digits.feature_names[:2], digits.target_names[:3]
+        ((1797, 64), ('pixel_0_0', 'pixel_0_1'), ('0', '1', '2'))
+        >>> float(digits.X.max())
+        16.0
+    """
     return _from_sklearn("digits", sklearn.datasets.load_digits())
 
 
 def load_wine() -> Dataset:
-    """scikit-learn's UCI wine: X float (178, 13) chemical measurements, y cultivar 0-2."""
+    """scikit-learn's UCI wine: X float (178, 13) chemical measurements, y cultivar 0-2.
+
+    Example:
+        >>> wine = iz.datasets.load_wine()
+        >>> wine.X.shape, wine.feature_names[:3], wine.target_names
+        ((178, 13), ('alcohol', 'malic_acid', 'ash'), ('class_0', 'class_1', 'class_2'))
+    """
     return _from_sklearn("wine", sklearn.datasets.load_wine())
 
 
 def load_breast_cancer() -> Dataset:
-    """scikit-learn's Wisconsin diagnostic breast cancer: X float (569, 30), y 0 malignant / 1 benign."""
+    """scikit-learn's Wisconsin diagnostic breast cancer: X float (569, 30), y 0 malignant / 1 benign.
+
+    Example:
+        >>> cancer = iz.datasets.load_breast_cancer()
+        >>> cancer.X.shape, cancer.feature_names[:2], cancer.target_names
+        ((569, 30), ('mean radius', 'mean texture'), ('malignant', 'benign'))
+    """
     return _from_sklearn("breast_cancer", sklearn.datasets.load_breast_cancer())

@@ -59,6 +59,13 @@ def make_cartoon_faces(
 
     ``exact_or`` draws the features of a present OR group by eq. 2 (at least one member shows), else by
     the relaxed eq. 3.
+
+    Example:
+        >>> faces = iz.datasets.make_cartoon_faces(n_faces=60)
+        >>> faces.X.shape, faces.feature_names[:3], faces.target_names
+        ((60, 8), ('earmuffs', 'scarf', 'hat'), ('winter', 'student', 'vacation'))
+        >>> faces.extras["groups"][:2]  # planted OR groups: winter faces show the first, vacation faces the second
+        (('earmuffs', 'scarf', 'smile'), ('hat', 'sunglasses'))
     """
     if n_faces < 1:
         raise ValueError(f"n_faces: must be at least 1, got {n_faces}")

@@ -34,6 +34,14 @@ def make_gaussian_mixture(
 
     Pass the ``component_means`` of an earlier draw (``extras["component_means"]``, shape (3, n_components, 2))
     to draw a test set from the same mixture. X is float64 (3 n_per_class, 2), y the class codes 0, 1, 2.
+
+    Example:
+        >>> train = iz.datasets.make_gaussian_mixture(n_per_class=50)
+        >>> train.X.shape, train.target_names, train.extras["component_means"].shape
+        ((150, 2), ('class 0', 'class 1', 'class 2'), (3, 10, 2))
+        >>> test = iz.datasets.make_gaussian_mixture(20, seed=1, component_means=train.extras["component_means"])
+        >>> test.X.shape, test.y[::20].tolist()
+        ((60, 2), [0, 1, 2])
     """
     if n_per_class < 1:
         raise ValueError(f"n_per_class: must be at least 1, got {n_per_class}")

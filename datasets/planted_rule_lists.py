@@ -30,6 +30,15 @@ def planted_rule_lists(
 
     ``extras``: ``antecedents`` (tuples of column indices), ``rules`` (the planted list as antecedent
     indices), ``theta`` ((len(rules) + 1, L) label probabilities, default rule last).
+
+    Example:
+        >>> data = iz.datasets.planted_rule_lists(n_samples=100, n_features=4)
+        >>> data.X.shape, data.feature_names, data.target_names
+        ((100, 4), ('x0', 'x1', 'x2', 'x3'), ('0', '1'))
+        >>> data.extras["antecedents"][:6]  # 4 single features, then the 6 pairs
+        [(0,), (1,), (2,), (3,), (0, 1), (0, 2)]
+        >>> data.extras["theta"].shape == (len(data.extras["rules"]) + 1, 2)  # a row per rule and the default
+        True
     """
     priors = brl.Priors() if priors is None else priors
     for name, value in (("n_samples", n_samples), ("n_features", n_features), ("max_cardinality", max_cardinality)):

@@ -37,6 +37,12 @@ def bin_levels(X, n_bins: int, low: float = 0.0, high: float = 1.0) -> np.ndarra
     """Grey levels in [low, high] cut into ``n_bins`` equal-width bins, as integer codes 0..n_bins-1.
 
     Each bin is closed on the left; ``high`` itself falls in the last bin. BCM uses 7 bins on USPS.
+
+    Example:
+        >>> iz.datasets.bin_levels([[0.0, 0.2, 0.5, 1.0]], n_bins=4).tolist()
+        [[0, 0, 2, 3]]
+        >>> iz.datasets.bin_levels([[0, 8, 16]], n_bins=2, high=16).tolist()  # digits' grey levels 0-16
+        [[0, 1, 1]]
     """
     if isinstance(n_bins, bool) or not isinstance(n_bins, Integral) or n_bins < 2:
         raise ValueError(f"n_bins must be an integer of at least 2, got {n_bins!r}")
@@ -51,7 +57,14 @@ def bin_levels(X, n_bins: int, low: float = 0.0, high: float = 1.0) -> np.ndarra
 
 
 def binarize(X, threshold: float) -> np.ndarray:
-    """A uint8 0/1 array: 1 where ``X`` is strictly greater than ``threshold``. MGM uses 0.5 on USPS."""
+    """A uint8 0/1 array: 1 where ``X`` is strictly greater than ``threshold``. MGM uses 0.5 on USPS.
+
+    Example:
+        >>> iz.datasets.binarize([[0.2, 0.5, 0.9]], threshold=0.5)
+        array([[0, 0, 1]], dtype=uint8)
+        >>> iz.datasets.binarize([[0, 3], [2, 0]], threshold=0).tolist()  # counts to "any"
+        [[0, 1], [1, 0]]
+    """
     threshold = _finite_number(threshold, "threshold")
     return (_numeric_matrix(X) > threshold).astype(np.uint8)
 
@@ -69,6 +82,13 @@ def one_hot(
     Values come in category order for categorical columns (unused categories included, so splits of one
     table get the same items) and in sorted order otherwise. With ``negations=True`` each column's
     value items are followed by one ``column!=value`` item per value (BRL mines both kinds).
+
+    Example:
+        >>> items, names = iz.datasets.one_hot(iz.datasets.load_titanic_table().X)
+        >>> items.shape, names[:5]
+        ((2201, 8), ('class=1st', 'class=2nd', 'class=3rd', 'class=crew', 'age=adult'))
+        >>> iz.datasets.one_hot([[0, 2], [1, 2]], columns=[1], negations=True)
+        (array([[1, 0], [1, 0]], dtype=uint8), ('x1=2', 'x1!=2'))
     """
     if isinstance(frame_or_array, pd.DataFrame):
         frame, prefix = frame_or_array, ""
@@ -109,7 +129,17 @@ def one_hot(
 
 @dataclass(frozen=True)
 class CategoricalData:
-    """A categorical matrix as integer codes, with the names that explain them."""
+    """A categorical matrix as integer codes, with the names that explain them.
+
+    Example:
+        >>> import pandas as pd
+        >>> table = pd.DataFrame({"colour": ["red", "blue", "red"], "size": ["S", "L", "L"]})
+        >>> data = iz.datasets.encode_categorical(table)
+        >>> data.codes.tolist(), data.n_values.tolist()
+        ([[1, 1], [0, 0], [1, 0]], [2, 2])
+        >>> data.feature_names, data.value_names, data.sample_names
+        (('colour', 'size'), (('blue', 'red'), ('L', 'S')), ('0', '1', '2'))
+    """
 
     codes: np.ndarray  # (N, P) int32
     n_values: np.ndarray  # (P,)
@@ -120,7 +150,17 @@ class CategoricalData:
 
 def encode_categorical(X, name: str = "X") -> CategoricalData:
     """Integer codes of a DataFrame (each column's values, in category or sorted order) or of an array of
-    non-negative integer codes; ValueError naming ``name`` on empty, NaN, negative or non-integer input."""
+    non-negative integer codes; ValueError naming ``name`` on empty, NaN, negative or non-integer input.
+
+    Example:
+        >>> import pandas as pd
+        >>> smileys = pd.DataFrame({"mouth": ["smile", "frown", "smile"], "eyes": ["round", "round", "star"]})
+        >>> iz.datasets.encode_categorical(smileys).codes.tolist()
+        [[1, 0], [0, 0], [1, 1]]
+        >>> data = iz.datasets.encode_categorical([[0, 2], [1, 0]])  # integer codes: values 0..max (at least 2)
+        >>> data.n_values.tolist(), data.feature_names, data.value_names[1]
+        ([2, 3], ('x0', 'x1'), ('0', '1', '2'))
+    """
     if isinstance(X, pd.DataFrame):
         if X.shape[0] == 0 or X.shape[1] == 0:
             raise ValueError(f"{name}: empty, shape {X.shape}")
@@ -161,7 +201,17 @@ def encode_categorical(X, name: str = "X") -> CategoricalData:
 def encode_like(X, data: CategoricalData) -> np.ndarray:
     """Codes (M, P) of new observations in the coding of the fitted ``data``: a DataFrame's values are
     looked up among the fitted value names of its columns, an array's codes must lie in the fitted ranges.
-    ValueError naming ``X`` on a wrong number of features, unknown values or codes out of range."""
+    ValueError naming ``X`` on a wrong number of features, unknown values or codes out of range.
+
+    Example:
+        >>> import pandas as pd
+        >>> fitted = iz.datasets.encode_categorical(pd.DataFrame({"colour": ["red", "blue"], "size": ["S", "L"]}))
+        >>> iz.datasets.encode_like(pd.DataFrame({"colour": ["blue", "red"], "size": ["S", "S"]}), fitted).tolist()
+        [[0, 1], [1, 1]]
+        >>> iz.datasets.encode_like(pd.DataFrame({"colour": ["green"], "size": ["S"]}), fitted)
+        Traceback (most recent call last):
+        ValueError: X: column 'colour' has values not seen when fitting: ['green']
+    """
     n_features = len(data.feature_names)
     if isinstance(X, pd.DataFrame):
         if list(map(str, X.columns)) != list(data.feature_names):

@@ -53,7 +53,19 @@ ADULT_INTEGER_COLUMNS = ("age", "fnlwgt", "education_num", "capital_gain", "capi
 
 
 class SeedSet(NamedTuple):
-    """A NELL seed query: the phrases found among the items, their item indices, and the phrases that match no item."""
+    """A NELL seed query: the phrases found among the items, their item indices, and the phrases that match no item.
+
+    Example:
+        ``load_nell`` gives one per seed file in ``extras["seed_sets"]``; a hand-made one, to show the fields:
+
+        >>> import numpy as np
+        >>> seeds = iz.datasets.SeedSet(("force", "mass"), np.array([3224, 4675]), missing=("intertia",))
+        >>> seeds._fields
+        ('phrases', 'indices', 'missing')
+        >>> phrases, indices, missing = seeds  # a named tuple
+        >>> indices.tolist(), missing
+        ([3224, 4675], ('intertia',))
+    """
 
     phrases: tuple[str, ...]
     indices: np.ndarray
@@ -131,7 +143,15 @@ def _label_codes(file: DataFile, labels: pd.Series, levels: tuple) -> np.ndarray
 
 
 def load_usps(split: str = "train", data_home: DataHome = None) -> Dataset:
-    """USPS handwritten digits, standard split: X float32 (7291 or 2007, 256) grey levels in [0, 1], y digits 0-9."""
+    """USPS handwritten digits, standard split: X float32 (7291 or 2007, 256) grey levels in [0, 1], y digits 0-9.
+
+    Example:
+        >>> usps = iz.datasets.load_usps()
+        >>> usps
+        Dataset('usps_train', X ndarray (7291, 256), y (7291,))
+        >>> usps.X.dtype, usps.feature_names[:2], iz.datasets.load_usps("test").X.shape
+        (dtype('float32'), ('pixel_0_0', 'pixel_0_1'), (2007, 256))
+    """
     _check_split(split)
     file = _file("usps", "usps/usps.h5", data_home)
     arrays = [f"{split}/data", f"{split}/target"]
@@ -154,7 +174,15 @@ def load_usps(split: str = "train", data_home: DataHome = None) -> Dataset:
 
 
 def load_recipes(data_home: DataHome = None) -> Dataset:
-    """56 contest recipes x 147 ingredients, X uint8 0/1; y the category (pasta, chili, brownies, punch)."""
+    """56 contest recipes x 147 ingredients, X uint8 0/1; y the category (pasta, chili, brownies, punch).
+
+    Example:
+        >>> recipes = iz.datasets.load_recipes()
+        >>> recipes.X.shape, recipes.target_names
+        ((56, 147), ('pasta', 'chili', 'brownies', 'punch'))
+        >>> recipes.sample_names[0], recipes.feature_names[:3]
+        ('Avocado Sauce for Pasta', ('zest', 'vinegar', 'apple juice'))
+    """
     n_recipes = sum(RECIPE_CATEGORIES.values())
     X = _binary_table(_file("recipes", "recipes/ingredlist", data_home), (n_recipes, 147), delimiter=",")
     return Dataset(
@@ -172,6 +200,13 @@ def load_zoo(data_home: DataHome = None, *, binary: bool = True) -> Dataset:
 
     With ``binary=True`` X is a uint8 0/1 array in which ``legs`` means "has legs" (count > 0);
     with ``binary=False`` X is an integer DataFrame keeping the number of legs (0-8).
+
+    Example:
+        >>> zoo = iz.datasets.load_zoo()
+        >>> zoo.X.shape, zoo.feature_names[:4], zoo.sample_names[:2]
+        ((101, 16), ('hair', 'feathers', 'eggs', 'milk'), ('aardvark', 'antelope'))
+        >>> zoo.target_names[:3], int(iz.datasets.load_zoo(binary=False).X["legs"].max())
+        (('mammal', 'bird', 'reptile'), 8)
     """
     file = _file("zoo", "zoo/zoo.data", data_home)
     columns = ["name", *ZOO_ATTRIBUTES, "type"]
@@ -197,7 +232,15 @@ def load_zoo(data_home: DataHome = None, *, binary: bool = True) -> Dataset:
 
 
 def load_animals50(data_home: DataHome = None) -> Dataset:
-    """Osherson / Kemp & Tenenbaum animals: X uint8 0/1 (50 animals, 85 properties), no labels."""
+    """Osherson / Kemp & Tenenbaum animals: X uint8 0/1 (50 animals, 85 properties), no labels.
+
+    Example:
+        >>> animals = iz.datasets.load_animals50()
+        >>> animals.X.shape, animals.y, animals.sample_names[:3]
+        ((50, 85), None, ('antelope', 'grizzly+bear', 'killer+whale'))
+        >>> animals.feature_names[:4]
+        ('black', 'white', 'blue', 'brown')
+    """
     X = _binary_table(_file("animals50", "animals50/predicate-matrix-binary.txt", data_home), (50, 85))
     return Dataset(
         name="animals50",
@@ -210,7 +253,15 @@ def load_animals50(data_home: DataHome = None) -> Dataset:
 
 
 def load_titanic(split: str = "train", data_home: DataHome = None) -> Dataset:
-    """Letham et al.'s Titanic split (1761 train, 440 test): X columns class, age, sex; y survived 1, died 0."""
+    """Letham et al.'s Titanic split (1761 train, 440 test): X columns class, age, sex; y survived 1, died 0.
+
+    Example:
+        >>> train, test = iz.datasets.load_titanic(), iz.datasets.load_titanic("test")
+        >>> train.X.shape, test.X.shape, train.feature_names, train.target_names
+        ((1761, 3), (440, 3), ('class', 'age', 'sex'), ('no', 'yes'))
+        >>> train.X.iloc[0].tolist()
+        ['3rd', 'adult', 'male']
+    """
     _check_split(split)
     dataset = f"titanic_{split}"
     file = _file(dataset, f"titanic/titanic_{split}.tab", data_home)
@@ -234,7 +285,15 @@ def load_titanic(split: str = "train", data_home: DataHome = None) -> Dataset:
 
 
 def load_tictactoe(data_home: DataHome = None) -> Dataset:
-    """UCI tic-tac-toe endgames: X categorical cells c1..c9 in x/o/b (958 boards); y 1 where x wins."""
+    """UCI tic-tac-toe endgames: X categorical cells c1..c9 in x/o/b (958 boards); y 1 where x wins.
+
+    Example:
+        >>> boards = iz.datasets.load_tictactoe()
+        >>> boards.X.shape, boards.feature_names[:3], boards.target_names
+        ((958, 9), ('c1', 'c2', 'c3'), ('negative', 'positive'))
+        >>> boards.X["c1"].cat.categories.tolist()
+        ['x', 'o', 'b']
+    """
     file = _file("tictactoe", "tictactoe/tictactoe.txt.gz", data_home)
     table = _read_csv(file)
     cells = [f"c{k}" for k in range(1, 10)]
@@ -252,7 +311,15 @@ def load_tictactoe(data_home: DataHome = None) -> Dataset:
 
 
 def load_mushroom(data_home: DataHome = None) -> Dataset:
-    """UCI mushroom: X 22 categorical attributes (8124 rows; '?' in stalk-root is kept as a value); y 1 poisonous."""
+    """UCI mushroom: X 22 categorical attributes (8124 rows; '?' in stalk-root is kept as a value); y 1 poisonous.
+
+    Example:
+        >>> mushrooms = iz.datasets.load_mushroom()
+        >>> mushrooms.X.shape, mushrooms.feature_names[:3], mushrooms.target_names
+        ((8124, 22), ('cap-shape', 'cap-surface', 'cap-color'), ('edible', 'poisonous'))
+        >>> int(mushrooms.y.sum())  # poisonous
+        3916
+    """
     file = _file("mushroom", "mushroom/agaricus-lepiota.data", data_home)
     table = _read_csv(file, dtype="category")
     file.require(table.shape[1] == 23, f"has {table.shape[1]} columns, expected edibility and 22 attributes")
@@ -275,6 +342,13 @@ def load_adult(data_home: DataHome = None) -> Dataset:
 
     The file has a header line naming ``ADULT_COLUMNS``, of which ``ADULT_INTEGER_COLUMNS`` hold
     integers, and any number of rows (the shared copy: the 30162 rows without missing values).
+
+    Example:
+        >>> adult = iz.datasets.load_adult()
+        >>> adult.X.shape, adult.feature_names[:4], adult.target_names
+        ((30162, 14), ('age', 'type_employer', 'fnlwgt', 'education'), ('<=50K', '>50K'))
+        >>> str(adult.X["age"].dtype), str(adult.X["education"].dtype)
+        ('int64', 'category')
     """
     file = _file("adult", "adult/adult.data", data_home)
     table = _read_csv(file, skipinitialspace=True)
@@ -302,6 +376,13 @@ def load_movielens(data_home: DataHome = None) -> Dataset:
 
     y is the (1682, 19) 0/1 genre matrix from u.item, one column per name in ``target_names``. The files
     must hold the whole data set: 100000 ratings by 943 users of 1682 movies.
+
+    Example:
+        >>> movies = iz.datasets.load_movielens()
+        >>> movies.X.shape, movies.X.nnz, movies.y.shape  # nnz: ratings above 3
+        ((1682, 943), 55375, (1682, 19))
+        >>> movies.sample_names[0], movies.feature_names[0], movies.target_names[:3]
+        ('Toy Story (1995)', 'user_1', ('unknown', 'Action', 'Adventure'))
     """
     n_ratings, n_users, n_movies = MOVIELENS_SIZES
     file = _file("movielens", "movielens-100k/u.data", data_home)
@@ -349,6 +430,14 @@ def load_nell(data_home: DataHome = None, *, merge_duplicates: bool = True) -> D
 
     ``extras["seed_sets"]`` maps each seed file's name to a `SeedSet`; phrases that match no item are
     listed in its ``missing`` (class_seed_set_03 has the misspelling "intertia", for inertia).
+
+    Example:
+        >>> nell = iz.datasets.load_nell()
+        >>> nell.X.shape, nell.sample_names[:2], sorted(nell.extras["seed_sets"])
+        ((228161, 5548), ('fav', 'thinking'), ['class_seed_set_01', 'class_seed_set_02', 'class_seed_set_03'])
+        >>> seeds = nell.extras["seed_sets"]["class_seed_set_03"]
+        >>> seeds.phrases[:3], seeds.missing
+        (('acceleration', 'direction', 'force'), ('intertia',))
     """
     if not isinstance(merge_duplicates, (bool, np.bool_)):
         raise ValueError(f"merge_duplicates: expected True or False, got {merge_duplicates!r}")

@@ -53,6 +53,17 @@ def conditioned_model(n_obs: int, n_values, n_clusters: int, priors: bcm.Priors 
     rejection: omega (tilted) and ``model`` are redrawn (``lax.while_loop``) until observation p_s carries
     prototype s's values wherever g depends on them. ``omega`` (S, P), when given, is fixed instead of
     drawn (the draws are then exact conditionally on it).
+
+    Example:
+        The draw behind ``make_smiley_faces(30)``: 30 faces, 4 features of 3 values, 3 clusters, omega fixed:
+
+        >>> import jax, numpyro
+        >>> from interpretable_zoo.datasets.smiley_faces import SMILEY_PRIORS
+        >>> omega = [[1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 1]]
+        >>> predictive = numpyro.infer.Predictive(iz.datasets.conditioned_model, num_samples=1)
+        >>> draws = predictive(jax.random.PRNGKey(0), 30, [3, 3, 3, 3], 3, SMILEY_PRIORS, omega)
+        >>> sorted(draws), draws["x"].shape, draws["prototype"].shape
+        (['omega', 'phi', 'pi', 'prototype', 'prototype_value', 'x', 'z'], (1, 30, 4), (1, 3))
     """
     priors = priors or bcm.Priors()
     n_values = np.asarray(n_values, np.int64)
@@ -99,6 +110,15 @@ def make_smiley_faces(n_faces: int = 240, seed: int = 0) -> Dataset:
 
     X is a DataFrame of the four categorical features; y the dominant cluster of each face (argmax pi_i);
     ``extras`` hold the drawn ``omega``, ``prototype``, ``pi``, ``z`` and ``phi``.
+
+    Example:
+        >>> faces = iz.datasets.make_smiley_faces(n_faces=30)
+        >>> faces.X.shape, faces.feature_names
+        ((30, 4), ('face_shape', 'face_color', 'eye_shape', 'mouth'))
+        >>> faces.extras["omega"]  # the planted subspaces: two features per cluster
+        array([[1, 1, 0, 0],
+               [0, 1, 1, 0],
+               [0, 0, 1, 1]], dtype=int32)
     """
     if isinstance(n_faces, bool) or not isinstance(n_faces, numbers.Integral) or n_faces < 3:
         raise ValueError(f"n_faces: expected an integer of at least 3, got {n_faces!r}")
@@ -127,7 +147,15 @@ def make_smiley_faces(n_faces: int = 240, seed: int = 0) -> Dataset:
 
 def load_usps_bcm(per_digit: int = 70, *, n_bins: int = 7, split: str = "train", seed: int = 0, data_home=None) -> Dataset:
     """USPS as in BCM sec. 4.1: ``per_digit`` (10 to 70 in the paper) random observations of each digit,
-    grey levels cut into ``n_bins`` (7) equal bins, X int codes (10 * per_digit, 256), y the digits."""
+    grey levels cut into ``n_bins`` (7) equal bins, X int codes (10 * per_digit, 256), y the digits.
+
+    Example:
+        >>> usps = iz.datasets.load_usps_bcm(per_digit=10)
+        >>> usps.X.shape, int(usps.X.min()), int(usps.X.max()), usps.y.tolist().count(3)
+        ((100, 256), 0, 6, 10)
+        >>> usps.sample_names[:2]  # rows of the USPS training split
+        ('usps_train_116', 'usps_train_288')
+    """
     if isinstance(per_digit, bool) or not isinstance(per_digit, numbers.Integral) or per_digit < 1:
         raise ValueError(f"per_digit: expected a positive integer, got {per_digit!r}")
     usps = load_usps(split, data_home)

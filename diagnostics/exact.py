@@ -97,6 +97,15 @@ def enumerate_posterior(
     Returns:
         float64 numpy array of probabilities, one per state in order, normalised by log-sum-exp. The
         precision is that of ``log_joint_fn``'s output: enable ``jax_enable_x64`` for float64 accuracy.
+
+    Example:
+        A coin's bias is one of 0.25, 0.5, 0.75, a priori equally likely; it shows 7 heads in 10 tosses:
+
+        >>> import jax.numpy as jnp
+        >>> bias = jnp.array([0.25, 0.5, 0.75])
+        >>> log_joint = lambda state: 7 * jnp.log(bias[state]) + 3 * jnp.log1p(-bias[state])
+        >>> iz.diagnostics.enumerate_posterior(log_joint, [0, 1, 2]).round(3)
+        array([0.008, 0.316, 0.675])
     """
     if method not in ("auto", "vmap", "loop"):
         raise ValueError(f"method: expected 'auto', 'vmap' or 'loop', got {method!r}")
@@ -148,6 +157,14 @@ def state_index(draws, states) -> np.ndarray:
     Returns:
         int array with the batch shape of ``draws``. Raises ValueError naming a draw that matches no
         state (a draw outside the enumerated list means a wrong enumeration or a broken sampler).
+
+    Example:
+        >>> import numpy as np
+        >>> states = [np.array([a, b]) for a in (0, 1) for b in (0, 1)]  # (0, 0), (0, 1), (1, 0), (1, 1)
+        >>> draws = np.array([[[0, 0], [1, 1], [1, 0]], [[0, 1], [0, 1], [1, 1]]])  # (chain, draw, state)
+        >>> iz.diagnostics.state_index(draws, states)
+        array([[0, 3, 2],
+               [1, 1, 3]])
     """
     stacked, _ = _stack_states(states)
     if isinstance(stacked, dict) and isinstance(draws, Mapping):
@@ -204,6 +221,16 @@ class GOFResult:
         p_value: Bonferroni-corrected overall p-value over the included statistics,
             ``min(1, m * min p)``; 0 when an impossible state was visited.
         num_draws: total draws over all chains.
+
+    Example:
+        >>> import numpy as np
+        >>> exact = np.array([0.2, 0.3, 0.5])
+        >>> draws = np.random.default_rng(0).choice(3, size=(4, 500), p=exact)  # 4 chains of exact draws
+        >>> result = iz.diagnostics.exact_gof_test(draws, exact)
+        >>> result.names, result.num_draws, result.excluded, result.impossible_states
+        (('state 0', 'state 1', 'state 2'), 2000, (), ())
+        >>> result.exact_means.tolist(), result.mcmc_means.round(2).tolist(), result.passed()
+        ([0.2, 0.3, 0.5], [0.21, 0.29, 0.5], True)
     """
 
     names: tuple[str, ...]
@@ -275,6 +302,15 @@ def exact_gof_test(
             states and label-free summaries.
         min_ess: smallest acceptable ESS of any statistic.
         min_effective_count: smallest effective count of a 0/1 statistic included in the p-value.
+
+    Example:
+        >>> import numpy as np
+        >>> exact = np.array([0.2, 0.3, 0.5])
+        >>> rng = np.random.default_rng(0)
+        >>> iz.diagnostics.exact_gof_test(rng.choice(3, size=(4, 500), p=exact), exact).passed()
+        True
+        >>> iz.diagnostics.exact_gof_test(rng.choice(3, size=(4, 500), p=[0.3, 0.3, 0.4]), exact).passed()  # biased
+        False
     """
     exact_probs = np.asarray(exact_probs, dtype=np.float64)
     if exact_probs.ndim != 1 or exact_probs.size == 0:

@@ -57,6 +57,17 @@ def to_inference_data(
         summary_var_names: the posterior variables that :func:`summary` and ``plot_trace`` use by
             default; stored in ``idata.posterior.attrs`` so it survives a NetCDF round trip.
         coords, dims: passed to ArviZ to name array dimensions.
+
+    Example:
+        >>> import jax, numpyro, numpyro.distributions as dist
+        >>> def model():
+        ...     numpyro.sample("mu", dist.Normal(0.0, 1.0))
+        >>> mcmc = numpyro.infer.MCMC(numpyro.infer.NUTS(model), num_warmup=20, num_samples=30, num_chains=2,
+        ...                           chain_method="sequential", progress_bar=False)
+        >>> mcmc.run(jax.random.PRNGKey(0))
+        >>> idata = iz.diagnostics.to_inference_data(mcmc, summary_var_names=["mu"])
+        >>> dict(idata.posterior.sizes), iz.diagnostics.default_var_names(idata)
+        ({'chain': 2, 'draw': 30}, ['mu'])
     """
     idata = az.from_numpyro(mcmc, log_likelihood=False, coords=coords, dims=dims)
     if derived:
@@ -119,7 +130,15 @@ def add_posterior_variables(
     *,
     dims: Mapping[str, Sequence[str]] | None = None,
 ) -> az.InferenceData:
-    """Add arrays of shape (chain, draw, ...) to ``idata.posterior`` in place and return ``idata``."""
+    """Add arrays of shape (chain, draw, ...) to ``idata.posterior`` in place and return ``idata``.
+
+    Example:
+        >>> import arviz as az, numpy as np
+        >>> idata = az.from_dict(posterior={"mu": np.random.default_rng(0).normal(size=(2, 50))})  # 2 chains x 50
+        >>> idata = iz.diagnostics.add_posterior_variables(idata, {"mu_squared": idata.posterior["mu"].values ** 2})
+        >>> list(idata.posterior.data_vars), idata.posterior["mu_squared"].shape
+        (['mu', 'mu_squared'], (2, 50))
+    """
     posterior = idata.posterior
     n_chain, n_draw = posterior.sizes["chain"], posterior.sizes["draw"]
     dims = dims or {}
@@ -146,7 +165,16 @@ def _as_inference_data(result_or_idata) -> az.InferenceData:
 
 
 def default_var_names(result_or_idata) -> list[str] | None:
-    """The label-free variables a result declared for diagnostics, or None (meaning all variables)."""
+    """The label-free variables a result declared for diagnostics, or None (meaning all variables).
+
+    Example:
+        >>> data = iz.datasets.load_titanic_table()
+        >>> X, names = iz.datasets.one_hot(data.X)  # binary items such as sex=female
+        >>> result = iz.fit_brl(X, data.y, feature_names=names, min_support=0.3, num_samples=50, num_warmup=20,
+        ...                     num_chains=2, n_temperatures=1, progress_bar=False)
+        >>> iz.diagnostics.default_var_names(result)
+        ['log_posterior', 'length', 'mean_cardinality']
+    """
     idata = _as_inference_data(result_or_idata)
     names = idata.posterior.attrs.get(SUMMARY_ATTR)
     if names is None:
@@ -159,6 +187,15 @@ def summary(result_or_idata, var_names: Sequence[str] | None = None, **kwargs):
 
     Defaults to the label-free summaries the model declared, where R-hat and ESS are meaningful.
     Extra keyword arguments go to ``arviz.summary``.
+
+    Example:
+        >>> data = iz.datasets.load_titanic_table()
+        >>> X, names = iz.datasets.one_hot(data.X)  # binary items such as sex=female
+        >>> result = iz.fit_brl(X, data.y, feature_names=names, min_support=0.3, num_samples=50, num_warmup=20,
+        ...                     num_chains=2, n_temperatures=1, progress_bar=False)
+        >>> table = iz.diagnostics.summary(result)
+        >>> list(table.index), list(table.columns[:4])
+        (['log_posterior', 'length', 'mean_cardinality'], ['mean', 'sd', 'hdi_3%', 'hdi_97%'])
     """
     idata = _as_inference_data(result_or_idata)
     var_names = list(var_names) if var_names is not None else default_var_names(idata)

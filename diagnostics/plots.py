@@ -25,7 +25,17 @@ def _axes(ax, n_rows: int = 1, n_cols: int = 1, figsize=None):
 def plot_trace(result_or_idata, var_names: Sequence[str] | None = None, *, swap_acceptance: bool = True, **kwargs):
     """``arviz.plot_trace`` of a result or InferenceData, by default over the label-free summaries; with
     ``swap_acceptance`` and a tempered run (more than one inverse temperature), the mean acceptance of the
-    swaps at each kept scan is drawn as one more row. Extra keyword arguments go to ArviZ."""
+    swaps at each kept scan is drawn as one more row. Extra keyword arguments go to ArviZ.
+
+    Example:
+        >>> data = iz.datasets.load_titanic_table()
+        >>> X, names = iz.datasets.one_hot(data.X)  # binary items such as sex=female
+        >>> result = iz.fit_brl(X, data.y, feature_names=names, min_support=0.3, num_samples=50, num_warmup=20,
+        ...                     num_chains=2, n_temperatures=1, progress_bar=False)
+        >>> axes = iz.diagnostics.plot_trace(result)  # a row per label-free summary: density, trace
+        >>> axes.shape, [row[0].get_title() for row in axes]
+        ((3, 2), ['log_posterior', 'length', 'mean_cardinality'])
+    """
     import arviz as az
 
     idata = _as_inference_data(result_or_idata)
@@ -42,7 +52,17 @@ def plot_trace(result_or_idata, var_names: Sequence[str] | None = None, *, swap_
 def plot_rule_list(result, *, outcome: str | None = None, level: float = 0.95, ax=None):
     """The BRL-point list (``BRLResult.explain_frame``) as a forest plot: a row per rule, top to bottom in
     list order, with the posterior mean and ``level`` credible interval of its outcome probability (two
-    classes: the second class; more: each rule's most probable class) and its captured count."""
+    classes: the second class; more: each rule's most probable class) and its captured count.
+
+    Example:
+        >>> data = iz.datasets.load_titanic_table()
+        >>> X, names = iz.datasets.one_hot(data.X)  # binary items such as sex=female
+        >>> result = iz.fit_brl(X, data.y, feature_names=names, min_support=0.3, num_samples=50, num_warmup=20,
+        ...                     num_chains=2, n_temperatures=1, progress_bar=False)
+        >>> ax = iz.diagnostics.plot_rule_list(result)
+        >>> len(ax.get_yticklabels()) == len(result.explain_frame()), ax.get_xlabel()  # a row per rule
+        (True, 'y=1 (mean, 95% credible interval)')
+    """
     frame = result.explain_frame(outcome=outcome, level=level)
     classes = list(result.classes)
     probabilities = frame[[f"p_{c}" for c in classes]].to_numpy()
@@ -70,7 +90,16 @@ def plot_prototypes(result, image_shape: tuple[int, int], *, titles=None, value_
     """BCM prototypes (``BCMResult.explain_frame``, largest cluster first) as images of ``image_shape``
     (the features are pixels in row-major order), each with its subspace (features with posterior
     inclusion probability >= 1/2) outlined in red along the pixel edges. ``titles``: one per cluster in the frame's order
-    (default: the prototype's name); ``value_range``: (vmin, vmax) of the codes (default all codes)."""
+    (default: the prototype's name); ``value_range``: (vmin, vmax) of the codes (default all codes).
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.repeat([[0, 0, 0, 0], [1, 1, 1, 1], [2, 2, 0, 1]], 10, axis=0)  # 3 groups of 10 "2x2 images"
+        >>> result = iz.fit_bcm(X, 3, num_samples=50, num_warmup=20, num_chains=2, n_temperatures=1, progress_bar=False)
+        >>> axes = iz.diagnostics.plot_prototypes(result, (2, 2))
+        >>> len(axes), axes[0].images[0].get_array().shape
+        (3, (2, 2))
+    """
     frame = result.explain_frame()
     from matplotlib.collections import LineCollection
 
@@ -109,7 +138,20 @@ def _outline(mask: np.ndarray) -> list:
 
 def plot_gap_heatmap(result, *, cluster_names=None, threshold: float = 0.5, max_members: int = 4, ax=None):
     """MGM's fig. 3: E[beta_gk] of the distinguishing groups (rows, widest gap first) in the occupied
-    clusters (columns), light where the group is present (``MGMResult.explain_frame``)."""
+    clusters (columns), light where the group is present (``MGMResult.explain_frame``).
+
+    Example:
+        >>> import numpy as np
+        >>> faces = [[1, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0],  # vacation: hat OR sunglasses
+        ...          [0, 0, 1, 0, 0, 0], [0, 0, 0, 1, 0, 0], [0, 0, 1, 1, 0, 0],  # winter: earmuffs OR scarf
+        ...          [0, 0, 0, 0, 1, 0], [0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 1, 1]]  # student: pencil OR glasses
+        >>> X = np.repeat(faces, 5, axis=0)  # 45 faces, 15 of each cluster
+        >>> names = ["hat", "sunglasses", "earmuffs", "scarf", "pencil", "glasses"]
+        >>> result = iz.fit_mgm_sweep(X, [2, 3], restarts=2, feature_names=names, progress_bar=False)
+        >>> ax = iz.diagnostics.plot_gap_heatmap(result)
+        >>> sorted(label.get_text() for label in ax.get_yticklabels())  # the planted groups
+        ['earmuffs OR scarf', 'hat OR sunglasses', 'pencil OR glasses']
+    """
     frame = result.explain_frame(cluster_names, threshold)
     headers = result.cluster_headers(cluster_names)
     ax = _axes(ax, figsize=(1.2 * len(headers) + 4, 0.45 * max(len(frame), 1) + 1.5))
@@ -124,7 +166,20 @@ def plot_gap_heatmap(result, *, cluster_names=None, threshold: float = 0.5, max_
 
 def plot_elbo_sweep(result, *, cluster_names=None, threshold: float = 0.5, max_members: int = 4, axes=None):
     """Two panels for a ``fit_mgm_sweep`` result: the ELBO of every restart against the number of clusters
-    (best per number joined, the chosen one starred), and :func:`plot_gap_heatmap` of the chosen fit."""
+    (best per number joined, the chosen one starred), and :func:`plot_gap_heatmap` of the chosen fit.
+
+    Example:
+        >>> import numpy as np
+        >>> faces = [[1, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0],  # vacation: hat OR sunglasses
+        ...          [0, 0, 1, 0, 0, 0], [0, 0, 0, 1, 0, 0], [0, 0, 1, 1, 0, 0],  # winter: earmuffs OR scarf
+        ...          [0, 0, 0, 0, 1, 0], [0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 1, 1]]  # student: pencil OR glasses
+        >>> X = np.repeat(faces, 5, axis=0)  # 45 faces, 15 of each cluster
+        >>> names = ["hat", "sunglasses", "earmuffs", "scarf", "pencil", "glasses"]
+        >>> result = iz.fit_mgm_sweep(X, [2, 3], restarts=2, feature_names=names, progress_bar=False)
+        >>> axes = iz.diagnostics.plot_elbo_sweep(result)
+        >>> result.n_clusters, [ax.get_title() for ax in axes]
+        (3, ['ELBO by number of clusters', 'distinguishing groups of the chosen fit'])
+    """
     if not result.sweep_restart_elbo:
         raise ValueError("plot_sweep: this result has no sweep (use fit_mgm_sweep)")
     if axes is None:
@@ -150,7 +205,15 @@ def plot_prototype_images(selection, image_shape: tuple[int, int], *, X=None, by
     """Selected prototypes (``PrototypeSelection.explain_frame``) as images of ``image_shape``: in selection
     order, each titled with its cover counts "covered (wrong)" as the paper's fig. 6; or with ``by_class``
     one row per class (up to ``columns`` prototypes each). The images are the candidates' features (``X``
-    for a selection made from a dissimilarity matrix)."""
+    for a selection made from a dissimilarity matrix).
+
+    Example:
+        >>> digits = iz.datasets.load_digits()
+        >>> selection = iz.select_prototypes(digits.X[:200], digits.y[:200], eps=30.0)
+        >>> axes = iz.diagnostics.plot_prototype_images(selection, (8, 8), by_class=True)
+        >>> axes.shape  # a row per digit, up to 11 prototypes each
+        (10, 11)
+    """
     points = selection.candidate_points if X is None else np.asarray(X)
     if points is None:
         raise ValueError("X: this selection was made from a dissimilarity matrix; give the candidates' features")
@@ -176,7 +239,17 @@ def plot_prototype_images(selection, image_shape: tuple[int, int], *, X=None, by
 def plot_set_completion(result, *, ax=None):
     """A Bayesian Sets answer (``BayesianSetsResult.explain_frame``): a bar per returned item, best at the
     top, of its log score, coloured by its probability of belonging to the query's cluster, with the
-    features that weigh most in its score written beside it."""
+    features that weigh most in its score written beside it.
+
+    Example:
+        >>> import pandas as pd
+        >>> animals = pd.DataFrame([[1, 1, 0, 1], [1, 1, 0, 1], [1, 0, 0, 1], [0, 0, 1, 0], [1, 0, 1, 0]],
+        ...                        index=["lion", "tiger", "wolf", "trout", "otter"],
+        ...                        columns=["fur", "stripes", "fins", "legs"])
+        >>> ax = iz.diagnostics.plot_set_completion(iz.BayesianSets(animals).query(["lion"], top_k=3))
+        >>> [label.get_text() for label in ax.get_yticklabels()], ax.get_title()
+        (['tiger', 'wolf', 'otter'], 'query: lion')
+    """
     import matplotlib.pyplot as plt
 
     frame = result.explain_frame()

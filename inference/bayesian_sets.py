@@ -230,6 +230,16 @@ class BayesianSets:
     Sparse input (any scipy format) is stored as float64 CSR; dense input as a float64 array. The prior
     (``models.bayesian_sets.Priors``, kappa = 2 by default) is set from the feature means of X;
     ``kappa=`` is a shorthand for ``priors=Priors(kappa=kappa)``.
+
+    Example:
+        >>> import numpy as np
+        >>> data = iz.datasets.load_digits()  # 1797 images of 8 x 8 pixels
+        >>> sets = iz.BayesianSets(data.X > 8, feature_names=data.feature_names)  # items: images; features: dark pixels
+        >>> result = sets.query(np.flatnonzero(data.y == 0)[:3], top_k=10)  # three images of a zero
+        >>> data.y[result.items]  # the ten best-scoring other images are zeros too
+        array([0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+        >>> result.set_size, round(result.membership_rate, 2)  # the completed set: items with P(member) >= 1/2
+        (164, 0.1)
     """
 
     def __init__(

@@ -380,6 +380,19 @@ def fit_bcm(
     ``validation.NUMERIC_COLUMN_LEVELS`` distinct values) are refused: bin them, or mark them categorical.
     The kernel's tables are padded to the largest number of categories V and grow with P V^2 (N + 1);
     a fit whose estimated tables exceed the available memory is refused before anything is allocated.
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.repeat([[0, 0, 0, 0], [1, 1, 1, 1], [2, 2, 0, 1]], 10, axis=0)  # 3 groups of 10 observations
+        >>> result = iz.fit_bcm(X, 3, num_samples=50, num_warmup=20, num_chains=2, n_temperatures=1, progress_bar=False)
+        >>> print(result.explain().splitlines()[0])
+        BCM: 3 clusters, each a prototype and its subspace (highest-log-joint draw)
+        >>> sorted(result.explain_frame()["subspace"])  # per cluster: its prototype's values on its subspace
+        ['x0=0, x1=0, x2=0, x3=0', 'x0=1, x1=1, x2=1, x3=1', 'x0=2, x1=2, x2=0, x3=1']
+        >>> result.idata.posterior["omega"].shape  # (chain, draw, cluster, feature)
+        (2, 50, 3, 4)
+        >>> result.converged  # far too few draws; leave num_samples=None to run until converged
+        False
     """
     check_categorical_table(X, counts_from_codes=n_values is None)
     data = _with_n_values(encode_categorical(X), n_values, isinstance(X, pd.DataFrame))
@@ -436,7 +449,21 @@ class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, TransformerMixin, Base
     """scikit-learn wrapper of :func:`fit_bcm`: ``labels_`` is each observation's dominant cluster in the
     best draw's chain (argmax of the posterior-mean pi), ``transform`` the posterior-mean pi,
     ``result_`` the :class:`BCMResult`; ``print(clusterer)`` shows the prototypes and subspaces.
-    Input: categorical codes (non-negative integers) or a DataFrame of categories."""
+    Input: categorical codes (non-negative integers) or a DataFrame of categories.
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.repeat([[0, 0, 0, 0], [1, 1, 1, 1], [2, 2, 0, 1]], 10, axis=0)  # 3 groups of 10 observations
+        >>> clusterer = iz.BCMClusterer(3, num_samples=50, num_warmup=20, num_chains=2, n_temperatures=1,
+        ...                             progress_bar=False).fit(X)
+        >>> [len(set(clusterer.labels_[i:i + 10])) for i in (0, 10, 20)]  # each group whole in one cluster
+        [1, 1, 1]
+        >>> print(clusterer)  # each cluster's prototype and subspace
+        BCM: 3 clusters, each a prototype and its subspace (highest-log-joint draw)
+        cluster ... (...% of tokens): prototype ...; subspace of 4: ...
+        cluster ... (...% of tokens): prototype ...; subspace of 4: ...
+        cluster ... (...% of tokens): prototype ...; subspace of 4: ...
+    """
 
     def __init__(
         self,

@@ -97,6 +97,23 @@ class BRLResult(convergence.TemperedResult):
     ``converged``: whether every label-free summary reached the convergence target; ``diagnostics``:
     name -> (R-hat, bulk ESS); ``log_evidence`` +- ``log_evidence_se``: the stepping-stone log p(y | x)
     (NaN when run untempered). :meth:`extend` continues the chains.
+
+    Example:
+        >>> data = iz.datasets.load_titanic_table()
+        >>> X, names = iz.datasets.one_hot(data.X)  # binary items such as sex=female
+        >>> result = iz.fit_brl(X, data.y, feature_names=names, min_support=0.3, num_samples=50, num_warmup=20,
+        ...                     num_chains=2, n_temperatures=1, progress_bar=False)
+        >>> frame = result.explain_frame()  # the BRL-point list, one row per rule, the default rule last
+        >>> frame[["antecedent", "captured", "p_1", "p_1_low", "p_1_high"]].head(2).round(2)
+                                    antecedent  captured   p_1  p_1_low  p_1_high
+        position
+        0         sex=female and not class=3rd       274  0.92     0.89      0.95
+        1                           sex=female       196  0.46     0.39      0.53
+        >>> result.predict_proba(X[:2]).round(2)  # two adult men of the first class
+        array([[0.76, 0.24],
+               [0.76, 0.24]])
+        >>> result.idata.posterior["length"].shape  # (chain, draw): the length of each sampled list
+        (2, 50)
     """
 
     idata: object
@@ -329,6 +346,18 @@ def fit_brl(
     ``checkpoint``: a file path or ``inference.checkpoint.Checkpoint(path, every_seconds)``: the run saves its
     state there (every 60 s by default) and a call with the same arguments resumes from it after an
     interruption, giving the draws of an uninterrupted run (``inference.checkpoint``).
+
+    Example:
+        >>> data = iz.datasets.load_titanic_table()
+        >>> X, names = iz.datasets.one_hot(data.X)  # binary items such as sex=female
+        >>> result = iz.fit_brl(X, data.y, feature_names=names, min_support=0.3, num_samples=50, num_warmup=20,
+        ...                     num_chains=2, n_temperatures=1, progress_bar=False)
+        >>> result.classes
+        array([0, 1])
+        >>> print(result.explain(outcome="survived").splitlines()[0])  # the first rule of the BRL-point list
+        if sex=female and not class=3rd then survived probability ...% (...%-...%)
+        >>> result.converged  # far too few draws; leave num_samples=None to run until converged
+        False
     """
     priors = brl.Priors() if priors is None else priors
     if not isinstance(priors, brl.Priors):
@@ -479,6 +508,20 @@ class BayesianRuleListClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseE
     After ``fit``: ``result_`` (the :class:`BRLResult`), ``classes_``, ``encoder_`` (the items),
     ``rules_`` (the BRL-point list as :class:`Rule` records, the default rule last); ``print(clf)``
     shows the list with credible intervals.
+
+    Example:
+        >>> data = iz.datasets.load_titanic_table()  # a DataFrame of categories: class, age, sex
+        >>> clf = iz.BayesianRuleListClassifier(min_support=0.02, num_samples=50, num_warmup=20, num_chains=2,
+        ...                                     n_temperatures=1, progress_bar=False).fit(data.X, data.y)
+        >>> print(clf)  # the BRL-point list with 95% credible intervals
+        if class!=3rd and age=child then y=1 probability ...% (...%-...%)
+        else if class!=3rd and sex=female then y=1 probability ...
+        ...
+        else y=1 probability ...
+        >>> clf.rules_[0].conditions, int(clf.rules_[0].prediction)
+        (('class!=3rd', 'age=child'), 1)
+        >>> round(clf.score(data.X, data.y), 2)
+        0.79
     """
 
     def __init__(

@@ -101,9 +101,12 @@ class CheckpointWriter:
         """Write ``position`` (stage, round, ladder, schedule, chunks) when ``every_seconds`` have passed."""
         if time.perf_counter() - self.last_write < self.every_seconds:
             return
+        from interpretable_zoo.inference.tempering import to_host  # gathers chains split over several hosts
+
         state = {"format": CHECKPOINT_FORMAT, "fingerprint": self.digest, "elapsed": elapsed,
-                 **jax.tree.map(lambda x: np.asarray(x) if hasattr(x, "shape") else x, position)}
-        _write_atomically(self.path, state)
+                 **jax.tree.map(lambda x: to_host(x) if hasattr(x, "shape") else x, position)}
+        if jax.process_index() == 0:  # every process holds the whole state; one writes it
+            _write_atomically(self.path, state)
         self.last_write = time.perf_counter()
 
     def remove(self) -> None:
@@ -119,7 +122,18 @@ def _write_atomically(path: Path, value) -> None:
 
 def save_result(result, path) -> None:
     """Save a fitted result (``BRLResult``, ``BCMResult``, ``MGMResult``, ``PrototypeSelection``,
-    ``BayesianSetsResult``) to ``path`` as a pickle with a format tag; :func:`load_result` reads it."""
+    ``BayesianSetsResult``) to ``path`` as a pickle with a format tag; :func:`load_result` reads it.
+
+    Example:
+        >>> data = iz.datasets.load_titanic_table()
+        >>> X, names = iz.datasets.one_hot(data.X)  # binary items such as sex=female
+        >>> result = iz.fit_brl(X, data.y, feature_names=names, min_support=0.3, num_samples=50, num_warmup=20,
+        ...                     num_chains=2, n_temperatures=1, progress_bar=False)
+        >>> iz.save_result(result, "titanic_brl.pkl")
+        >>> loaded = iz.load_result("titanic_brl.pkl")
+        >>> loaded.explain() == result.explain()
+        True
+    """
     from interpretable_zoo import __version__
 
     if not hasattr(result, "explain"):
@@ -128,7 +142,20 @@ def save_result(result, path) -> None:
 
 
 def load_result(path):
-    """A result saved by :func:`save_result` (a trusted file only: unpickling runs code)."""
+    """A result saved by :func:`save_result` (a trusted file only: unpickling runs code).
+
+    Example:
+        >>> data = iz.datasets.load_titanic_table()
+        >>> X, names = iz.datasets.one_hot(data.X)  # binary items such as sex=female
+        >>> result = iz.fit_brl(X, data.y, feature_names=names, min_support=0.3, num_samples=50, num_warmup=20,
+        ...                     num_chains=2, n_temperatures=1, progress_bar=False)
+        >>> iz.save_result(result, "titanic_brl.pkl")
+        >>> loaded = iz.load_result("titanic_brl.pkl")  # predicts, explains and extends as before
+        >>> print(loaded.explain().splitlines()[0])
+        if sex=female and not class=3rd then y=1 probability ...% (...%-...%)
+        >>> loaded.predict(X[:2])
+        array([0, 0])
+    """
     with Path(path).open("rb") as file:
         saved = pickle.load(file)
     if not isinstance(saved, dict) or saved.get("format") != RESULT_FORMAT:

@@ -257,11 +257,11 @@ def sample(
     checkpoint = as_checkpoint(checkpoint)
     mesh = tempering.chain_mesh(num_chains, devices)
     settings["devices"] = 1 if mesh is None else mesh.size
+    writer = None if checkpoint is None else CheckpointWriter(
+        checkpoint, fingerprint(kernel, static, data, settings, initial_states)  # of the data on this host
+    )
     data = tempering.replicate_data(data, mesh)
     start, compile_start = time.perf_counter(), compile_seconds()
-    writer = None if checkpoint is None else CheckpointWriter(
-        checkpoint, fingerprint(kernel, static, data, settings, initial_states)
-    )
     saved = None if writer is None else writer.load()
     if saved is None:
         n_rungs = 8 if settings["n_temperatures"] == "auto" else settings["n_temperatures"]

@@ -54,6 +54,21 @@ class MGMResult:
         cluster_weights: E q(pi).
         sweep_elbo, sweep_restart_elbo: from ``fit_mgm_sweep``, each number of clusters' best ELBO and the
             ELBO of each of its restarts (the paper keeps the number with the highest).
+
+    Example:
+        >>> import numpy as np
+        >>> faces = [[1, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0],  # vacation: hat OR sunglasses
+        ...          [0, 0, 1, 0, 0, 0], [0, 0, 0, 1, 0, 0], [0, 0, 1, 1, 0, 0],  # winter: earmuffs OR scarf
+        ...          [0, 0, 0, 0, 1, 0], [0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 1, 1]]  # student: pencil OR glasses
+        >>> X = np.repeat(faces, 5, axis=0)  # 45 faces, 15 of each cluster
+        >>> names = ["hat", "sunglasses", "earmuffs", "scarf", "pencil", "glasses"]
+        >>> result = iz.fit_mgm(X, 3, restarts=2, feature_names=names)
+        >>> sorted(result.group_name(g) for g in range(len(result.groups)))
+        ['earmuffs OR scarf', 'hat OR sunglasses', 'pencil OR glasses']
+        >>> result.responsibilities.shape, result.presence.shape  # (observations, clusters), (groups, clusters)
+        ((45, 3), (3, 3))
+        >>> result.presence.max(1).round(2), result.presence.min(1).round(2)  # E[beta_gk]: each group marks one cluster
+        (array([0.96, 0.96, 0.96]), array([0.04, 0.04, 0.04]))
     """
 
     elbo: float
@@ -343,6 +358,21 @@ def fit_mgm(
     the relaxed one of eq. 3. The search is compiled for ``max_clusters`` clusters (default ``n_clusters``),
     the ones past ``n_clusters`` masked out: fits of one data shape sharing ``max_clusters`` and ``restarts``
     share one compiled program whatever the data and seed (the priors are compile-time constants).
+
+    Example:
+        >>> import numpy as np
+        >>> faces = [[1, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0],  # vacation: hat OR sunglasses
+        ...          [0, 0, 1, 0, 0, 0], [0, 0, 0, 1, 0, 0], [0, 0, 1, 1, 0, 0],  # winter: earmuffs OR scarf
+        ...          [0, 0, 0, 0, 1, 0], [0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 1, 1]]  # student: pencil OR glasses
+        >>> X = np.repeat(faces, 5, axis=0)  # 45 faces, 15 of each cluster
+        >>> names = ["hat", "sunglasses", "earmuffs", "scarf", "pencil", "glasses"]
+        >>> result = iz.fit_mgm(X, 3, restarts=2, feature_names=names)
+        >>> print(result.explain().splitlines()[0])
+        Mind the Gap: 3 distinguishing of 3 extracted groups, 3 occupied of 3 clusters, ELBO -135...
+        >>> sorted(result.group_name(g) for g in result.distinguishing_groups())
+        ['earmuffs OR scarf', 'hat OR sunglasses', 'pencil OR glasses']
+        >>> [len(set(result.labels[i:i + 15])) for i in (0, 15, 30)]  # each planted cluster found whole
+        [1, 1, 1]
     """
     array, names, priors, config, restarts, seed = _settings(X, feature_names, priors, restarts, max_iter, seed,
                                                              n_proposals, rel_tol, exact_or)  # fmt: skip
@@ -376,6 +406,19 @@ def fit_mgm_sweep(
     so all share one compiled search; ``clusters_per_batch`` numbers of clusters run in one vmapped call
     (each fit with K clusters equals ``fit_mgm(X, K, max_clusters=max(n_clusters))``). ``progress_bar``
     counts the numbers of clusters searched (None: a bar outside CI).
+
+    Example:
+        >>> import numpy as np
+        >>> faces = [[1, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0],  # vacation: hat OR sunglasses
+        ...          [0, 0, 1, 0, 0, 0], [0, 0, 0, 1, 0, 0], [0, 0, 1, 1, 0, 0],  # winter: earmuffs OR scarf
+        ...          [0, 0, 0, 0, 1, 0], [0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 1, 1]]  # student: pencil OR glasses
+        >>> X = np.repeat(faces, 5, axis=0)  # 45 faces, 15 of each cluster
+        >>> names = ["hat", "sunglasses", "earmuffs", "scarf", "pencil", "glasses"]
+        >>> result = iz.fit_mgm_sweep(X, [2, 3], restarts=2, feature_names=names, progress_bar=False)
+        >>> {k: round(elbo) for k, elbo in result.sweep_elbo.items()}  # best ELBO of each number of clusters
+        {2: -169, 3: -135}
+        >>> result.n_clusters  # the fit returned: the number with the highest ELBO
+        3
     """
     array, names, priors, config, restarts, seed = _settings(X, feature_names, priors, restarts, max_iter, seed,
                                                              n_proposals, rel_tol, exact_or)  # fmt: skip
@@ -411,6 +454,20 @@ class MGMClusterer(ExplainedEstimatorMixin, ClusterMixin, BaseEstimator):
     After ``fit``: ``result_``, ``labels_`` (each observation's most probable cluster; clusters that no
     observation prefers stay empty, so labels need not be consecutive), ``n_iter_`` (merge iterations of
     the chosen restart).
+
+    Example:
+        >>> import numpy as np
+        >>> faces = [[1, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0],  # vacation: hat OR sunglasses
+        ...          [0, 0, 1, 0, 0, 0], [0, 0, 0, 1, 0, 0], [0, 0, 1, 1, 0, 0],  # winter: earmuffs OR scarf
+        ...          [0, 0, 0, 0, 1, 0], [0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 1, 1]]  # student: pencil OR glasses
+        >>> X = np.repeat(faces, 5, axis=0)  # 45 faces, 15 of each cluster
+        >>> clusterer = iz.MGMClusterer(3, restarts=2).fit(X)
+        >>> [len(set(clusterer.labels_[i:i + 15])) for i in (0, 15, 30)]  # each planted cluster found whole
+        [1, 1, 1]
+        >>> print(clusterer.explain().splitlines()[0])
+        Mind the Gap: 3 distinguishing of 3 extracted groups, 3 occupied of 3 clusters, ELBO -135...
+        >>> clusterer.predict([[0, 1, 0, 0, 0, 0]]) == clusterer.labels_[0]  # sunglasses alone: a vacation face
+        array([ True])
     """
 
     def __init__(self, n_clusters: int = 4, *, priors: Priors | None = None, restarts: int = 5, max_iter: int = 40,
