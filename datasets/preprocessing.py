@@ -186,7 +186,9 @@ def encode_categorical(X, name: str = "X") -> CategoricalData:
     if np.issubdtype(array.dtype, np.floating):
         if np.isnan(array).any():
             raise ValueError(f"{name}: contains NaN")
-        if not np.all(np.isfinite(array)) or np.any(array != np.round(array)):
+        if np.isinf(array).any():
+            raise ValueError(f"{name}: contains infinity; expected integer category codes")
+        if np.any(array != np.round(array)):
             raise ValueError(f"{name}: expected integer category codes, found non-integer values")
     if array.min() < 0:
         raise ValueError(f"{name}: category codes must be non-negative (Negative values in data), found {array.min()}")

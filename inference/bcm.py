@@ -9,6 +9,7 @@ trace for R-hat and ESS over all chains.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import replace
 from functools import partial
 
@@ -66,31 +67,42 @@ def _with_n_values(data: CategoricalData, n_values, from_frame: bool) -> Categor
 
 
 @partial(jax.jit, static_argnames="num_sweeps")
-def fold_in_mixture_weights(key, token_log_likelihood, alpha_s, num_sweeps: int = FOLD_IN_SWEEPS):
+def fold_in_mixture_weights(keys, token_log_likelihood, alpha_s, num_sweeps: int = FOLD_IN_SWEEPS):
     """Posterior-mean pi of new observations given fixed cluster distributions phi (the fold-in of LDA).
 
-    ``token_log_likelihood`` (M, P, S): log phi_s,j(x_mj). Blocked Gibbs over pi_m ~ Dirichlet(alpha/S +
-    n_m) (drawn in log space, so alpha/S far below 1 stays accurate) and the tokens z_mj | pi_m,
-    independent given pi_m with p(z_mj = s) proportional to pi_ms phi_s,j(x_mj); tokens start from their
-    cluster posteriors under a uniform pi. Returns the average of E[pi_m | z_m] = (alpha/S + n_ms) /
-    (alpha + P) over the second half of the sweeps, (M, S).
+    ``token_log_likelihood`` (M, P, S): log phi_s,j(x_mj); ``keys`` (M,): one PRNG key per observation, so
+    that an observation's weights depend on neither the other observations nor their order. Blocked Gibbs
+    over pi_m ~ Dirichlet(alpha/S + n_m) (drawn in log space, so alpha/S far below 1 stays accurate) and
+    the tokens z_mj | pi_m, independent given pi_m with p(z_mj = s) proportional to pi_ms phi_s,j(x_mj);
+    tokens start from their cluster posteriors under a uniform pi. Returns the average of E[pi_m | z_m] =
+    (alpha/S + n_ms) / (alpha + P) over the second half of the sweeps, (M, S).
     """
     n_features, n_clusters = token_log_likelihood.shape[1:]
 
-    def counts(z):
-        return jax.nn.one_hot(z, n_clusters, dtype=token_log_likelihood.dtype).sum(1)
+    def observation(key, log_likelihood):  # (P, S)
+        def counts(z):
+            return jax.nn.one_hot(z, n_clusters, dtype=log_likelihood.dtype).sum(0)
 
-    def step(z, key):
-        key_pi, key_z = jax.random.split(key)
-        log_gamma = jax.random.loggamma(key_pi, alpha_s + counts(z))
-        log_pi = log_gamma - logsumexp(log_gamma, -1, keepdims=True)
-        z = jax.random.categorical(key_z, log_pi[:, None, :] + token_log_likelihood)
-        return z, (alpha_s + counts(z)) / (jnp.sum(alpha_s) + n_features)
+        def step(z, key):
+            key_pi, key_z = jax.random.split(key)
+            log_gamma = jax.random.loggamma(key_pi, alpha_s + counts(z))
+            z = jax.random.categorical(key_z, log_gamma - logsumexp(log_gamma) + log_likelihood)
+            return z, (alpha_s + counts(z)) / (jnp.sum(alpha_s) + n_features)
 
-    key_init, key_sweeps = jax.random.split(key)
-    z = jax.random.categorical(key_init, token_log_likelihood)
-    _, weights = jax.lax.scan(step, z, jax.random.split(key_sweeps, num_sweeps))
-    return weights[num_sweeps // 2 :].mean(0)
+        key_init, key_sweeps = jax.random.split(key)
+        z = jax.random.categorical(key_init, log_likelihood)
+        _, weights = jax.lax.scan(step, z, jax.random.split(key_sweeps, num_sweeps))
+        return weights[num_sweeps // 2 :].mean(0)
+
+    return jax.vmap(observation)(keys, token_log_likelihood)
+
+
+def observation_keys(seed: int, codes: np.ndarray):
+    """One PRNG key per row of ``codes`` (M, P), drawn from ``seed`` and the row's values (CRC-32), so that
+    equal rows get equal keys wherever they stand."""
+    rows = np.ascontiguousarray(codes, dtype=np.int64)
+    digests = np.array([zlib.crc32(row.tobytes()) for row in rows], dtype=np.uint32)
+    return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(jax.random.PRNGKey(seed), jnp.asarray(digests))
 
 
 def corrupt_half_labels(labels, n_clusters: int, seed: int = 0) -> np.ndarray:
@@ -223,7 +235,8 @@ class BCMResult(convergence.TemperedResult):
         ``X`` given (any observations with the fitted features and values, see :func:`encode_like`): each
         row folded in, (M, S): phi fixed at its posterior mean given the best chain's last state,
         phi_sj(v) = (g_sj(v) + n_{s,.,j,v}) / (sum_v g_sj(v) + n_{s,.,j,.}) with that state's prototypes
-        and omega in g, and pi_m from :func:`fold_in_mixture_weights` (``seed``), in that state's labels.
+        and omega in g, and pi_m from :func:`fold_in_mixture_weights` (``seed`` and each row's values draw its
+        key, so a row's weights do not depend on the other rows or their order), in that state's labels.
         """
         alpha_s = np.asarray(self.target[1].pi_concentration)  # (S,), from the model file
         if X is None:
@@ -237,7 +250,8 @@ class BCMResult(convergence.TemperedResult):
         phi = np.where(mask, concentration + cells, 0.0)
         log_phi = np.log(np.where(mask, phi, 1.0)) - np.log(phi.sum(-1, keepdims=True))  # (S, P, V)
         token_log_likelihood = log_phi.transpose(1, 2, 0)[np.arange(n_features), codes]  # (M, P, S)
-        weights = fold_in_mixture_weights(jax.random.PRNGKey(seed), jnp.asarray(token_log_likelihood, jnp.float32), alpha_s)
+        weights = fold_in_mixture_weights(observation_keys(seed, codes), jnp.asarray(token_log_likelihood, jnp.float32),
+                                          alpha_s)  # fmt: skip
         return np.asarray(weights)
 
     def dominant_cluster(self) -> np.ndarray:
@@ -394,6 +408,8 @@ def fit_bcm(
         >>> result.converged  # far too few draws; leave num_samples=None to run until converged
         False
     """
+    if hasattr(X, "__len__") and len(X) == 1:
+        raise ValueError("X: one sample (n_samples=1); BCM clusters at least 2 observations")
     check_categorical_table(X, counts_from_codes=n_values is None)
     data = _with_n_values(encode_categorical(X), n_values, isinstance(X, pd.DataFrame))
     n_obs = data.codes.shape[0]

@@ -626,6 +626,13 @@ CASE_MODEL = [
         r"^checkpoint: expected a file path",
         "clusterer-checkpoint-list",
     ),
+    (
+        lambda mp: BCMClusterer(2).fit(np.where(XC == 0, np.inf, XC)),
+        ValueError,
+        r"^X: contains infinity",
+        "clusterer-X-infinite",
+    ),
+    (lambda mp: fit_bcm(XC[:1], 1), ValueError, r"^X: one sample \(n_samples=1\)", "X-one-row"),
 ]
 
 

@@ -190,6 +190,10 @@ def test_explain_and_transform_on_a_dataframe():
     assert folded.shape == (3, 3) and np.all(folded > 0)
     np.testing.assert_allclose(folded.sum(1), 1.0, rtol=1e-5)
     np.testing.assert_array_equal(result.transform(new_rows), folded)  # same seed, same weights
+    # a row's weights depend neither on the other rows nor on their order (scikit-learn's sample-order check)
+    np.testing.assert_allclose(result.transform(new_rows.iloc[::-1]), folded[::-1], rtol=1e-6)
+    np.testing.assert_allclose(result.transform(new_rows.iloc[[1, 1]]), folded[[1, 1]], rtol=1e-6)
+    assert not np.allclose(result.transform(new_rows, seed=1), folded)  # negative control: the seed matters
     for bad in (
         new_rows[["size", "colour", "a", "b", "c"]],  # other columns
         new_rows.assign(colour=["green", "purple", "red"]),  # a value not seen when fitting
