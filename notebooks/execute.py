@@ -54,7 +54,7 @@ def main(names: list[str]) -> None:
         notebook = execute(path, quick=False)
         seconds = time.perf_counter() - start
         notebook.metadata.setdefault("interpretable_zoo", {})["executed"] = {
-            "settings": "full", "seconds": round(seconds), "version": __version__,
+            "settings": "full", "seconds": round(seconds), "version": __version__, "figures": True,
         }  # fmt: skip
         for cell in notebook.cells:
             cell.setdefault("id", generate_corpus_id())  # nbformat 4.5 gives every cell an id

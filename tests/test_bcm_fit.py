@@ -2,7 +2,6 @@
 wrapper, bad input, and the paper's smiley-face and recipe examples."""
 
 import pickle
-from argparse import Namespace
 
 import jax
 import numpy as np
@@ -62,7 +61,7 @@ def test_same_seed_same_chains_other_seed_other_chains(small_fit):
     for name in ("omega", "prototype", "log_joint"):
         np.testing.assert_array_equal(again.idata.posterior[name], small_fit.idata.posterior[name])
     # the `izoo fit bcm` path, with another seed
-    other = cli_fit(X_SMALL, None, Namespace(n_clusters=3, seed=6, **QUICK)).posterior
+    other = cli_fit(X_SMALL, None, seed=6, n_clusters=3, **QUICK).idata.posterior
     assert other["omega"].shape == small_fit.idata.posterior["omega"].shape and "log_joint" in other
     assert not np.array_equal(other["omega"], small_fit.idata.posterior["omega"])
 
