@@ -235,8 +235,9 @@ def _sets_answer(ns, fitted, data):
     return f"query {data['query'].tolist()} (genre column {data['genre']}), precision at 10 {precision:.2f}"
 
 
-BRL_FIXED = {"num_chains": 3, "num_samples": 10000, "num_warmup": 0, "n_temperatures": 1}
-"""3 chains x 10,000 Metropolis-Hastings iterations, one rung, no tuning: imodels' 3 chains x max_iter 10,000."""
+BRL_FIXED = {"num_chains": 3, "num_samples": 10000, "num_warmup": 0, "n_temperatures": 1, "steps_per_scan": 1}
+"""3 chains x 10,000 Metropolis-Hastings iterations (one proposal per scan), one rung, no tuning: imodels' 3 chains
+x max_iter 10,000."""
 
 CASES = {
     "brl_titanic": (_brl_imports, _titanic_load, _brl_fit({}), _brl_answer, 1),

@@ -418,8 +418,13 @@ def _pointwise_log_likelihood(table, labels, alpha, rules, lengths) -> np.ndarra
     """(chain, draw, n) float32: :func:`models.brl.loo_log_predictive` of every training sample under each
     drawn list, computed once per distinct list, :data:`LISTS_PER_CALL` lists per call (the last call
     padded), so that every fit and extension of one shape shares the compiled program."""
-    draws = np.column_stack([rules.reshape(-1, rules.shape[-1]), lengths.ravel()])
-    unique, inverse = np.unique(draws, axis=0, return_inverse=True)
+    draws = np.concatenate([rules, lengths[..., None]], axis=-1).astype(np.int32)  # (chain, draw, list)
+    changed = np.ones(lengths.shape, bool)  # a chain's list often stays for several draws: unique over the changes
+    changed[:, 1:] = (draws[:, 1:] != draws[:, :-1]).any(axis=-1)
+    changes = np.ascontiguousarray(draws[changed])
+    _, first, inverse_changed = np.unique(changes.view(np.dtype((np.void, changes.itemsize * changes.shape[-1])))[:, 0],
+                                          return_index=True, return_inverse=True)  # fmt: skip
+    unique, inverse = changes[first], inverse_changed[np.cumsum(changed) - 1]
     padded = np.pad(unique, ((0, -len(unique) % LISTS_PER_CALL), (0, 0)), mode="edge")
     table, labels, alpha = jnp.asarray(table), jnp.asarray(labels), jnp.asarray(alpha)
     per_list = np.concatenate([

