@@ -43,6 +43,7 @@ from __future__ import annotations
 import inspect
 import itertools
 from collections import namedtuple
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -53,6 +54,7 @@ from jax.scipy.special import gammaln, logsumexp
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
+from interpretable_zoo import compiled_hooks
 from interpretable_zoo.models import bcm
 
 DEFAULT_SPLIT_MERGE_CLUSTERS = 3
@@ -187,30 +189,50 @@ def _log_beta_from_table(table, g_offsets, total_offsets, counts):
     return table[g_offsets + counts].sum(-1) - table[total_offsets + counts.sum(-1)]
 
 
-def _prior_tables(priors: bcm.Priors, n_obs: int, n_features: int, n_clusters: int):
-    """omega_log_prob (S, P, 2), prototype_log_prob (S, N) and pi_concentration (S,) from the model's hooks."""
+def _hook_tables(priors: bcm.Priors, n_obs: int, n_features: int, n_clusters: int, n_vals: int):
+    """From the model's hooks: g (2, V, V) of values v, u (:func:`models.bcm.g`), omega_log_prob (S, P, 2) and
+    prototype_log_prob (S, N); the distributions' shapes are checked as they are traced."""
+    values = np.arange(n_vals)
+    g = jnp.broadcast_to(bcm.g(values[None, :], np.arange(2)[:, None], values, priors), (2, n_vals, n_vals))
     omega_prior = bcm.omega_distribution(priors, n_clusters, n_features)
     if omega_prior.batch_shape != (n_clusters, n_features) or omega_prior.event_shape != ():
         raise ValueError(
             "omega_distribution: expected independent cells, batch shape (S, P) and event shape (), got "
             f"{omega_prior.batch_shape} and {omega_prior.event_shape}"
         )
-    omega_log_prob = np.stack([np.asarray(omega_prior.log_prob(jnp.full((n_clusters, n_features), b))) for b in (0, 1)], -1)
-    if not np.allclose(np.logaddexp(omega_log_prob[..., 0], omega_log_prob[..., 1]), 0.0, atol=1e-5):
-        raise ValueError("omega_distribution: must put all its mass on omega in {0, 1} (a Bernoulli per cell)")
+    omega_log_prob = jnp.stack([omega_prior.log_prob(jnp.full((n_clusters, n_features), b)) for b in (0, 1)], -1)
     prototype_prior = bcm.prototype_distribution(priors, n_obs, n_clusters)
     if prototype_prior.batch_shape != (n_clusters,) or prototype_prior.event_shape != ():
         raise ValueError(
             "prototype_distribution: expected independent clusters, batch shape (S,) and event shape (), got "
             f"{prototype_prior.batch_shape} and {prototype_prior.event_shape}"
         )
-    prototype_log_prob = np.asarray(prototype_prior.log_prob(jnp.arange(n_obs)[:, None])).T
+    return g, omega_log_prob, prototype_prior.log_prob(jnp.arange(n_obs)[:, None]).T
+
+
+def _prior_tables(priors: bcm.Priors, n_obs: int, n_features: int, n_clusters: int, n_vals: int):
+    """g, omega_log_prob, prototype_log_prob (:func:`_hook_tables`, one compiled program) and pi_concentration
+    (S,), checked to be distributions over what they describe."""
+    g, omega_log_prob, prototype_log_prob = (
+        np.asarray(table, np.float64)
+        for table in compiled_hooks.evaluate(bcm, _hook_tables, priors, n_obs, n_features, n_clusters, n_vals)
+    )
+    if not np.allclose(np.logaddexp(omega_log_prob[..., 0], omega_log_prob[..., 1]), 0.0, atol=1e-5):
+        raise ValueError("omega_distribution: must put all its mass on omega in {0, 1} (a Bernoulli per cell)")
     if not np.allclose(scipy.special.logsumexp(prototype_log_prob, -1), 0.0, atol=1e-5):
         raise ValueError("prototype_distribution: must put all its mass on the observations 0..N-1")
     pi_concentration = np.asarray(bcm.z_concentration(priors, n_clusters), np.float64)
     if pi_concentration.shape != (n_clusters,) or not np.all(pi_concentration > 0):
         raise ValueError(f"z_concentration: expected {n_clusters} positive values, got {pi_concentration!r}")
-    return omega_log_prob, prototype_log_prob, pi_concentration
+    return g, omega_log_prob, prototype_log_prob, pi_concentration
+
+
+@partial(jax.jit, static_argnums=1)
+def _cell_indicators(x, n_vals: int):
+    """(N, P V) float: 1 at column p V + x[n, p] of row n."""
+    n_obs, n_features = x.shape
+    cells = jnp.arange(n_features) * n_vals + x
+    return jnp.zeros((n_obs, n_features * n_vals)).at[jnp.arange(n_obs)[:, None], cells].set(1.0)
 
 
 def make_target(
@@ -240,33 +262,27 @@ def make_target(
     n_clusters = int(n_clusters)
     n_vals = int(n_values.max())
     mask = bcm.value_mask(n_values)
-    values = np.arange(n_vals)
-    with jax.ensure_compile_time_eval():
-        g = np.asarray(bcm.g(values[None, :], np.arange(2)[:, None], values, priors), np.float64)
-        g = np.broadcast_to(g, (2, n_vals, n_vals))  # (b, v, u)
-        omega_log_prob, prototype_log_prob, pi_concentration = _prior_tables(priors, n_obs, n_features, n_clusters)
+    g, omega_log_prob, prototype_log_prob, pi_concentration = _prior_tables(priors, n_obs, n_features, n_clusters, n_vals)
     g_values = np.where(mask[None, :, None, :], g[:, None], 0.0)
     table, g_offsets, g_total_offsets = _log_gamma_tables(g, n_values, n_obs)
     log_beta_prior = _log_beta_from_table(table, g_offsets, g_total_offsets, np.zeros_like(g_offsets))
     rows, cols = _wrapped_diagonals(n_obs, n_features)
-    cells = jnp.arange(n_features) * n_vals + x
-    indicators = jnp.zeros((n_obs, n_features * n_vals)).at[jnp.arange(n_obs)[:, None], cells].set(1.0)
     k = min(int(split_merge_clusters), n_clusters)
     static = BCMStatic(n_obs, n_features, n_vals, n_clusters, k if k >= 2 else 0, int(launch_scans))
     data = BCMData(
         x=jnp.asarray(x, jnp.int32),
-        value_mask=jnp.asarray(mask),
-        cell_indicators=indicators,
-        diagonal_rows=jnp.asarray(rows),
-        diagonal_cols=jnp.asarray(cols),
-        g_values=jnp.asarray(g_values),
-        log_gamma_table=jnp.asarray(table),
-        g_offsets=jnp.asarray(g_offsets),
-        g_total_offsets=jnp.asarray(g_total_offsets),
-        log_beta_prior=jnp.asarray(log_beta_prior),
-        omega_log_prob=jnp.asarray(omega_log_prob),
-        prototype_log_prob=jnp.asarray(prototype_log_prob),
-        pi_concentration=jnp.asarray(pi_concentration),
+        value_mask=jax.device_put(mask),
+        cell_indicators=_cell_indicators(x, n_vals),
+        diagonal_rows=jax.device_put(rows),
+        diagonal_cols=jax.device_put(cols),
+        g_values=jax.device_put(g_values),
+        log_gamma_table=jax.device_put(table),
+        g_offsets=jax.device_put(g_offsets),
+        g_total_offsets=jax.device_put(g_total_offsets),
+        log_beta_prior=jax.device_put(log_beta_prior),
+        omega_log_prob=jax.device_put(omega_log_prob),
+        prototype_log_prob=jax.device_put(prototype_log_prob),
+        pi_concentration=jax.device_put(pi_concentration),
     )
     return static, data
 

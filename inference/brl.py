@@ -170,7 +170,7 @@ class BRLResult(convergence.TemperedResult):
         """A list as the kernel stores it: (capacity,) antecedent indices padded with -1 (fixed shapes, so
         that evaluating lists of any length reuses one compiled program)."""
         capacity = self.idata.posterior.sizes["position"]
-        return jnp.asarray(np.array(list(rules) + [-1] * (capacity - len(rules)), dtype=np.int32))
+        return jax.device_put(np.array(list(rules) + [-1] * (capacity - len(rules)), dtype=np.int32))
 
     def rule_counts(self, rules) -> np.ndarray:
         """N_j: (len(rules) + 1, L) training labels captured by each rule of a list, default rule last."""
@@ -426,9 +426,9 @@ def _pointwise_log_likelihood(table, labels, alpha, rules, lengths) -> np.ndarra
                                           return_index=True, return_inverse=True)  # fmt: skip
     unique, inverse = changes[first], inverse_changed[np.cumsum(changed) - 1]
     padded = np.pad(unique, ((0, -len(unique) % LISTS_PER_CALL), (0, 0)), mode="edge")
-    table, labels, alpha = jnp.asarray(table), jnp.asarray(labels), jnp.asarray(alpha)
+    table, labels, alpha = jax.device_put((table, labels, alpha))
     per_list = np.concatenate([
-        np.asarray(_loo_per_list(table, labels, alpha, jnp.asarray(padded[start : start + LISTS_PER_CALL])))
+        np.asarray(_loo_per_list(table, labels, alpha, jax.device_put(padded[start : start + LISTS_PER_CALL])))
         for start in range(0, len(padded), LISTS_PER_CALL)
     ])  # fmt: skip
     return per_list[inverse.ravel()].reshape(*lengths.shape, -1)

@@ -141,7 +141,8 @@ def pack_labels(y, n_classes: int, n_words: int):
     xp = jnp if isinstance(y, jax.core.Tracer) else np
     y = xp.asarray(y)
     classes = y[None, :] == xp.arange(n_classes - 1)[:, None]
-    return jnp.asarray(pack_bits(xp.concatenate([classes, xp.ones((1, y.shape[0]), bool)]), n_words))
+    words = pack_bits(xp.concatenate([classes, xp.ones((1, y.shape[0]), bool)]), n_words)
+    return words if xp is jnp else jax.device_put(words)
 
 
 def move_log_probabilities(length, n_antecedents: int, capacity: int) -> np.ndarray:
@@ -212,15 +213,16 @@ def make_target(
     )
     slots, n_words = static.antecedent_slots, static.n_words
     truth = np.pad(pack_bits(table.T, n_words), ((0, slots + 1 - n_antecedents), (0, 0)))
+    prior = brl.prior_tables(cardinalities, priors, capacity)
     with jax.ensure_compile_time_eval():  # concrete tables even when called under a trace (e.g. pmap)
         data = BRLData(
-            truth_bits=jnp.asarray(truth),
+            truth_bits=jax.device_put(truth),
             label_bits=pack_labels(y, n_classes, n_words),
-            cardinality_index=jnp.asarray(np.pad(cardinalities - 1, (0, slots - n_antecedents)).astype(np.int32)),
-            n_antecedents=jnp.asarray(n_antecedents, jnp.int32),
-            prior=brl.prior_tables(cardinalities, priors, capacity),
+            cardinality_index=jax.device_put(np.pad(cardinalities - 1, (0, slots - n_antecedents)).astype(np.int32)),
+            n_antecedents=jax.device_put(np.int32(n_antecedents)),
+            prior=prior,
             likelihood=brl.likelihood_tables(priors.alpha_vector(n_classes), 32 * n_words),
-            log_hastings=jnp.asarray(log_hastings_table(n_antecedents, capacity)),
+            log_hastings=jax.device_put(log_hastings_table(n_antecedents, capacity)),
         )
     return static, data
 

@@ -523,8 +523,8 @@ def _brl_miniature(structure, n_classes: int, priors: brl.Priors) -> Miniature:
         order = rng.permutation(cardinalities.size)[:capacity]
         rules.append(np.where(np.arange(capacity) < length, order, -1).astype(np.int32))
         lengths.append(length)
-    raw = {"rules": jnp.asarray(np.stack(rules), jnp.int32), "length": jnp.asarray(lengths, jnp.int32)}
-    arrays = {"truth_table": jnp.asarray(truth_table), "y": jnp.asarray(y), "kernel": data}
+    raw = jax.device_put({"rules": np.stack(rules).astype(np.int32), "length": np.asarray(lengths, np.int32)})
+    arrays = {"truth_table": jax.device_put(np.asarray(truth_table)), "y": jax.device_put(np.asarray(y)), "kernel": data}
     return Miniature((tuple(int(c) for c in cardinalities), int(n_classes), int(capacity)), static, arrays, raw)
 
 

@@ -95,7 +95,11 @@ class SwapStatistics(NamedTuple):
 
 def chain_keys(seed: int, num_chains: int):
     """One key per chain, ``fold_in(PRNGKey(seed), c)``: independent of how many chains run."""
-    base = random.PRNGKey(seed)
+    return _fold_in_chains(random.PRNGKey(seed), num_chains)
+
+
+@partial(jax.jit, static_argnums=1)
+def _fold_in_chains(base, num_chains: int):
     return jax.vmap(lambda c: random.fold_in(base, c))(jnp.arange(num_chains))
 
 
@@ -186,7 +190,8 @@ def run_scans(kernel: TargetKernel, static, data, ladder: Ladder, schedule, n_sc
     capacity = n_scans if capacity is None else capacity
     if not 0 < n_scans <= capacity:
         raise ValueError(f"n_scans: expected 1..{capacity}, got {n_scans}")
-    ladder, statistics, outputs = ladder_scans(kernel, static, data, ladder, jnp.asarray(schedule), jnp.asarray(n_scans), capacity)
+    schedule, n_scans_array = jax.device_put((np.asarray(schedule), np.int32(n_scans)))
+    ladder, statistics, outputs = ladder_scans(kernel, static, data, ladder, schedule, n_scans_array, capacity)
     return ladder, statistics, jax.tree.map(lambda x: to_host(x)[:n_scans], outputs)
 
 

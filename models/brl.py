@@ -29,6 +29,7 @@ every fit) and by the enumeration tests of the edited model, as in tests/test_pr
 from __future__ import annotations
 
 import numbers
+import sys
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -40,6 +41,8 @@ import numpyro.distributions as dist
 from jax.scipy.special import gammaln, logsumexp
 from numpyro import handlers
 from scipy import special
+
+from interpretable_zoo import compiled_hooks
 
 
 @dataclass(frozen=True)
@@ -137,17 +140,18 @@ def prior_tables(cardinalities, priors: Priors, capacity: int) -> PriorTables:
     n_cardinalities = counts.size
     if n_cardinalities > MAX_CARDINALITY:
         raise ValueError(f"cardinalities: conjunctions of at most {MAX_CARDINALITY} items, got {n_cardinalities}")
-    subsets = (np.arange(2**n_cardinalities)[:, None] >> np.arange(n_cardinalities)) & 1 == 1
     left = counts[:, None] - np.arange(capacity)[None, :]  # unused antecedents of cardinality c after taking n
     with np.errstate(divide="ignore"):
         step = np.where(left > 0, -np.log(np.maximum(left, 1)), -np.inf)
     choice = np.concatenate([np.zeros((n_cardinalities, 1)), np.cumsum(step, axis=1)], axis=1)
-    return PriorTables(
-        length=jnp.asarray(log_length_prior(priors, capacity)),
-        cardinality=jnp.asarray(log_cardinality_prior(priors, jnp.asarray(subsets))),
-        choice=jnp.asarray(choice),
-        counts=jnp.asarray(counts),
-    )
+    length, cardinality = compiled_hooks.evaluate(sys.modules[__name__], _hook_tables, priors, n_cardinalities, capacity)
+    return PriorTables(length, cardinality, jax.device_put(choice), jax.device_put(counts))
+
+
+def _hook_tables(priors: Priors, n_cardinalities: int, capacity: int):
+    """The length and cardinality hooks' tables of :class:`PriorTables`."""
+    subsets = (np.arange(2**n_cardinalities)[:, None] >> np.arange(n_cardinalities)) & 1 == 1
+    return log_length_prior(priors, capacity), log_cardinality_prior(priors, jnp.asarray(subsets))
 
 
 def cardinalities_can_run_out(cardinalities, capacity: int) -> bool:
@@ -226,7 +230,7 @@ def likelihood_tables(alpha, n_samples: int) -> LikelihoodTables:
     k = np.arange(n_samples + 1, dtype=np.float64)[:, None]
     class_terms = special.gammaln(alpha[None, :] + k) - special.gammaln(alpha)[None, :]
     total_terms = special.gammaln(alpha.sum() + k) - special.gammaln(alpha.sum())
-    return LikelihoodTables(jnp.asarray(np.hstack([class_terms, -total_terms])))
+    return LikelihoodTables(jax.device_put(np.hstack([class_terms, -total_terms])))
 
 
 def log_marginal_likelihood_from_tables(tables: LikelihoodTables, counts_and_totals):

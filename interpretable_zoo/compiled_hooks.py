@@ -1,0 +1,50 @@
+"""Prior hooks of a model file evaluated as one compiled program.
+
+Evaluated operation by operation, every JAX operation of a hook compiles a program of its own (tens of them
+per fit in a new process). :func:`evaluate` traces the hooks once instead, with the hyperparameters as the
+program's arguments, so that editing a prior value recompiles nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from functools import partial
+
+import jax
+
+
+def evaluate(model, function, priors, *arguments):
+    """``function(priors, *arguments)`` as one compiled program: the fields of ``priors`` (a dataclass) enter
+    as traced arguments, ``arguments`` (hashable: sizes, counts) as constants. ``model``: the model file
+    (module) whose hooks ``function`` calls; the program is traced again whenever one of its functions is
+    replaced (a hook edited in a running session). A hook that needs a hyperparameter concrete (NumPy on
+    it, Python control flow) gets the priors as constants instead. The values are concrete even when
+    called under a trace."""
+    hooks = tuple((name, value) for name, value in vars(model).items() if inspect.isfunction(value))
+    values = {field.name: getattr(priors, field.name) for field in dataclasses.fields(priors)}
+
+    def run():
+        try:
+            return _traced(function, hooks, type(priors), arguments, values)
+        except (TypeError, jax.errors.JAXTypeError):
+            return _concrete(function, hooks, priors, arguments)
+
+    tables = run()
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tables)):  # called under a trace
+        with jax.ensure_compile_time_eval():  # concrete all the same (op by op: rare)
+            tables = run()
+    return tables
+
+
+@partial(jax.jit, static_argnums=(0, 1, 2, 3))
+def _traced(function, hooks, priors_type, arguments, values):
+    priors = object.__new__(priors_type)  # the fields set to traced values, past __post_init__'s checks
+    for name, value in values.items():
+        object.__setattr__(priors, name, value)
+    return function(priors, *arguments)
+
+
+@partial(jax.jit, static_argnums=(0, 1, 2, 3))
+def _concrete(function, hooks, priors, arguments):
+    return function(priors, *arguments)
