@@ -51,6 +51,7 @@ import numpyro.distributions as dist
 from numpyro import handlers
 from numpyro.infer.util import compute_log_probs
 
+from interpretable_zoo import compiled_hooks
 from interpretable_zoo.inference import bcm_gibbs, brl_mh
 from interpretable_zoo.models import bcm, brl
 
@@ -240,9 +241,7 @@ def _evaluate_jit(key: _Key, arrays, prior_values, raw):
     if isinstance(key.priors, _Concrete):
         priors = key.priors.priors
     else:
-        priors = object.__new__(key.priors)
-        for name, value in prior_values.items():
-            object.__setattr__(priors, name, value)
+        priors = compiled_hooks.priors_with(key.priors, prior_values)
     return _evaluate(key, arrays, priors, raw)
 
 

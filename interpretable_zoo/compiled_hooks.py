@@ -37,12 +37,18 @@ def evaluate(model, function, priors, *arguments):
     return tables
 
 
-@partial(jax.jit, static_argnums=(0, 1, 2, 3))
-def _traced(function, hooks, priors_type, arguments, values):
-    priors = object.__new__(priors_type)  # the fields set to traced values, past __post_init__'s checks
+def priors_with(priors_type, values: dict):
+    """A ``priors_type`` whose fields are ``values`` (traced ones included), made without running
+    ``__post_init__``'s checks, which need concrete numbers."""
+    priors = object.__new__(priors_type)
     for name, value in values.items():
         object.__setattr__(priors, name, value)
-    return function(priors, *arguments)
+    return priors
+
+
+@partial(jax.jit, static_argnums=(0, 1, 2, 3))
+def _traced(function, hooks, priors_type, arguments, values):
+    return function(priors_with(priors_type, values), *arguments)
 
 
 @partial(jax.jit, static_argnums=(0, 1, 2, 3))
