@@ -3,7 +3,9 @@
 Usage: ``python -m benchmarks [-k SUBSTRING] [--list]``. Benchmark modules are the files
 ``benchmarks/bench_*.py``; a benchmark whose peer is not installed is reported and skipped
 (install the peers with ``pip install -e '.[bench]'``, which ``make bench`` does), and so is one
-whose data folder or file is missing (set INTERPRETABLE_ZOO_DATA).
+whose data folder or file is missing (set INTERPRETABLE_ZOO_DATA). On an accelerator (JAX's default
+backend not the CPU) a benchmark writes its section under its name with the backend as suffix (``_gpu``),
+beside the CPU results.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from interpretable_zoo.datasets import DataHomeMissing
 
-from benchmarks.runner import REGISTRY, PeerUnavailable, command_line, render_section, update_results
+from benchmarks.runner import REGISTRY, PeerUnavailable, command_line, render_section, section_name, update_results
 
 
 def discover() -> None:
@@ -49,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         for row in rows:
             speedup = "n/a" if row.speedup is None else f"{row.speedup:.2f}x"
             print(f"{row.task}: ours {row.ours_seconds:.4g} s, {row.peer} {row.peer_seconds} s, {speedup} {row.notes}")
-        sections[bench.name] = render_section(bench, rows, command_line(), load_before)
+        sections[section_name(bench)] = render_section(bench, rows, command_line(), load_before)
     if sections:
         update_results(sections)
         print(f"updated {len(sections)} section(s) of benchmarks/RESULTS.md")

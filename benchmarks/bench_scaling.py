@@ -3,8 +3,10 @@ the BRL and BCM kernels' throughput against the number of chains.
 
 Each size runs in a fresh process (``benchmarks.scaling_worker``) so that its peak resident memory
 (``ru_maxrss``) is its own. Sizes can be narrowed with SCALING_SIZES (comma-separated point counts) and
-SCALING_QUERIES (query counts) and SCALING_CHAINS (chain counts); a size whose worker fails or exceeds SCALING_TIMEOUT seconds gives a row saying so.
-Writes a PNG per benchmark next to RESULTS.md.
+SCALING_QUERIES (query counts) and SCALING_CHAINS (chain counts), the BRL iterations timed per chain count
+with SCALING_CHAIN_ITERATIONS (iterations x chains, at least 2,000 iterations; default 100,000); a size whose worker fails
+or exceeds SCALING_TIMEOUT seconds gives a row saying so.
+Writes a PNG per benchmark next to RESULTS.md (named with the suffix ``_gpu`` for a run on a GPU).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.bench_prototype_selection import numpy_greedy
-from benchmarks.runner import Comparison, PeerUnavailable, benchmark, import_peer, time_call
+from benchmarks.runner import Comparison, PeerUnavailable, backend_suffix, benchmark, import_peer, time_call
 from interpretable_zoo.inference.memory import format_bytes
 
 SIZES = (5_000, 10_000, 20_000, 60_000, 100_000, 200_000)
@@ -81,7 +83,7 @@ def _plot(path: Path, x, series: dict[str, tuple[list, list]], xlabel: str) -> N
         "full USPS (7,291 points, eps = the exact 5th percentile) against a straightforward NumPy greedy with "
         "incremental gain updates (`bench_prototype_selection.numpy_greedy`), goal < 0.5 s and >= 10x. The machine "
         "was shared with other jobs (see the load average): absolute times are inflated. Plot: "
-        "scaling_prototype_selection.png."
+        "scaling_prototype_selection.png (_gpu for a GPU run)."
     ),
 )
 def scaling_prototype_selection() -> list[Comparison]:
@@ -134,7 +136,7 @@ def scaling_prototype_selection() -> list[Comparison]:
             )
         )
     _plot(
-        FOLDER / "scaling_prototype_selection.png",
+        FOLDER / f"scaling_prototype_selection{backend_suffix()}.png",
         sizes,
         {"time (s)": ([times], ["select_prototypes"]), "peak RSS (GiB)": ([peaks], ["fresh process"])},
         "points N",
@@ -151,7 +153,8 @@ def scaling_prototype_selection() -> list[Comparison]:
         "with reasons); peer: `bayessets` scoring the queries one at a time and sorting each. Each in a fresh process; "
         "time of the second of two calls (the first in notes), peak RSS (VmHWM) with the RSS before the calls "
         "(imports, data, model). Goal at 1,000 queries: >= 10x and memory <= 300 MB. The machine was shared with other "
-        "jobs: absolute times are inflated, ratios come from the same period. Plot: scaling_bayesian_sets.png."
+        "jobs: absolute times are inflated, ratios come from the same period. Plot: scaling_bayesian_sets.png "
+        "(_gpu for a GPU run)."
     ),
 )
 def scaling_bayesian_sets() -> list[Comparison]:
@@ -182,7 +185,7 @@ def scaling_bayesian_sets() -> list[Comparison]:
             )
         )
     _plot(
-        FOLDER / "scaling_bayesian_sets.png",
+        FOLDER / f"scaling_bayesian_sets{backend_suffix()}.png",
         counts,
         {
             "time (s)": ([ours_times, peer_times], ["ours, batched", "bayessets"]),
@@ -196,7 +199,8 @@ def scaling_bayesian_sets() -> list[Comparison]:
 @benchmark("scaling_chains", description=(
     "Iterations (BRL, tic-tac-toe, `bench_brl.ours_timer`) and sweeps (BCM, USPS 100 x 256, S = 10, `bench_bcm.sweeps_per_second`) "
     "per second over all vectorized chains, on one device, compilation excluded; x 1 chain: over the 1-chain rate; "
-    "time column: seconds per BRL iteration per chain. Plot: scaling_chains.png."))  # fmt: skip
+    "time column: seconds per BRL iteration per chain. Plot: scaling_chains.png (scaling_chains_gpu.png for a GPU "
+    "run)."))  # fmt: skip
 def scaling_chains() -> list[Comparison]:
     from benchmarks.bench_bcm import sweeps_per_second
     from benchmarks.bench_brl import ours_timer, tictactoe_antecedents
@@ -207,9 +211,10 @@ def scaling_chains() -> list[Comparison]:
     codes = load_usps_bcm(10, seed=0).X
     table = truth_table(items, antecedents)
     counts = _sizes("SCALING_CHAINS", CHAIN_COUNTS)
+    chain_iterations = int(os.environ.get("SCALING_CHAIN_ITERATIONS", 100_000))
     brl_rates, bcm_rates, rows = [], [], []
     for count in counts:
-        timer = ours_timer(table, data.y, antecedents, count, max(2_000, 100_000 // count))
+        timer = ours_timer(table, data.y, antecedents, count, max(2_000, chain_iterations // count))
         seconds = min(timer() for _ in range(3))
         brl_rates.append(1 / seconds)
         bcm_rates.append(count * sweeps_per_second(codes, count, sweeps=20))
@@ -228,7 +233,7 @@ def scaling_chains() -> list[Comparison]:
             )
         )
     _plot(
-        FOLDER / "scaling_chains.png",
+        FOLDER / f"scaling_chains{backend_suffix()}.png",
         counts,
         {
             "BRL (tic-tac-toe): iterations / s": ([brl_rates], ["all chains"]),

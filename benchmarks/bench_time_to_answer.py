@@ -279,9 +279,15 @@ def require_data() -> None:
         "prototype selection, `bayessets` for Bayesian Sets. Goals (in the notes): a second fit of the same "
         "shapes compiles nothing; BRL Titanic refit <= 1 s; BCM recipes refit compile share < 10 %; warm-cache "
         "process for BRL Titanic (fixed iterations) <= 3 s and >= 2x imodels' process at the same iterations; "
-        "import <= 0.5 s."
+        "import <= 0.5 s. TIME_TO_ANSWER_CASES (comma-separated case names, e.g. brl_titanic,brl_titanic_fixed) "
+        "narrows the cases."
     ),
 )
 def bench_time_to_answer() -> list[Comparison]:
     require_data()
-    return run_cases()
+    chosen = os.environ.get("TIME_TO_ANSWER_CASES")
+    names = None if not chosen else chosen.split(",")
+    unknown = sorted(set(names or ()) - {case.case for case in CASES})
+    if unknown:
+        raise ValueError(f"TIME_TO_ANSWER_CASES: unknown case(s) {unknown}; choose from {[c.case for c in CASES]}")
+    return run_cases(names)

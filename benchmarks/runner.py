@@ -145,16 +145,33 @@ def format_seconds(seconds: float | None) -> str:
         return f"{seconds:.2f} s"
     if seconds >= 1e-3:
         return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.1f} µs"
+    if seconds >= 1e-6:
+        return f"{seconds * 1e6:.1f} µs"
+    return f"{seconds * 1e9:.1f} ns"
+
+
+def backend_suffix() -> str:
+    """``""`` on JAX's CPU backend, else ``"_gpu"`` (or the backend's name): results and plots of a run on an
+    accelerator are kept beside the CPU ones, under the benchmark's name with this suffix."""
+    import jax
+
+    backend = jax.default_backend()
+    return "" if backend == "cpu" else f"_{backend}"
+
+
+def section_name(bench: Benchmark) -> str:
+    """The RESULTS.md section a run of ``bench`` writes: its name, suffixed on an accelerator."""
+    return bench.name + backend_suffix()
 
 
 def render_section(bench: Benchmark, rows: list[Comparison], command: str, load_before: float) -> str:
     """The RESULTS.md section of one run; ``load_before`` is the 1-minute load average before it started
     (well above 0 means other work shared the cores and the absolute times are inflated)."""
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    name = section_name(bench)
     lines = [
-        f"<!-- benchmark:{bench.name} -->",
-        f"## {bench.name}",
+        f"<!-- benchmark:{name} -->",
+        f"## {name}",
         "",
         bench.description,
         "",
@@ -175,7 +192,7 @@ def render_section(bench: Benchmark, rows: list[Comparison], command: str, load_
             + "".join(f"{cells.get(name, '')} | " for name in extra)
             + f"{row.notes} |"
         )
-    lines += ["", f"<!-- end:{bench.name} -->", ""]
+    lines += ["", f"<!-- end:{name} -->", ""]
     return "\n".join(lines)
 
 
@@ -191,5 +208,13 @@ def update_results(sections: dict[str, str], path: Path = RESULTS_PATH) -> None:
     path.write_text(text)
 
 
+NARROWING_VARIABLES = (
+    "CONVERGENCE_CASES", "TIME_TO_ANSWER_CASES", "SCALING_SIZES", "SCALING_QUERIES", "SCALING_CHAINS",
+    "SCALING_CHAIN_ITERATIONS", "SCALING_TIMEOUT",
+)  # fmt: skip
+"""Environment variables that narrow or resize a benchmark's cases; those set are part of its command line."""
+
+
 def command_line() -> str:
-    return " ".join(["python -m benchmarks", *sys.argv[1:]])
+    settings = [f"{name}={os.environ[name]}" for name in NARROWING_VARIABLES if os.environ.get(name)]
+    return " ".join([*settings, "python -m benchmarks", *sys.argv[1:]])

@@ -68,3 +68,27 @@ def test_a_benchmark_without_its_data_folder_is_skipped_with_the_reason(monkeypa
     runner.benchmark("needs_usps")(lambda: [runner.Comparison("t", 1.0, "p", 1.0, str(load_usps().X.shape))])
     assert benchmarks_main.main(["-k", "needs_usps"]) == 1
     assert "skipped: no data folder" in capsys.readouterr().out
+
+
+def test_a_run_on_an_accelerator_writes_its_own_section_beside_the_cpu_one(tmp_path, monkeypatch):
+    import jax
+
+    path = tmp_path / "RESULTS.md"
+    bench = runner.Benchmark("delta", lambda: [], "backend suffix")
+    rows = [runner.Comparison("task", 2e-8, "peer", 1e-5)]
+    runner.update_results({runner.section_name(bench): runner.render_section(bench, rows, "cmd", 0.0)}, path)
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    runner.update_results({runner.section_name(bench): runner.render_section(bench, rows, "cmd", 0.0)}, path)
+    text = path.read_text()
+    assert text.count("<!-- benchmark:delta -->") == 1 and text.count("<!-- benchmark:delta_gpu -->") == 1
+    assert "## delta_gpu" in text and "<!-- end:delta_gpu -->" in text
+    assert "| task | 20.0 ns | peer | 10.0 µs | 500.00x |" in text  # times below a microsecond in nanoseconds
+
+
+def test_the_command_line_names_the_variables_that_narrow_a_run(monkeypatch):
+    monkeypatch.setattr(runner.sys, "argv", ["benchmarks", "-k", "convergence_brl"])
+    for name in runner.NARROWING_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    assert runner.command_line() == "python -m benchmarks -k convergence_brl"
+    monkeypatch.setenv("CONVERGENCE_CASES", "titanic")
+    assert runner.command_line() == "CONVERGENCE_CASES=titanic python -m benchmarks -k convergence_brl"
