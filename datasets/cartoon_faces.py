@@ -71,14 +71,19 @@ def make_cartoon_faces(
         raise ValueError(f"n_faces: must be at least 1, got {n_faces}")
     priors = mgm.Priors() if priors is None else priors
     planted = planted_structure()
-    conditioned = condition(mgm.model, data={k: jax.numpy.asarray(v) for k, v in planted.items()})
-    sites = trace(seed(conditioned, jax.random.PRNGKey(seed_value))).get_trace(
-        n_faces, len(FACE_FEATURES), len(FACE_CLUSTERS), priors, exact_or=exact_or
-    )
+    conditioned = condition(mgm.model, data={k: jax.device_put(np.asarray(v)) for k, v in planted.items()})
+
+    def draw(key):  # compiled as one program (run op by op, each operation would compile its own)
+        sites = trace(seed(conditioned, key)).get_trace(
+            n_faces, len(FACE_FEATURES), len(FACE_CLUSTERS), priors, exact_or=exact_or
+        )
+        return sites["w"]["value"], sites["z"]["value"]
+
+    w, z = jax.jit(draw)(jax.random.PRNGKey(seed_value))
     return Dataset(
         name="cartoon_faces",
-        X=np.asarray(sites["w"]["value"], np.uint8),
-        y=np.asarray(sites["z"]["value"], np.int64),
+        X=np.asarray(w, np.uint8),
+        y=np.asarray(z, np.int64),
         feature_names=FACE_FEATURES,
         target_names=FACE_CLUSTERS,
         sample_names=None,

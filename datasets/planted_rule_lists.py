@@ -52,16 +52,18 @@ def planted_rule_lists(
     table = np.stack([X[:, list(a)].all(axis=1) for a in antecedents], axis=1)
     cardinalities = np.array([len(a) for a in antecedents])
     capacity = brl.list_capacity(len(antecedents), max_length)
-    draw = Predictive(brl.model, num_samples=1)(
-        jax.random.PRNGKey(seed), table, cardinalities, n_classes, priors=priors, max_length=capacity
-    )
-    length = int(draw["length"][0])
-    rules = tuple(int(draw[f"antecedent_{j}"][0]) for j in range(length))
-    theta = np.asarray(draw["theta"][0])
+    predictive = Predictive(brl.model, num_samples=1)
+    draw = jax.jit(  # one program (run op by op, each operation would compile its own)
+        lambda key: predictive(key, table, cardinalities, n_classes, priors=priors, max_length=capacity)
+    )(jax.random.PRNGKey(seed))
+    draw = {name: np.asarray(value)[0] for name, value in draw.items()}  # the one draw, on the host
+    length = int(draw["length"])
+    rules = tuple(int(draw[f"antecedent_{j}"]) for j in range(length))
+    theta = draw["theta"]
     return Dataset(
         name="planted_rule_list",
         X=X,
-        y=np.asarray(draw["y"][0], dtype=np.int64),
+        y=draw["y"].astype(np.int64),
         feature_names=tuple(f"x{j}" for j in range(n_features)),
         target_names=tuple(str(label) for label in range(n_classes)),
         sample_names=None,

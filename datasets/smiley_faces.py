@@ -13,6 +13,7 @@ import numpyro.distributions as dist
 import pandas as pd
 from numpyro.handlers import block, condition, seed, trace
 
+from interpretable_zoo import compiled_hooks
 from interpretable_zoo.datasets.base import Dataset
 from interpretable_zoo.datasets.preprocessing import bin_levels
 from interpretable_zoo.datasets.real import load_usps
@@ -29,12 +30,22 @@ SMILEY_SUBSPACES = (("face_shape", "face_color"), ("face_color", "eye_shape"), (
 SMILEY_PRIORS = bcm.Priors(alpha=0.1, lam=1.0, c=50.0, q=0.5)
 
 
+def _g_table(priors: bcm.Priors, n_candidates: int):
+    """g(v, b, v') of :func:`models.bcm.g` for every omega bit b, candidate value v and value v'."""
+    values = jnp.arange(n_candidates)
+    return bcm.g(values[None, :], jnp.arange(2)[:, None], values, priors)
+
+
+def _omega_log_prior(priors: bcm.Priors, n_clusters: int, n_features: int):
+    """log p(omega_sj = b) of :func:`models.bcm.omega_distribution` for b = 0, 1, (S, P, 2)."""
+    prior = bcm.omega_distribution(priors, n_clusters, n_features)
+    return jnp.stack([prior.log_prob(jnp.full((n_clusters, n_features), b)) for b in (0, 1)], -1)
+
+
 def _prototype_matters(n_values, priors: bcm.Priors) -> np.ndarray:
     """(P, 2): whether g(v, omega_sj = b) depends on the prototype value v, for b = 0, 1."""
     mask = bcm.value_mask(n_values)
-    values = np.arange(mask.shape[1])
-    with jax.ensure_compile_time_eval():
-        table = np.asarray(bcm.g(values[None, :], np.arange(2)[:, None], values, priors))  # (2, V candidate, V)
+    table = np.asarray(compiled_hooks.evaluate(bcm, _g_table, priors, mask.shape[1]))  # (2, V candidate, V)
     table = np.where(mask[:, None, None, :], table[None], 0.0)  # (P, 2, V candidate, V)
     varies = (table != table[:, :, :1, :]) & mask[:, None, :, None]
     return varies.any((2, 3))
@@ -69,9 +80,7 @@ def conditioned_model(n_obs: int, n_values, n_clusters: int, priors: bcm.Priors 
     n_values = np.asarray(n_values, np.int64)
     n_features = len(n_values)
     matters = _prototype_matters(n_values, priors)  # (P, 2)
-    with jax.ensure_compile_time_eval():
-        omega_prior = bcm.omega_distribution(priors, n_clusters, n_features)
-        log_prior = np.stack([np.asarray(omega_prior.log_prob(jnp.full((n_clusters, n_features), b))) for b in (0, 1)], -1)
+    log_prior = np.asarray(compiled_hooks.evaluate(bcm, _omega_log_prior, priors, n_clusters, n_features))  # (S, P, 2)
     log_weight = log_prior - np.where(matters, 0.0, np.log(n_values)[:, None])  # (S, P, 2)
     tilted_logits = jnp.asarray(log_weight[..., 1] - log_weight[..., 0])
     matters = jnp.asarray(matters)
@@ -125,10 +134,11 @@ def make_smiley_faces(n_faces: int = 240, seed: int = 0) -> Dataset:
     names = list(SMILEY_FEATURES)
     omega = np.array([[name in subspace for name in names] for subspace in SMILEY_SUBSPACES], np.int32)
     n_values = np.array([len(levels) for levels in SMILEY_FEATURES.values()])
-    draws = numpyro.infer.Predictive(conditioned_model, num_samples=1)(
-        jax.random.PRNGKey(seed), int(n_faces), n_values, len(SMILEY_SUBSPACES), SMILEY_PRIORS, omega
-    )
-    draws = {name: np.asarray(value[0]) for name, value in draws.items()}
+    predictive = numpyro.infer.Predictive(conditioned_model, num_samples=1)
+    draws = jax.jit(  # one program (run op by op, each operation would compile its own)
+        lambda key: predictive(key, int(n_faces), n_values, len(SMILEY_SUBSPACES), SMILEY_PRIORS, omega)
+    )(jax.random.PRNGKey(seed))
+    draws = {name: np.asarray(value)[0] for name, value in draws.items()}
     x = draws["x"]
     frame = pd.DataFrame(
         {name: pd.Categorical.from_codes(x[:, j], categories=levels) for j, (name, levels) in enumerate(SMILEY_FEATURES.items())}

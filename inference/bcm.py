@@ -137,7 +137,7 @@ class BCMResult(convergence.TemperedResult):
         self.store_z = store_z
         self.idata = _inference_data(run, data)
         self._row_counts = run.records["row_counts"]  # (chain, draw, N, S)
-        self._final = jax.tree.map(np.asarray, tempering.posterior_states(run.ladder))  # each chain's last state
+        self._final = tempering.posterior_states(run.ladder)  # each chain's last state
         log_joint = self.idata.posterior["log_joint"].values
         self.best_chain, self.best_draw = np.unravel_index(np.argmax(log_joint), log_joint.shape)
         self._labels = _alignment(self._row_counts, self._row_counts[self.best_chain, self.best_draw])

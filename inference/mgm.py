@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -227,13 +228,16 @@ class MGMResult:
 
     def predict_proba(self, X) -> np.ndarray:
         """q(z_n) for new observations by (U6) with the fitted q(beta), q(pi)."""
-        present = jnp.asarray(self._present(X))
-        logits = mgm_vi.cluster_logits(jnp.asarray(self._phi), jnp.asarray(self._tau), present,
-                                       jnp.ones(len(self.groups), bool))  # fmt: skip
-        return np.asarray(jax.nn.softmax(logits, -1))
+        return np.asarray(_responsibilities(self._phi, self._tau, self._present(X)))
 
     def predict(self, X) -> np.ndarray:
         return self.predict_proba(X).argmax(1)
+
+
+@jax.jit
+def _responsibilities(phi, tau, present):
+    """q(z_n) (U6) of observations with group indicators ``present`` under the fitted q(beta), q(pi)."""
+    return jax.nn.softmax(mgm_vi.cluster_logits(phi, tau, present, jnp.ones(phi.shape[0], bool)), -1)
 
 
 def _result_from(search: mgm_vi.SearchResult, n_clusters, names, priors, exact_or) -> MGMResult:
@@ -307,7 +311,12 @@ def _settings(X, feature_names, priors, restarts, max_iter, seed, n_proposals, r
 
 def _restart_keys(seed: int, n_clusters: int, restarts: int):
     """PRNG keys (restarts, 2) of the restarts with ``n_clusters`` clusters: a fit and a sweep draw the same."""
-    base = jax.random.fold_in(jax.random.PRNGKey(seed), n_clusters)
+    return _fold_in_restarts(jax.random.PRNGKey(seed), n_clusters, restarts)
+
+
+@partial(jax.jit, static_argnames="restarts")
+def _fold_in_restarts(key, n_clusters, restarts: int):
+    base = jax.random.fold_in(key, n_clusters)
     return jax.vmap(lambda r: jax.random.fold_in(base, r))(jnp.arange(restarts))
 
 
@@ -315,7 +324,7 @@ def _search(array, cluster_numbers, width, per_batch, *, restarts, seed, priors,
     """Every restart for every number of clusters, ``per_batch`` numbers of clusters per vmapped call (the last
     call padded with repeats, so that all calls share one compiled program), all padded to ``width`` clusters;
     returns {number of clusters: its restarts' ``SearchResult``, stacked}. ``bar`` counts the numbers done."""
-    W = jnp.asarray(array, jnp.float32)
+    W = jax.device_put(np.asarray(array, np.float32))
     results = {}
     for first in range(0, len(cluster_numbers), per_batch):
         if bar is not None:

@@ -481,7 +481,7 @@ def estimate_cover(X: np.ndarray, Z: np.ndarray | None, eps: float, metric: str 
 
 
 def _threshold(eps: float, metric: str):
-    return jnp.float32(_comparison_value(eps, metric))
+    return jax.device_put(np.float32(_comparison_value(eps, metric)))
 
 
 def _padded(A: np.ndarray, size: int):

@@ -255,7 +255,7 @@ def evaluate(spec: TargetSpec, miniature: Miniature, priors) -> tuple:
     generative log probs of the shared sites, references, parameters), compiled on its first call, so
     that a program refused for its structure compiles nothing."""
     key = _Key(spec, miniature.statics, miniature.kernel_static, _bindings(spec.model), type(priors))
-    prior_values = {field.name: jax.tree.map(partial(jnp.asarray, dtype=jnp.float32), getattr(priors, field.name))
+    prior_values = {field.name: jax.tree.map(partial(np.asarray, dtype=np.float32), getattr(priors, field.name))
                     for field in dataclasses.fields(priors)}
     try:
         traced = None if key in _COMPILED else _evaluate_jit.trace(key, miniature.arrays, prior_values, miniature.raw)
@@ -637,7 +637,7 @@ def _bcm_miniature(n_clusters: int, priors: bcm.Priors) -> Miniature:
         (rng.random((half, n_obs, n_features, 1)) > np.cumsum(pi, -1)[:, :, None, :]).sum(-1).clip(0, n_clusters - 1),
         rng.integers(0, n_clusters, (rest, n_obs, n_features)),
     ])
-    raw = {name: jnp.asarray(value, jnp.int32) for name, value in (("omega", omega), ("prototype", prototype), ("z", z))}
+    raw = jax.device_put({"omega": omega.astype(np.int32), "prototype": prototype.astype(np.int32), "z": z.astype(np.int32)})
     return Miniature((int(n_clusters), BCM_N_VALUES), static, {"kernel": data}, raw)
 
 
@@ -747,14 +747,14 @@ def check_mgm(priors, exact_or: bool) -> None:
         "w": SiteAssumption("GroupEmission", lambda v: {"present": v["i"], "formula": v["f"], "assignment": v["l"],
                                                         "s": priors.s}),  # fmt: skip
     }
-    point = {
-        "pi_l": jnp.array([0.2, 0.3, 0.5]), "pi_f": jnp.array([0.4, 0.6]), "l": jnp.array([0, 2, 2]),
-        "f": jnp.array([1, 0, 1]), "y": jnp.array([1.0, 0.0, 1.0]), "gamma": jnp.array([0.3, 0.6, 0.8]),
-        "t": jnp.array([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]]), "beta": jnp.array([[0.2, 0.7, 0.9], [0.6, 0.1, 0.4]]),
-        "pi": jnp.array([0.45, 0.55]), "z": jnp.array([0, 1, 1]),
-        "i": jnp.array([[0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]]),
-        "w": jnp.array([[0.0, 1.0, 1.0], [1.0, 1.0, 0.0], [1.0, 0.0, 0.0]]),
-    }  # fmt: skip
+    point = {name: np.asarray(value, np.int32 if name in ("l", "f", "z") else np.float32) for name, value in {
+        "pi_l": [0.2, 0.3, 0.5], "pi_f": [0.4, 0.6], "l": [0, 2, 2],
+        "f": [1, 0, 1], "y": [1.0, 0.0, 1.0], "gamma": [0.3, 0.6, 0.8],
+        "t": [[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]], "beta": [[0.2, 0.7, 0.9], [0.6, 0.1, 0.4]],
+        "pi": [0.45, 0.55], "z": [0, 1, 1],
+        "i": [[0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]],
+        "w": [[0.0, 1.0, 1.0], [1.0, 1.0, 0.0], [1.0, 0.0, 0.0]],
+    }.items()}  # fmt: skip
     _check_once(mgm, "mgm.model", priors, exact_or, lambda: check_assumptions(
         mgm.model, (n_obs, n_dims, n_clusters, priors), {"n_groups": n_dims, "exact_or": exact_or}, assumptions,
         point, "MGM coordinate ascent", supported))

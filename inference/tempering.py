@@ -163,10 +163,12 @@ def initial_ladder(kernel: TargetKernel, static, data, rng_keys, n_rungs: int, i
 
 
 def posterior_states(ladder: Ladder):
-    """The state of each chain's posterior rung (leading axis C)."""
-    n_chains, n_rungs = ladder.slot_of_rung.shape
-    slots = ladder.slot_of_rung[:, -1] + jnp.arange(n_chains) * n_rungs
-    return jax.tree.map(lambda x: x[slots], ladder.states)
+    """The state of each chain's posterior rung (leading axis C), as NumPy arrays (indexed on the host: on
+    the device every operation would compile a program of its own)."""
+    slot_of_rung, states = jax.device_get((ladder.slot_of_rung, ladder.states))
+    n_chains, n_rungs = slot_of_rung.shape
+    slots = slot_of_rung[:, -1] + np.arange(n_chains) * n_rungs
+    return jax.tree.map(lambda x: np.asarray(x)[slots], states)
 
 
 @partial(jax.jit, static_argnames=("kernel", "static", "n_rungs"))

@@ -12,6 +12,7 @@ import inspect
 from functools import partial
 
 import jax
+import numpy as np
 
 
 def evaluate(model, function, priors, *arguments):
@@ -20,20 +21,19 @@ def evaluate(model, function, priors, *arguments):
     (module) whose hooks ``function`` calls; the program is traced again whenever one of its functions is
     replaced (a hook edited in a running session). A hook that needs a hyperparameter concrete (NumPy on
     it, Python control flow) gets the priors as constants instead. The values are concrete even when
-    called under a trace."""
+    called under a trace, unless the priors themselves are traced (then they are part of that trace)."""
     hooks = tuple((name, value) for name, value in vars(model).items() if inspect.isfunction(value))
     values = {field.name: getattr(priors, field.name) for field in dataclasses.fields(priors)}
 
-    def run():
-        try:
-            return _traced(function, hooks, type(priors), arguments, values)
-        except (TypeError, jax.errors.JAXTypeError):
-            return _concrete(function, hooks, priors, arguments)
-
-    tables = run()
-    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tables)):  # called under a trace
-        with jax.ensure_compile_time_eval():  # concrete all the same (op by op: rare)
-            tables = run()
+    try:
+        tables = _traced(function, hooks, type(priors), arguments, values)
+        program, static, dynamic = _traced, (function, hooks, type(priors), arguments), (values,)
+    except (TypeError, jax.errors.JAXTypeError):
+        tables = _concrete(function, hooks, priors, arguments)
+        program, static, dynamic = _concrete, (function, hooks, priors, arguments), ()
+    traced_priors = any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(values))
+    if not traced_priors and any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tables)):
+        tables = _outside_the_trace(program, static, dynamic)  # called under a trace: concrete all the same
     return tables
 
 
@@ -44,6 +44,22 @@ def priors_with(priors_type, values: dict):
     for name, value in values.items():
         object.__setattr__(priors, name, value)
     return priors
+
+
+_EXECUTABLES: dict = {}
+
+
+def _outside_the_trace(program, static: tuple, dynamic: tuple):
+    """``program(*static, *dynamic)`` run as a compiled executable on the concrete ``dynamic`` arguments: called
+    in a trace, an executable computes its values there and then (a jitted function would join the trace)."""
+    types = tuple(  # what the executable is compiled for: shape, dtype, weak type (a Python number), x64 mode
+        (np.shape(leaf), np.result_type(leaf), getattr(leaf, "weak_type", isinstance(leaf, (bool, int, float, complex))))
+        for leaf in jax.tree.leaves(dynamic)
+    )
+    key = (program, static, jax.tree.structure(dynamic), types, jax.config.jax_enable_x64)
+    if key not in _EXECUTABLES:
+        _EXECUTABLES[key] = program.lower(*static, *dynamic).compile()
+    return _EXECUTABLES[key](*dynamic)
 
 
 @partial(jax.jit, static_argnums=(0, 1, 2, 3))

@@ -8,6 +8,7 @@ import jax
 import numpy as np
 
 from interpretable_zoo.inference.bcm import fit_bcm
+from interpretable_zoo.inference.brl import fit_brl
 from interpretable_zoo.inference.prototype_selection import select_prototypes
 from interpretable_zoo.models import bcm
 
@@ -41,3 +42,28 @@ def test_prototype_selection_refit_compiles_nothing():
     with counted_compiles() as compiles:
         select_prototypes(rng.normal(size=(60, 4)), rng.integers(0, 3, 60), eps=1.5)
     assert compiles == []
+
+
+SINGLE_OPERATIONS = {"convert_element_type", "iota", "add", "multiply", "less", "lgamma", "broadcast_in_dim", "gather",
+                     "dynamic_slice", "squeeze", "select_n", "_broadcast_arrays"}  # fmt: skip
+"""Programs that JAX compiles for one operation run outside ``jit`` (the ones a fit used to compile)."""
+
+
+def test_a_first_fit_compiles_no_program_of_a_single_operation(caplog):
+    """Every operation of a fit runs inside a compiled program of the package (or on the host in NumPy):
+    one run op by op compiles a program per operation, tens per fit in a new process. Shapes no other
+    test uses, so that every program of these fits is compiled here."""
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 2, (37, 5))
+    jax.config.update("jax_log_compiles", True)
+    try:
+        with caplog.at_level("WARNING", logger="jax"):
+            fit_brl(X, X[:, 0] ^ X[:, 3], num_samples=8, num_warmup=8, num_chains=3, n_temperatures=2, seed=0,
+                    max_length=7).predict_proba(X)
+            fit_bcm(rng.integers(0, 3, (13, 7)), 3, num_samples=4, num_warmup=4, num_chains=3, n_temperatures=2,
+                    n_values=3).explain()
+    finally:
+        jax.config.update("jax_log_compiles", False)
+    names = [message.split("jit(", 1)[1].split(")", 1)[0] for message in caplog.messages if message.startswith("Compiling jit(")]
+    assert names, "no compile was logged: the check could not fail"
+    assert not SINGLE_OPERATIONS & set(names), names
