@@ -5,7 +5,8 @@ Usage: ``python -m benchmarks [-k SUBSTRING] [--list]``. Benchmark modules are t
 (install the peers with ``pip install -e '.[bench]'``, which ``make bench`` does), and so is one
 whose data folder or file is missing (set INTERPRETABLE_ZOO_DATA). On an accelerator (JAX's default
 backend not the CPU) a benchmark writes its section under its name with the backend as suffix (``_gpu``),
-beside the CPU results.
+beside the CPU results. Variables such as CONVERGENCE_CASES or SCALING_CHAINS narrow a run (see each benchmark);
+a narrowed run rewrites its section with the cases it ran, and the section's command line names the variables.
 """
 
 from __future__ import annotations
