@@ -338,15 +338,18 @@ def _initial_states(target, init_labels: np.ndarray, num_chains: int, seed: int)
     """One start per chain with every token of observation i in cluster ``init_labels[i]`` (the same
     labels for every chain, or one row per chain) and omega and the prototypes drawn from their prior."""
     static, data = target
-    labels = np.broadcast_to(init_labels, (num_chains, init_labels.shape[-1]))
-    keys = jax.random.split(jax.random.PRNGKey(seed), num_chains)
+    labels = np.broadcast_to(init_labels, (num_chains, init_labels.shape[-1])).astype(np.int32)
+    return _labelled_starts(static, data, jax.random.split(jax.random.PRNGKey(seed), num_chains), labels)
 
+
+@partial(jax.jit, static_argnums=0)
+def _labelled_starts(static, data, keys, labels):
     def start(key, chain_labels):
         drawn = bcm_gibbs.init(static, data, key)
         z = jnp.broadcast_to(chain_labels[:, None], (static.n_obs, static.n_features))
         return bcm_gibbs.state_from_params(static, data, drawn.omega, drawn.prototype, z)
 
-    return jax.vmap(start)(keys, jnp.asarray(labels, jnp.int32))
+    return jax.vmap(start)(keys, labels)
 
 
 def fit_bcm(

@@ -68,7 +68,16 @@ def update_eta(params, ext, priors):
     return params._replace(eta=vi._update_eta(elb, elb1, params.lam, priors, params.active))
 
 
-CAVI_UPDATES = (vi.update_tau, update_phi, update_lam, update_ell, update_eta, vi.update_nu)
+CAVI_UPDATES = tuple(
+    jax.jit(update, static_argnames="priors")
+    for update in (vi.update_tau, update_phi, update_lam, update_ell, update_eta, vi.update_nu)
+)
+annealed_objective = jax.jit(vi.annealed_objective, static_argnames=("priors", "exact_or"))
+
+
+def annealed_nu_update(inverse_temperature):
+    """(U6b) at this inverse temperature, under jit."""
+    return jax.jit(partial(vi.update_nu, inverse_temperature=inverse_temperature), static_argnames="priors")
 
 
 def cavi_sweep(params, ext, priors):
@@ -102,7 +111,7 @@ def test_every_cavi_update_never_decreases_the_elbo(priors, inverse_temperature)
     """Each update (U1-U6) never lowers the ELBO; at an inverse temperature b < 1, U1-U5 and U6b never lower the
     annealed objective F_b that deterministic annealing climbs."""
     rng = np.random.default_rng(1)
-    updates = CAVI_UPDATES[:-1] + (partial(vi.update_nu, inverse_temperature=inverse_temperature),)
+    updates = CAVI_UPDATES[:-1] + (annealed_nu_update(inverse_temperature),)
     with enable_x64():
         for trial in range(3):
             W = data_with_an_and_group(rng, 30, 7)
@@ -110,12 +119,12 @@ def test_every_cavi_update_never_decreases_the_elbo(priors, inverse_temperature)
             formula = jnp.array([AND, OR, OR, OR, OR, OR, OR])
             ext = vi.make_extraction(W, assignment, formula)
             params = random_state(rng, 30, 7, 3)
-            previous = float(vi.annealed_objective(params, ext, priors, inverse_temperature))
+            previous = float(annealed_objective(params, ext, priors, inverse_temperature))
             assert np.isfinite(previous)
             for _ in range(6):
                 for update in updates:
                     params = update(params, ext, priors)
-                    value = float(vi.annealed_objective(params, ext, priors, inverse_temperature))
+                    value = float(annealed_objective(params, ext, priors, inverse_temperature))
                     assert value >= previous - 1e-9 * abs(previous), (trial, update, previous, value)
                     previous = value
 
@@ -348,14 +357,13 @@ ANNEALED = 0.4
 
 BLOCKS = {
     # name: (update, to unconstrained, from unconstrained, inverse temperature of the objective)
-    "tau": (vi.update_tau, jnp.log, jnp.exp, 1.0),
-    "phi": (update_phi, jnp.log, jnp.exp, 1.0),
-    "lam": (update_lam, jax.scipy.special.logit, jax.nn.sigmoid, 1.0),
-    "ell": (update_ell, jnp.log, jnp.exp, 1.0),
-    "eta": (update_eta, jax.scipy.special.logit, jax.nn.sigmoid, 1.0),
-    "nu": (vi.update_nu, jnp.log, lambda u: jax.nn.softmax(u, -1), 1.0),
-    "nu_annealed": (partial(vi.update_nu, inverse_temperature=ANNEALED), jnp.log, lambda u: jax.nn.softmax(u, -1),
-                    ANNEALED),  # fmt: skip
+    "tau": (CAVI_UPDATES[0], jnp.log, jnp.exp, 1.0),
+    "phi": (CAVI_UPDATES[1], jnp.log, jnp.exp, 1.0),
+    "lam": (CAVI_UPDATES[2], jax.scipy.special.logit, jax.nn.sigmoid, 1.0),
+    "ell": (CAVI_UPDATES[3], jnp.log, jnp.exp, 1.0),
+    "eta": (CAVI_UPDATES[4], jax.scipy.special.logit, jax.nn.sigmoid, 1.0),
+    "nu": (CAVI_UPDATES[5], jnp.log, lambda u: jax.nn.softmax(u, -1), 1.0),
+    "nu_annealed": (annealed_nu_update(ANNEALED), jnp.log, lambda u: jax.nn.softmax(u, -1), ANNEALED),
 }
 
 
@@ -370,7 +378,7 @@ def test_block_update_equals_the_numerical_optimum_of_its_block(block):
         W = data_with_an_and_group(rng, 12, 5)
         ext = vi.make_extraction(W, jnp.array([0, 0, 1, 1, 3]), jnp.array([AND, OR, OR, OR, OR]))
         params = random_state(rng, 12, 5, 3)
-        objective = partial(vi.annealed_objective, ext=ext, priors=priors, inverse_temperature=inverse_temperature)
+        objective = partial(annealed_objective, ext=ext, priors=priors, inverse_temperature=inverse_temperature)
         cavi_value = float(objective(update(params, ext, priors)))
 
         def negative_elbo(u):
