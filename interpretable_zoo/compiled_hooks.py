@@ -24,17 +24,12 @@ def evaluate(model, function, priors, *arguments):
     called under a trace, unless the priors themselves are traced (then they are part of that trace)."""
     hooks = tuple((name, value) for name, value in vars(model).items() if inspect.isfunction(value))
     values = {field.name: getattr(priors, field.name) for field in dataclasses.fields(priors)}
-
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(values)):
+        return _traced(function, hooks, type(priors), arguments, values)  # part of the trace the priors are in
     try:
-        tables = _traced(function, hooks, type(priors), arguments, values)
-        program, static, dynamic = _traced, (function, hooks, type(priors), arguments), (values,)
+        return _executable(_traced, (function, hooks, type(priors), arguments), (values,))
     except (TypeError, jax.errors.JAXTypeError):
-        tables = _concrete(function, hooks, priors, arguments)
-        program, static, dynamic = _concrete, (function, hooks, priors, arguments), ()
-    traced_priors = any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(values))
-    if not traced_priors and any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tables)):
-        tables = _outside_the_trace(program, static, dynamic)  # called under a trace: concrete all the same
-    return tables
+        return _executable(_concrete, (function, hooks, priors, arguments), ())
 
 
 def priors_with(priors_type, values: dict):
@@ -49,9 +44,9 @@ def priors_with(priors_type, values: dict):
 _EXECUTABLES: dict = {}
 
 
-def _outside_the_trace(program, static: tuple, dynamic: tuple):
-    """``program(*static, *dynamic)`` run as a compiled executable on the concrete ``dynamic`` arguments: called
-    in a trace, an executable computes its values there and then (a jitted function would join the trace)."""
+def _executable(program, static: tuple, dynamic: tuple):
+    """``program(*static, *dynamic)`` run as a compiled executable on the concrete ``dynamic`` arguments, so
+    that its values are concrete even when called in a trace (a jitted function would join the trace)."""
     types = tuple(  # what the executable is compiled for: shape, dtype, weak type (a Python number), x64 mode
         (np.shape(leaf), np.result_type(leaf), getattr(leaf, "weak_type", isinstance(leaf, (bool, int, float, complex))))
         for leaf in jax.tree.leaves(dynamic)
