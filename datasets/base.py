@@ -18,6 +18,18 @@ import scipy.sparse
 DATA_HOME_ENV = "INTERPRETABLE_ZOO_DATA"
 
 
+def one_draw(model, seed: int, *args, **kwargs) -> dict[str, np.ndarray]:
+    """Every site of one draw of the NumPyro ``model(*args, **kwargs)`` (``Predictive``, one sample, from
+    ``PRNGKey(seed)``) as host arrays, computed as one compiled program (run op by op, every operation would
+    compile a program of its own)."""
+    import jax
+    from numpyro.infer import Predictive
+
+    predictive = Predictive(model, num_samples=1)
+    draws = jax.jit(lambda key: predictive(key, *args, **kwargs))(jax.random.PRNGKey(seed))
+    return {name: np.asarray(value)[0] for name, value in draws.items()}
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class Dataset:
     """A data set: a sample-by-feature matrix, optional labels and the names that explain them.

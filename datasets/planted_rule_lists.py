@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import itertools
 
-import jax
 import numpy as np
-from numpyro.infer import Predictive
 
 from interpretable_zoo.models import brl
 
-from .base import Dataset
+from .base import Dataset, one_draw
 
 
 def planted_rule_lists(
@@ -52,11 +50,7 @@ def planted_rule_lists(
     table = np.stack([X[:, list(a)].all(axis=1) for a in antecedents], axis=1)
     cardinalities = np.array([len(a) for a in antecedents])
     capacity = brl.list_capacity(len(antecedents), max_length)
-    predictive = Predictive(brl.model, num_samples=1)
-    draw = jax.jit(  # one program (run op by op, each operation would compile its own)
-        lambda key: predictive(key, table, cardinalities, n_classes, priors=priors, max_length=capacity)
-    )(jax.random.PRNGKey(seed))
-    draw = {name: np.asarray(value)[0] for name, value in draw.items()}  # the one draw, on the host
+    draw = one_draw(brl.model, seed, table, cardinalities, n_classes, priors=priors, max_length=capacity)
     length = int(draw["length"])
     rules = tuple(int(draw[f"antecedent_{j}"]) for j in range(length))
     theta = draw["theta"]

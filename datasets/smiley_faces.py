@@ -14,7 +14,7 @@ import pandas as pd
 from numpyro.handlers import block, condition, seed, trace
 
 from interpretable_zoo import compiled_hooks
-from interpretable_zoo.datasets.base import Dataset
+from interpretable_zoo.datasets.base import Dataset, one_draw
 from interpretable_zoo.datasets.preprocessing import bin_levels
 from interpretable_zoo.datasets.real import load_usps
 from interpretable_zoo.models import bcm
@@ -134,11 +134,7 @@ def make_smiley_faces(n_faces: int = 240, seed: int = 0) -> Dataset:
     names = list(SMILEY_FEATURES)
     omega = np.array([[name in subspace for name in names] for subspace in SMILEY_SUBSPACES], np.int32)
     n_values = np.array([len(levels) for levels in SMILEY_FEATURES.values()])
-    predictive = numpyro.infer.Predictive(conditioned_model, num_samples=1)
-    draws = jax.jit(  # one program (run op by op, each operation would compile its own)
-        lambda key: predictive(key, int(n_faces), n_values, len(SMILEY_SUBSPACES), SMILEY_PRIORS, omega)
-    )(jax.random.PRNGKey(seed))
-    draws = {name: np.asarray(value)[0] for name, value in draws.items()}
+    draws = one_draw(conditioned_model, seed, int(n_faces), n_values, len(SMILEY_SUBSPACES), SMILEY_PRIORS, omega)
     x = draws["x"]
     frame = pd.DataFrame(
         {name: pd.Categorical.from_codes(x[:, j], categories=levels) for j, (name, levels) in enumerate(SMILEY_FEATURES.items())}
