@@ -43,6 +43,7 @@ def _describe(run, seconds: float) -> str:
 def _row(case: str, settings: str, tempered_fit, plain_fit) -> Comparison:
     """One case: the default (tempered) fit, then the one-rung fit with the tempered fit's wall time."""
     tempered, seconds = _fit(tempered_fit)
+    print(f"{case}: tempered {seconds:.1f} s, {_describe(tempered.run, seconds)}; now the untempered fit", flush=True)
     plain, plain_seconds = _fit(lambda: plain_fit(seconds))
     gain = (worst(tempered.run.diagnostics)[1] / seconds) / max(worst(plain.run.diagnostics)[1] / plain_seconds, 1e-9)
     notes = (

@@ -1,4 +1,5 @@
 """ArviZ glue: NumPyro MCMC runs to InferenceData, summaries and trace plots of the label-free quantities.
+ArviZ is imported when first needed (it brings matplotlib), not with this module.
 
 Discrete latent structures (cluster labels, rule lists, prototype indices) suffer label switching, so
 their raw draws have no meaningful R-hat. Each model therefore records a few scalar, label-free
@@ -11,9 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import warnings
+from typing import TYPE_CHECKING
 
-import arviz as az
 import numpy as np
+
+if TYPE_CHECKING:
+    import arviz as az
 
 SUMMARY_ATTR = "summary_var_names"
 
@@ -69,6 +73,8 @@ def to_inference_data(
         >>> dict(idata.posterior.sizes), iz.diagnostics.default_var_names(idata)
         ({'chain': 2, 'draw': 30}, ['mu'])
     """
+    import arviz as az
+
     idata = az.from_numpyro(mcmc, log_likelihood=False, coords=coords, dims=dims)
     if derived:
         add_posterior_variables(idata, derived, dims=dims)
@@ -97,6 +103,8 @@ def tempered_inference_data(
     communication barrier, round-trip rate, stepping-stone log evidence and its standard error,
     converged, thinning, scans).
     """
+    import arviz as az
+
     dims = {**(dims or {}), **{name: ["observation"] for name in (log_likelihood or {})}}
     idata = az.from_dict(
         posterior=dict(posterior),
@@ -155,6 +163,8 @@ def add_posterior_variables(
 
 
 def _as_inference_data(result_or_idata) -> az.InferenceData:
+    import arviz as az
+
     idata = getattr(result_or_idata, "idata", result_or_idata)
     if not isinstance(idata, az.InferenceData):
         raise TypeError(
@@ -197,6 +207,8 @@ def summary(result_or_idata, var_names: Sequence[str] | None = None, **kwargs):
         >>> list(table.index), list(table.columns[:4])
         (['log_posterior', 'length', 'mean_cardinality'], ['mean', 'sd', 'hdi_3%', 'hdi_97%'])
     """
+    import arviz as az
+
     idata = _as_inference_data(result_or_idata)
     var_names = list(var_names) if var_names is not None else default_var_names(idata)
     return az.summary(idata, var_names=var_names, **kwargs)

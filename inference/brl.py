@@ -3,6 +3,7 @@ credible intervals) and the scikit-learn ``BayesianRuleListClassifier`` (Letham 
 
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
 from dataclasses import dataclass, field
@@ -91,8 +92,9 @@ def _check_antecedents(antecedents, n_items: int) -> tuple[tuple[int, ...], ...]
 @dataclass
 class BRLResult(convergence.TemperedResult):
     """A BRL posterior: ``idata`` (posterior ``rules`` (chain, draw, position) padded with -1, ``length``,
-    ``mean_cardinality``, ``log_posterior``; ``sample_stats`` ``lp`` and ``swap_accept``; the tempering
-    facts in ``idata.posterior.attrs``), the antecedents the rules index, and predictions.
+    ``mean_cardinality``, ``log_posterior``; ``sample_stats`` ``lp`` and ``swap_accept``; the pointwise
+    ``log_likelihood``; the tempering facts in ``idata.posterior.attrs``), the antecedents the rules index,
+    and predictions. ``idata`` is built on first use (predictions and explanations read the run's draws).
 
     ``converged``: whether every label-free summary reached the convergence target; ``diagnostics``:
     name -> (R-hat, bulk ESS); ``log_evidence`` +- ``log_evidence_se``: the stepping-stone log p(y | x)
@@ -116,7 +118,6 @@ class BRLResult(convergence.TemperedResult):
         (2, 50)
     """
 
-    idata: object
     antecedents: tuple[tuple[int, ...], ...]
     item_names: tuple[str, ...]
     classes: np.ndarray
@@ -138,12 +139,34 @@ class BRLResult(convergence.TemperedResult):
     def antecedent_names(self) -> tuple[str, ...]:
         return tuple(" and ".join(self.item_names[i] for i in antecedent) for antecedent in self.antecedents)
 
-    def _draws(self):
-        posterior = self.idata.posterior
-        rules = posterior["rules"].values.reshape(-1, posterior.sizes["position"])
-        return rules, posterior["length"].values.ravel(), posterior["mean_cardinality"].values.ravel(), (
-            posterior["log_posterior"].values.ravel()
+    @functools.cached_property
+    def idata(self):
+        """``arviz.InferenceData`` of the run (see the class docstring)."""
+        rules, lengths = self.run.records["rules"], self.run.records["length"]
+        pointwise = None
+        if log_likelihood_fits(*lengths.shape, len(self.train_labels), "BRL"):
+            pointwise = {"y": _pointwise_log_likelihood(self._slots(self.train_table), self.train_labels,
+                                                        self._alpha(), rules, lengths)}  # fmt: skip
+        idata = tempered_inference_data(
+            self.run,
+            {
+                "rules": rules,
+                "length": lengths,
+                "mean_cardinality": self.run.summaries["mean_cardinality"],
+                "log_posterior": self.run.summaries["log_joint"],
+            },
+            summary_var_names=SUMMARY_VARIABLES,
+            dims={"rules": ["position"]},
+            log_likelihood=pointwise,
         )
+        idata.posterior.attrs["antecedent_names"] = list(self.antecedent_names)  # what the indices in rules mean
+        return idata
+
+    def _draws(self):
+        rules = self.run.records["rules"]
+        return rules.reshape(-1, rules.shape[-1]), self.run.records["length"].ravel(), (
+            self.run.summaries["mean_cardinality"].ravel()
+        ), self.run.summaries["log_joint"].ravel()
 
     def point_list(self) -> tuple[int, ...]:
         """BRL-point (Letham sec. 4): among draws whose length and mean cardinality lie between the floor
@@ -169,7 +192,7 @@ class BRLResult(convergence.TemperedResult):
     def _padded(self, rules):
         """A list as the kernel stores it: (capacity,) antecedent indices padded with -1 (fixed shapes, so
         that evaluating lists of any length reuses one compiled program)."""
-        capacity = self.idata.posterior.sizes["position"]
+        capacity = self.run.records["rules"].shape[-1]
         return jax.device_put(np.array(list(rules) + [-1] * (capacity - len(rules)), dtype=np.int32))
 
     def rule_counts(self, rules) -> np.ndarray:
@@ -459,25 +482,7 @@ def _result(run, kernel_target, antecedents, item_names, classes, priors, negati
             "raise max_length for the untruncated posterior",
             stacklevel=3,
         )
-    pointwise = None
-    if log_likelihood_fits(*lengths.shape, len(codes), "BRL"):
-        slots = np.pad(table, ((0, 0), (0, kernel_target[0].antecedent_slots - table.shape[1])))
-        pointwise = {"y": _pointwise_log_likelihood(slots, codes, priors.alpha_vector(len(classes)), rules, lengths)}
-    idata = tempered_inference_data(
-        run,
-        {
-            "rules": rules,
-            "length": lengths,
-            "mean_cardinality": run.summaries["mean_cardinality"],
-            "log_posterior": run.summaries["log_joint"],
-        },
-        summary_var_names=SUMMARY_VARIABLES,
-        dims={"rules": ["position"]},
-        log_likelihood=pointwise,
-    )
-    result = BRLResult(idata, antecedents, item_names, classes, priors, negations, table, codes, run, kernel_target)
-    idata.posterior.attrs["antecedent_names"] = list(result.antecedent_names)  # what the indices in rules mean
-    return result
+    return BRLResult(antecedents, item_names, classes, priors, negations, table, codes, run, kernel_target)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import jax
 import numpy as np
 
+from interpretable_zoo.diagnostics import rank_statistics
 from interpretable_zoo.inference import progress, tempering
 from interpretable_zoo.inference.checkpoint import CheckpointWriter, as_checkpoint, fingerprint
 from interpretable_zoo.inference.validation import check_positive_int
@@ -96,9 +97,8 @@ def diagnose(summaries: dict[str, np.ndarray]) -> dict[str, tuple[float, float]]
     """Rank-normalised split R-hat and bulk ESS of each (chain, draw, ...) summary; a summary with
     trailing axes counts as one scalar per entry, named ``name[i]``. A scalar equal in every draw of
     every chain agrees perfectly (R-hat 1, ESS the number of draws); one constant within chains but
-    not across them never converges (R-hat inf)."""
-    import arviz as az
-
+    not across them never converges (R-hat inf). The statistics are ArviZ's ``rhat(method="rank")`` and
+    ``ess(method="bulk")`` (``diagnostics.rank_statistics``, which does not import ArviZ)."""
     table = {}
     for name, values in summaries.items():
         values = np.asarray(values, dtype=np.float64)
@@ -109,9 +109,8 @@ def diagnose(summaries: dict[str, np.ndarray]) -> dict[str, tuple[float, float]]
             if np.ptp(scalar) == 0:
                 table[label] = (1.0, float(scalar.size))
                 continue
-            with np.errstate(all="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                rhat, ess = float(az.rhat(scalar)), float(az.ess(scalar, method="bulk"))
+            with np.errstate(all="ignore"):
+                rhat, ess = rank_statistics.rank_rhat(scalar), rank_statistics.bulk_ess(scalar)
             table[label] = (rhat if math.isfinite(rhat) else math.inf, ess if math.isfinite(ess) else 0.0)
     return table
 

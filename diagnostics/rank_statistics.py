@@ -1,0 +1,109 @@
+"""Rank-normalised split R-hat and bulk effective sample size (Vehtari, Gelman, Simpson, Carpenter and
+Buerkner 2021, "Rank-normalization, folding, and localization"), in NumPy.
+
+The tempering engine checks its chains after every round with these two numbers. They are the same
+statistics as ``arviz.rhat(method="rank")`` and ``arviz.ess(method="bulk")`` (a test compares them), computed
+without importing ArviZ, whose import (with matplotlib) would otherwise be most of a fit's start-up.
+
+Definitions, for draws x of shape (chains M, draws N):
+- split: each chain's first and last floor(N / 2) draws become two chains;
+- normal scores: z = Phi^-1((r - 3/8) / (S + 1/4)), r the average rank of a draw among all S draws (Blom);
+- R-hat of z: sqrt(((N - 1) W + B) / (N W)) with W the mean within-chain variance and B / N the variance
+  of the chain means; the rank R-hat is the larger of those of the split z and of the split folded draws
+  |x - median(x)| (eqs. 1-4 of the paper with its sec. 4 normalisation);
+- bulk ESS: M N / tau of the split z, tau = -1 + 2 sum_t rho_t with the autocorrelations rho_t combined
+  over chains (eq. 10) and truncated by Geyer's initial positive and monotone sequences, tau at least
+  1 / log10(M N) (as in Stan and ArviZ).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import ndtri
+from scipy.stats import rankdata
+
+MIN_DRAWS = 4
+"""Fewer draws per chain give NaN (and fewer than 2 chains a NaN R-hat), as in ArviZ."""
+
+
+def _split(draws: np.ndarray) -> np.ndarray:
+    half = draws.shape[1] // 2
+    return np.concatenate([draws[:, :half], draws[:, draws.shape[1] - half :]], axis=0)
+
+
+def _normal_scores(draws: np.ndarray) -> np.ndarray:
+    ranks = rankdata(draws, method="average", axis=None).reshape(draws.shape)
+    return ndtri((ranks - 3 / 8) / (draws.size + 1 / 4))
+
+
+def _potential_scale_reduction(draws: np.ndarray) -> float:
+    n = draws.shape[1]
+    within = draws.var(axis=1, ddof=1).mean()
+    between_over_n = draws.mean(axis=1).var(ddof=1)
+    return math.sqrt((within * (n - 1) / n + between_over_n) / within)
+
+
+def _usable(draws, min_chains: int) -> np.ndarray | None:
+    draws = np.asarray(draws, dtype=np.float64)
+    if draws.ndim != 2:
+        raise ValueError(f"draws: expected a (chain, draw) array, got shape {draws.shape}")
+    if draws.shape[0] < min_chains or draws.shape[1] < MIN_DRAWS or not np.isfinite(draws).all():
+        return None
+    return draws
+
+
+def rank_rhat(draws) -> float:
+    """Rank-normalised split R-hat of (chain, draw) draws: the larger of the bulk and the folded (tail)
+    R-hat; NaN for fewer than 2 chains or 4 draws, or non-finite draws."""
+    draws = _usable(draws, min_chains=2)
+    if draws is None:
+        return math.nan
+    split = _split(draws)
+    folded = np.abs(split - np.median(split))
+    return max(_potential_scale_reduction(_normal_scores(split)), _potential_scale_reduction(_normal_scores(folded)))
+
+
+def _autocovariances(draws: np.ndarray) -> np.ndarray:
+    """(chains, N) autocovariance of each chain at lags 0..N-1 (divisor N), by FFT."""
+    n = draws.shape[1]
+    centred = draws - draws.mean(axis=1, keepdims=True)
+    spectrum = np.fft.rfft(centred, n=2 * n, axis=1)
+    return np.fft.irfft(spectrum * spectrum.conj(), n=2 * n, axis=1)[:, :n] / n
+
+
+def _autocorrelation_time(draws: np.ndarray) -> float:
+    """tau of eq. (10) with Geyer's truncation. The pair sums S_p = rho_2p + rho_2p+1 are taken in turn
+    while the last one taken is positive (and lag 2p + 1 < N - 2); those before the last one taken count in
+    full, made non-increasing (initial monotone sequence), and the last one taken adds its even term once
+    (when S_p >= 0 or rho_2p > 0)."""
+    n_chains, n = draws.shape
+    autocovariance = _autocovariances(draws).mean(axis=0)
+    within = autocovariance[0] * n / (n - 1)  # mean within-chain variance (ddof = 1)
+    pooled = within * (n - 1) / n + (draws.mean(axis=1).var(ddof=1) if n_chains > 1 else 0.0)
+    rho = 1.0 - (within - autocovariance) / pooled
+    rho[0] = 1.0
+    pairs = n // 2
+    sums = rho[0 : 2 * pairs : 2] + rho[1 : 2 * pairs : 2]
+    taken = 0  # pairs taken after the first
+    while 2 * taken + 1 < n - 3 and sums[taken] > 0:
+        taken += 1
+    if taken == 0:
+        return 0.0  # -1 + rho_0
+    even = rho[2 * taken]
+    tail = even if sums[taken] >= 0 or even > 0 else 0.0
+    return -1.0 + 2.0 * np.minimum.accumulate(sums[:taken]).sum() + tail
+
+
+def bulk_ess(draws) -> float:
+    """Bulk effective sample size of (chain, draw) draws (normal scores of the split chains); the number
+    of draws when they are all equal; NaN for fewer than 4 draws or non-finite draws."""
+    draws = _usable(draws, min_chains=1)
+    if draws is None:
+        return math.nan
+    if np.ptp(draws) < np.finfo(np.float64).resolution:
+        return float(draws.size)
+    split = _normal_scores(_split(draws))
+    size = split.size
+    return size / max(_autocorrelation_time(split), 1.0 / math.log10(size))

@@ -1,0 +1,92 @@
+"""``diagnostics.rank_statistics`` computes ArviZ's rank-normalised split R-hat and bulk ESS (without
+importing ArviZ), and a BRL fit and its predictions need no ArviZ at all."""
+
+import json
+import subprocess
+import sys
+import warnings
+
+import arviz as az
+import numpy as np
+import pytest
+
+from interpretable_zoo.diagnostics.rank_statistics import bulk_ess, rank_rhat
+
+
+def chains(seed: int) -> np.ndarray:
+    """(chains, draws) AR(1) chains with random length, correlation (antithetic included), chain offsets
+    and, for some seeds, ties (rounded or few-valued draws)."""
+    rng = np.random.default_rng(seed)
+    n_chains, n_draws = int(rng.integers(1, 6)), int(rng.integers(4, 300))
+    phi = rng.choice([0.0, 0.5, 0.9, 0.99, -0.7])
+    noise = rng.normal(size=(n_chains, n_draws))
+    draws = np.zeros_like(noise)
+    for t in range(n_draws):
+        draws[:, t] = (phi * draws[:, t - 1] if t else 0.0) + noise[:, t]
+    draws += rng.normal(size=(n_chains, 1)) * rng.choice([0.0, 0.1, 3.0])
+    if seed % 7 == 0:
+        draws = np.round(draws)
+    if seed % 11 == 0:
+        draws = rng.integers(0, 3, size=draws.shape).astype(float)
+    return draws
+
+
+def arviz_values(draws, rhat_method="rank"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(az.rhat(draws, method=rhat_method)), float(az.ess(draws, method="bulk"))
+
+
+SEEDS = range(200)
+
+
+@pytest.mark.parametrize("statistic", ["rhat", "ess"])
+def test_equal_to_arviz_on_correlated_tied_and_short_chains(statistic):
+    ours = np.array([rank_rhat(chains(s)) if statistic == "rhat" else bulk_ess(chains(s)) for s in SEEDS])
+    theirs = np.array([arviz_values(chains(s))[0 if statistic == "rhat" else 1] for s in SEEDS])
+    assert np.array_equal(np.isnan(ours), np.isnan(theirs))  # one chain: no R-hat
+    finite = ~np.isnan(theirs)
+    assert finite.sum() > 150
+    np.testing.assert_allclose(ours[finite], theirs[finite], rtol=1e-10)
+
+
+def test_negative_control_a_different_rhat_is_told_apart():
+    # the comparison has power: ArviZ's split R-hat without rank normalisation and folding differs
+    theirs = np.array([arviz_values(chains(s), rhat_method="split")[0] for s in SEEDS])
+    ours = np.array([rank_rhat(chains(s)) for s in SEEDS])
+    finite = ~np.isnan(theirs)
+    assert not np.allclose(ours[finite], theirs[finite], rtol=1e-10)
+
+
+def test_edge_cases():
+    constant = np.full((4, 50), 2.5)
+    assert rank_rhat(constant) != rank_rhat(constant)  # NaN: no variance within chains
+    assert bulk_ess(constant) == 200.0
+    assert np.isnan(bulk_ess(np.zeros((2, 3)) + [[0, 1, 2]])) and np.isnan(rank_rhat(np.ones((1, 100))))
+    assert np.isnan(bulk_ess(np.array([[0.0, 1.0, np.nan, 2.0, 3.0]])))
+    stuck = np.concatenate([np.random.default_rng(0).normal(size=(2, 500)), 5 + np.random.default_rng(1).normal(size=(2, 500))])
+    assert rank_rhat(stuck) > 1.5 and bulk_ess(stuck) < 100  # chains in two places disagree
+    with pytest.raises(ValueError, match="draws"):
+        rank_rhat(np.zeros(10))
+
+
+FIT_AND_PREDICT = """
+import json, sys
+import numpy as np
+import interpretable_zoo as iz
+rng = np.random.default_rng(0)
+X = rng.integers(0, 2, size=(60, 3))
+y = X[:, 0] ^ (rng.random(60) < 0.1)
+clf = iz.BayesianRuleListClassifier(num_samples=200, num_warmup=50, num_chains=2, n_temperatures=2,
+                                    min_support=0.1, progress_bar=False, seed=0).fit(X, y)
+clf.predict(X), clf.result_.explain_frame()
+during = "arviz" in sys.modules
+shape = clf.result_.idata.posterior["length"].shape  # built on first use
+print(json.dumps([during, "arviz" in sys.modules, list(shape), clf.result_.converged in (True, False)]))
+"""
+
+
+def test_a_brl_fit_and_its_predictions_do_not_import_arviz():
+    out = subprocess.run([sys.executable, "-c", FIT_AND_PREDICT], capture_output=True, text=True, check=True)
+    during, after, shape, has_diagnostics = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not during and after and shape == [2, 200] and has_diagnostics
