@@ -1,10 +1,10 @@
-"""The scikit-learn estimators as scikit-learn expects them: its estimator checks, Pipeline, GridSearchCV,
+"""The scikit-learn estimators as scikit-learn expects them: its estimator checks (of the clusterers in
+test_sklearn_clusterer_checks.py), Pipeline, GridSearchCV,
 cross_val_score, clone and pickle; rules as data and printed explanations; the regressions on input that
 used to be taken silently or crash (the rest of the bad-input cases are in test_bad_input.py)."""
 
 from __future__ import annotations
 
-import os
 import pickle
 
 import numpy as np
@@ -35,10 +35,9 @@ COMPILING_PER_SHAPE = [
     MGMClusterer(restarts=1, max_iter=2, binarize=0.0),
 ]
 """Estimators whose compiled program is specific to the number of observations (BCM's sampler, MGM's search):
-scikit-learn's checks fit them on about twenty shapes, each costing a full trace and compilation of that
-program (tens of seconds to minutes on 2 shared cores), so their checks run only when asked for."""
-
-SLOW_CHECKS = os.environ.get("INTERPRETABLE_ZOO_SLOW_CHECKS") == "1"
+scikit-learn's checks fit them on about twenty shapes, each a trace and compilation of that program; their
+checks have a file of their own (test_sklearn_clusterer_checks.py), which the suite's workers run beside
+the others."""
 
 
 def expected_failures(estimator) -> dict[str, str]:
@@ -57,16 +56,6 @@ def expected_failures(estimator) -> dict[str, str]:
 
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failures)
 def test_scikit_learn_estimator_checks(estimator, check):
-    check(estimator)
-
-
-@pytest.mark.skipif(
-    not SLOW_CHECKS,
-    reason="BCM and MGM compile per number of observations; their scikit-learn checks take about 16 minutes on 2 "
-    "cores: run with INTERPRETABLE_ZOO_SLOW_CHECKS=1",
-)
-@parametrize_with_checks(COMPILING_PER_SHAPE, expected_failed_checks=expected_failures)
-def test_scikit_learn_estimator_checks_of_the_clusterers(estimator, check):
     check(estimator)
 
 
