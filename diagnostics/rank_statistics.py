@@ -75,7 +75,7 @@ def _autocovariances(draws: np.ndarray) -> np.ndarray:
 
 def _autocorrelation_time(draws: np.ndarray) -> float:
     """tau of eq. (10) with Geyer's truncation. The pair sums S_p = rho_2p + rho_2p+1 are taken in turn
-    while the last one taken is positive (and lag 2p + 1 < N - 2); those before the last one taken count in
+    while the last one taken is positive (and lag 2p + 1 < N - 1); those before the last one taken count in
     full, made non-increasing (initial monotone sequence), and the last one taken adds its even term once
     (when S_p >= 0 or rho_2p > 0)."""
     n_chains, n = draws.shape

@@ -9,11 +9,12 @@ trace for R-hat and ESS over all chains.
 
 from __future__ import annotations
 
+import functools
 import zlib
 from dataclasses import replace
 from functools import partial
+from typing import TYPE_CHECKING
 
-import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -39,6 +40,9 @@ from interpretable_zoo.inference.validation import (
     check_sampling_options,
 )
 from interpretable_zoo.models import bcm
+
+if TYPE_CHECKING:
+    import arviz as az
 
 SUMMARY_VARS = ("log_joint", "sorted_cluster_size", "n_subspace_features")
 SCANS_PER_CHUNK = 16
@@ -126,7 +130,8 @@ class BCMResult(convergence.TemperedResult):
     """A fitted BCM: ``idata`` (posterior ``omega`` (chain, draw, S, P), ``prototype`` (chain, draw, S),
     ``z`` (chain, draw, N, P) with ``store_z=True``, and the label-free summaries; ``sample_stats`` with
     the swap acceptance; the tempering facts in ``idata.posterior.attrs``), ``explain()``, ``transform()``,
-    ``unsupervised_accuracy(y)``, ``converged``, ``diagnostics``, ``log_evidence`` and :meth:`extend`."""
+    ``unsupervised_accuracy(y)``, ``converged``, ``diagnostics``, ``log_evidence`` and :meth:`extend`.
+    ``idata`` is built on first use (the other methods read the run's draws)."""
 
     def __init__(self, run, target, data: CategoricalData, n_clusters: int, priors: bcm.Priors, store_z: bool):
         self.run = run
@@ -135,10 +140,9 @@ class BCMResult(convergence.TemperedResult):
         self.n_clusters = n_clusters
         self.priors = priors
         self.store_z = store_z
-        self.idata = _inference_data(run, data)
         self._row_counts = run.records["row_counts"]  # (chain, draw, N, S)
         self._final = tempering.posterior_states(run.ladder)  # each chain's last state
-        log_joint = self.idata.posterior["log_joint"].values
+        log_joint = run.summaries["log_joint"]
         self.best_chain, self.best_draw = np.unravel_index(np.argmax(log_joint), log_joint.shape)
         self._labels = _alignment(self._row_counts, self._row_counts[self.best_chain, self.best_draw])
 
@@ -148,8 +152,12 @@ class BCMResult(convergence.TemperedResult):
     def _with_run(self, run) -> BCMResult:
         return BCMResult(run, self.target, self.data, self.n_clusters, self.priors, self.store_z)
 
+    @functools.cached_property
+    def idata(self) -> az.InferenceData:
+        return _inference_data(self.run, self.data)
+
     def _draw(self, name):
-        return self.idata.posterior[name].values[self.best_chain, self.best_draw]
+        return self.run.records[name][self.best_chain, self.best_draw]
 
     def _aligned(self, draws):
         """(chain, draw, S, ...) per-cluster draws relabelled to the best draw's clusters."""
@@ -158,7 +166,7 @@ class BCMResult(convergence.TemperedResult):
     def subspace_probabilities(self) -> np.ndarray:
         """(S, P): the posterior probability that feature j is in cluster s's subspace (omega_sj = 1), over
         every draw of every chain, clusters matched to the best draw's by shared tokens."""
-        return self._aligned(self.idata.posterior["omega"].values).mean((0, 1))
+        return self._aligned(self.run.records["omega"]).mean((0, 1))
 
     def explain_frame(self, hide_value: str | None = None) -> pd.DataFrame:
         """Per cluster of the highest-log-joint draw, largest first: its share of tokens, the prototype (index
@@ -266,7 +274,7 @@ class BCMResult(convergence.TemperedResult):
         y = np.asarray(y)
         if y.shape != (self.data.codes.shape[0],):
             raise ValueError(f"y: expected shape ({self.data.codes.shape[0]},), got {y.shape}")
-        prototype_label = y[self.idata.posterior["prototype"].values]  # (C, D, S)
+        prototype_label = y[self.run.records["prototype"]]  # (C, D, S)
         if per == "observation":
             predicted = np.take_along_axis(prototype_label, self.dominant_cluster(), axis=-1)
             return (predicted == y).mean(-1)

@@ -1,5 +1,5 @@
 """``diagnostics.rank_statistics`` computes ArviZ's rank-normalised split R-hat and bulk ESS (without
-importing ArviZ), and a BRL fit and its predictions need no ArviZ at all."""
+importing ArviZ), and BRL and BCM fits and their answers need no ArviZ at all."""
 
 import json
 import subprocess
@@ -80,13 +80,17 @@ y = X[:, 0] ^ (rng.random(60) < 0.1)
 clf = iz.BayesianRuleListClassifier(num_samples=200, num_warmup=50, num_chains=2, n_temperatures=2,
                                     min_support=0.1, progress_bar=False, seed=0).fit(X, y)
 clf.predict(X), clf.result_.explain_frame()
+bcm = iz.fit_bcm(np.repeat([[0, 0, 1], [1, 1, 0]], 6, axis=0), 2, num_samples=30, num_warmup=0, num_chains=2,
+                 n_temperatures=1, progress_bar=False)
+bcm.explain(), bcm.transform(), bcm.subspace_probabilities(), bcm.unsupervised_accuracy(np.arange(12) % 2)
 during = "arviz" in sys.modules
-shape = clf.result_.idata.posterior["length"].shape  # built on first use
-print(json.dumps([during, "arviz" in sys.modules, list(shape), clf.result_.converged in (True, False)]))
+shapes = [list(clf.result_.idata.posterior["length"].shape), list(bcm.idata.posterior["omega"].shape)]
+print(json.dumps([during, "arviz" in sys.modules, shapes, clf.result_.converged in (True, False)]))
 """
 
 
-def test_a_brl_fit_and_its_predictions_do_not_import_arviz():
+def test_brl_and_bcm_fits_and_their_answers_do_not_import_arviz():
     out = subprocess.run([sys.executable, "-c", FIT_AND_PREDICT], capture_output=True, text=True, check=True)
-    during, after, shape, has_diagnostics = json.loads(out.stdout.strip().splitlines()[-1])
-    assert not during and after and shape == [2, 200] and has_diagnostics
+    during, after, shapes, has_diagnostics = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not during and after and has_diagnostics
+    assert shapes == [[2, 200], [2, 30, 2, 3]]  # idata built on first use
