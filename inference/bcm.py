@@ -9,10 +9,9 @@ trace for R-hat and ESS over all chains.
 
 from __future__ import annotations
 
-import functools
 import zlib
 from dataclasses import replace
-from functools import partial
+from functools import cached_property, partial
 from typing import TYPE_CHECKING
 
 import jax
@@ -152,7 +151,7 @@ class BCMResult(convergence.TemperedResult):
     def _with_run(self, run) -> BCMResult:
         return BCMResult(run, self.target, self.data, self.n_clusters, self.priors, self.store_z)
 
-    @functools.cached_property
+    @cached_property
     def idata(self) -> az.InferenceData:
         return _inference_data(self.run, self.data)
 
