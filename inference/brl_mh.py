@@ -18,6 +18,11 @@ words); a rule's captures are ``truth AND uncaught`` and its label counts popula
 (Yang et al.'s speed trick), where ``uncaught[j]``, the samples no rule before position j holds for,
 is the complement of a running OR of the list's truth tables, computed for the whole padded list
 (in a fixed-shape step, recomputing only the positions after the first changed one skips no work).
+Samples with the same truth-table row and label are interchangeable (eq. 3 depends on the captures only
+through their label counts), so where that is cheaper they are merged into one bit each, a merged
+sample's multiplicity written in binary across bit planes of the label sets: a count is
+sum_k 2^k popcount(captures AND label plane k). The counts, and so the log targets and the draws, are
+the same as without merging.
 The log target is :func:`models.brl.log_prior_from_tables` +
 :func:`models.brl.log_marginal_likelihood_from_tables` on the model file's tables, so a step gathers and
 adds instead of evaluating log Gamma.
@@ -81,11 +86,12 @@ class BRLData(NamedTuple):
     """Everything that differs between fits of one :class:`BRLStatic`, as arrays.
 
     truth_bits (antecedent_slots + 1, n_words) uint32: the samples each antecedent holds for (rows
-    from n_antecedents on are empty; the last is read for the padding -1); label_bits (L, n_words):
-    classes 0..L-2, then all samples (the last class is counted as the rest); cardinality_index
+    from n_antecedents on are empty; the last is read for the padding -1); label_bits (L, P, n_words):
+    classes 0..L-2, then all samples (the last class is counted as the rest), in P bit planes of the
+    samples' multiplicities (P = 1 when no samples are merged; module docstring); cardinality_index
     (antecedent_slots,): c - 1 of each antecedent; n_antecedents: |A| (int scalar); prior: the model
     file's :class:`~models.brl.PriorTables`; likelihood: its :class:`~models.brl.LikelihoodTables`
-    for 32 n_words samples; log_hastings (4, capacity + 1): log Q(d | d*) - log Q(d* | d) of each
+    for the samples' count rounded up to a word bucket; log_hastings (4, capacity + 1): log Q(d | d*) - log Q(d* | d) of each
     move type from each length.
     """
 
@@ -136,13 +142,27 @@ def pack_bits(bits, n_words: int):
     return (words << jnp.arange(32, dtype=jnp.uint32)).sum(axis=-1, dtype=jnp.uint32)
 
 
-def pack_labels(y, n_classes: int, n_words: int):
-    """``label_bits`` of :class:`BRLData` for labels 0..n_classes-1 (``y`` may be traced)."""
+def pack_labels(y, n_classes: int, n_words: int, multiplicity=None):
+    """``label_bits`` of :class:`BRLData` (L, P, n_words) for labels 0..n_classes-1 (``y`` may be
+    traced) of samples of the given ``multiplicity`` (NumPy integers; None: one plane, each sample once)."""
     xp = jnp if isinstance(y, jax.core.Tracer) else np
     y = xp.asarray(y)
     classes = y[None, :] == xp.arange(n_classes - 1)[:, None]
-    words = pack_bits(xp.concatenate([classes, xp.ones((1, y.shape[0]), bool)]), n_words)
+    labels = xp.concatenate([classes, xp.ones((1, y.shape[0]), bool)])[:, None, :]
+    if multiplicity is not None:
+        multiplicity = np.asarray(multiplicity)
+        planes = np.arange(int(multiplicity.max()).bit_length())
+        labels = labels & ((multiplicity[None, :] >> planes[:, None]) & 1).astype(bool)[None]
+    words = pack_bits(labels, n_words)
     return words if xp is jnp else jax.device_put(words)
+
+
+def merge_duplicate_samples(table, y):
+    """(table, y, multiplicity) of the distinct (truth-table row, label) pairs, each with its count."""
+    rows = np.concatenate([np.packbits(table, axis=1), np.ascontiguousarray(y, dtype="<i4").view(np.uint8).reshape(len(y), 4)], axis=1)
+    keys = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.shape[1]))).ravel()
+    _, first, multiplicity = np.unique(keys, return_index=True, return_counts=True)
+    return table[first], y[first], multiplicity
 
 
 def move_log_probabilities(length, n_antecedents: int, capacity: int) -> np.ndarray:
@@ -194,17 +214,36 @@ def _check_target(truth_table, cardinalities, n_classes, y, capacity):
     return table.astype(bool), cardinalities, n_classes, y, capacity
 
 
+def _words(n_samples: int) -> int:
+    return size_bucket(-(-n_samples // 32), WORD_BUCKETS_PER_DOUBLING)
+
+
 def make_target(
-    truth_table, cardinalities, n_classes: int, y, priors: brl.Priors, capacity: int, *, steps_per_call: int = 1
+    truth_table,
+    cardinalities,
+    n_classes: int,
+    y,
+    priors: brl.Priors,
+    capacity: int,
+    *,
+    steps_per_call: int = 1,
+    merge_duplicates: bool = True,
 ):
     """(static, data) of the BRL posterior (:func:`models.brl.collapsed_model` with ``max_length =
     capacity``) for a (n, |A|) truth table, antecedent cardinalities, labels 0..n_classes-1 and
-    ``priors``; all tables come from the model file's functions, evaluated here (never traced)."""
+    ``priors``; all tables come from the model file's functions, evaluated here (never traced).
+    ``merge_duplicates``: merge equal samples (module docstring) when P planes of the merged words are
+    fewer words than the samples'; False keeps one bit per sample."""
     table, cardinalities, n_classes, y, capacity = _check_target(truth_table, cardinalities, n_classes, y, capacity)
     n_samples, n_antecedents = table.shape
+    multiplicity = None
+    if merge_duplicates and _words(n_samples) > 1:
+        merged_table, merged_y, counts = merge_duplicate_samples(table, y)
+        if int(counts.max()).bit_length() * _words(len(counts)) < _words(n_samples):
+            table, y, multiplicity = merged_table, merged_y, counts
     static = BRLStatic(
         antecedent_slots=1 << (n_antecedents - 1).bit_length(),
-        n_words=size_bucket(-(-n_samples // 32), WORD_BUCKETS_PER_DOUBLING),
+        n_words=_words(table.shape[0]),
         n_classes=n_classes,
         capacity=capacity,
         max_cardinality=int(cardinalities.max()),
@@ -217,11 +256,11 @@ def make_target(
     with jax.ensure_compile_time_eval():  # concrete tables even when called under a trace (e.g. pmap)
         data = BRLData(
             truth_bits=jax.device_put(truth),
-            label_bits=pack_labels(y, n_classes, n_words),
+            label_bits=pack_labels(y, n_classes, n_words, multiplicity),
             cardinality_index=jax.device_put(np.pad(cardinalities - 1, (0, slots - n_antecedents)).astype(np.int32)),
             n_antecedents=jax.device_put(np.int32(n_antecedents)),
             prior=prior,
-            likelihood=brl.likelihood_tables(priors.alpha_vector(n_classes), 32 * n_words),
+            likelihood=brl.likelihood_tables(priors.alpha_vector(n_classes), 32 * _words(n_samples)),
             log_hastings=jax.device_put(log_hastings_table(n_antecedents, capacity)),
         )
     return static, data
@@ -296,12 +335,14 @@ def _exclusive_prefix_or(words):
 def label_counts(data: BRLData, rules, length):
     """(capacity + 1, L + 1): the label counts N_j of a padded list's rules in rows j < ``length``, the
     default rule's (all samples still uncaught) in row ``length``, zeros after it, and each row's
-    total in the last column; population counts of ``truth(rule j) AND uncaught[j] AND label``."""
+    total in the last column; population counts of ``truth(rule j) AND uncaught[j] AND label``, each
+    bit plane weighted by its power of two."""
     rows = jnp.arange(rules.shape[0] + 1)
     truth = data.truth_bits[jnp.append(rules, -1)]  # (capacity + 1, W); -1 reads the last, empty row
-    uncaught = data.label_bits[-1] & ~_exclusive_prefix_or(truth[:-1])
-    rule_bits = jnp.where((rows == length)[:, None], ~jnp.uint32(0), truth)
-    counted = _popcount(rule_bits[:, None, :] & uncaught[:, None, :] & data.label_bits[None])
+    uncaught = ~_exclusive_prefix_or(truth[:-1])  # padded samples are in no label set
+    rule_bits = jnp.where((rows == length)[:, None], ~jnp.uint32(0), truth) & uncaught
+    per_plane = _popcount(rule_bits[:, None, None, :] & data.label_bits[None])  # (capacity + 1, L, P)
+    counted = per_plane @ (1 << jnp.arange(data.label_bits.shape[1], dtype=jnp.int32))
     others, total = counted[:, :-1], counted[:, -1:]
     return jnp.concatenate([others, total - others.sum(axis=1, keepdims=True), total], axis=1)
 

@@ -170,18 +170,29 @@ def test_packed_bits_are_the_same_from_numpy_and_from_a_trace(shape, n_words):
     assert traced[last[:-1] + (word,)] >> bit & 1 == 1
 
 
-@pytest.mark.parametrize("capacity", [20, brl_mh.SEQUENTIAL_PREFIX_ROWS + 8], ids=["row-by-row", "log-depth-scan"])
-def test_bit_vector_label_counts_equal_the_model_files_captures(capacity):
-    """The kernel's packed captures (both ways of forming the running OR) give the model file's
-    per-rule and default label counts, with the last class counted as the rest, for 3 classes, with
-    padded antecedents and a sample count whose words are padded (17 words in an 18-word bucket, the
-    last word partly filled)."""
+@pytest.mark.parametrize(
+    "capacity, distinct_rows",
+    [(20, None), (brl_mh.SEQUENTIAL_PREFIX_ROWS + 8, None), (20, 12)],
+    ids=["row-by-row", "log-depth-scan", "merged-duplicates"],
+)
+def test_bit_vector_label_counts_equal_the_model_files_captures(capacity, distinct_rows):
+    """The kernel's packed captures (both ways of forming the running OR, and with duplicate samples
+    merged into bit planes of their multiplicities) give the model file's per-rule and default label
+    counts, with the last class counted as the rest, for 3 classes, with padded antecedents and a sample
+    count whose words are padded (17 words in an 18-word bucket, the last word partly filled)."""
     rng = np.random.default_rng(4)
     n_samples, n_antecedents, n_classes = 17 * 32 - 3, 60, 3
     truth_table = rng.random((n_samples, n_antecedents)) < 0.15
     y = rng.integers(0, n_classes, n_samples)
+    if distinct_rows is not None:  # every sample a copy of one of a few rows, with its label
+        copied = rng.integers(0, distinct_rows, n_samples)
+        truth_table, y = truth_table[copied], y[copied]
     static, data = brl_mh.make_target(truth_table, np.ones(n_antecedents, int), n_classes, y, brl.Priors(), capacity)
-    assert (static.antecedent_slots, static.n_words) == (64, 18)
+    n_merged = len(np.unique(np.column_stack([truth_table, y]), axis=0))
+    planes = 1 if distinct_rows is None else int(np.unique(np.column_stack([truth_table, y]), axis=0, return_counts=True)[1].max()).bit_length()
+    assert (static.antecedent_slots, static.n_words) == (64, 18 if distinct_rows is None else 1)
+    assert data.label_bits.shape == (n_classes, planes, static.n_words)
+    assert (distinct_rows is None) == (n_merged == n_samples)
     lengths = np.arange(40) % (capacity + 1)
     rules = np.stack([np.where(np.arange(capacity) < m, rng.permutation(n_antecedents)[:capacity], -1) for m in lengths])
     counts = jax.jit(jax.vmap(lambda r, m: brl_mh.label_counts(data, r, m)))(rules, lengths)
@@ -191,6 +202,28 @@ def test_bit_vector_label_counts_equal_the_model_files_captures(capacity):
         np.testing.assert_array_equal(got[m, :n_classes], default_counts)
         np.testing.assert_array_equal(got[:, n_classes], got[:, :n_classes].sum(axis=1))
         assert not got[m + 1 :].any()
+
+
+def test_merging_duplicate_samples_changes_no_draw():
+    """Samples merged into bit planes (1 word and 5 planes instead of 7 words) give the same chains,
+    bit for bit, as one bit per sample; samples without duplicates are left unmerged."""
+    truth_table, y = tiny_problem(n=200, seed=2)
+    targets = [
+        brl_mh.make_target(truth_table, CARDINALITIES, 2, y, brl.Priors(), 5, steps_per_call=7, merge_duplicates=merge)
+        for merge in (True, False)
+    ]
+    assert [(static.n_words, data.label_bits.shape[1]) for static, data in targets] == [(1, 5), (7, 1)]
+    chains = []
+    for static, data in targets:
+        states = jax.vmap(functools.partial(brl_mh.init, static, data))(jax.random.split(jax.random.key(3), 6))
+        step = jax.jit(functools.partial(brl_mh.step, static))
+        for key in jax.random.split(jax.random.key(4), 50):
+            states, _ = step(data, states, jax.random.split(key, 6), jnp.linspace(0.2, 1.0, 6))
+        chains.append(states)
+    jax.tree.map(np.testing.assert_array_equal, *chains)
+    unique_rows = np.random.default_rng(0).random((300, 40)) < 0.5
+    static, data = brl_mh.make_target(unique_rows, np.ones(40, int), 2, np.arange(300) % 2, brl.Priors(), 5)
+    assert (static.n_words, data.label_bits.shape[1]) == (10, 1)
 
 
 def test_size_buckets():
