@@ -366,7 +366,7 @@ def fit_mgm(
     iteration's improvement (the paper's "0.1 relative"); ``exact_or`` uses the exact OR of eq. 2 instead of
     the relaxed one of eq. 3. The search is compiled for ``max_clusters`` clusters (default ``n_clusters``),
     the ones past ``n_clusters`` masked out: fits of one data shape sharing ``max_clusters`` and ``restarts``
-    share one compiled program whatever the data and seed (the priors are compile-time constants).
+    share one compiled program whatever the data, prior values and seed.
 
     Example:
         >>> import numpy as np

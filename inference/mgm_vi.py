@@ -68,7 +68,7 @@ gain, 0.1 stops a search once its merges have become an order of magnitude less 
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from functools import partial
 from typing import NamedTuple
 
@@ -76,7 +76,9 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import digamma, entr, gammaln
 
-from interpretable_zoo.models.mgm import AND, OR, Priors, beta_parameters, group_log_likelihood, log_structure_prior
+from interpretable_zoo import compiled_hooks
+from interpretable_zoo.models import mgm
+from interpretable_zoo.models.mgm import AND, OR, Priors, group_log_likelihood
 
 
 class Extraction(NamedTuple):
@@ -130,9 +132,9 @@ def _beta_stats(params):
     return psi[..., 0] - psi[..., 2], psi[..., 1] - psi[..., 2], entropy
 
 
-def _log_beta_function(a: float, b: float) -> float:
-    """log B(a, b) of hyperparameters, evaluated once in Python."""
-    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+def _log_beta_function(a, b):
+    """log B(a, b) of hyperparameters."""
+    return gammaln(a) + gammaln(b) - gammaln(a + b)
 
 
 def _component_log_densities(elb, elb1, priors: Priors):
@@ -154,7 +156,7 @@ def group_terms(phi, lam, eta, ell, n1, n0, priors: Priors, active=None):
     elb, elb1, entropy_beta = _beta_stats(phi)
     elg, elg1, entropy_gamma = _beta_stats(ell)
     e_u, e_b, e_t = _component_log_densities(elb, elb1, priors)
-    log_p_y = eta * math.log(priors.rho) + (1 - eta) * math.log1p(-priors.rho)
+    log_p_y = eta * jnp.log(priors.rho) + (1 - eta) * jnp.log1p(-priors.rho)
     log_p_gamma = (priors.sigma1 - 1) * elg + (priors.sigma2 - 1) * elg1 - _log_beta_function(priors.sigma1, priors.sigma2)
     eta_k = eta[..., None]
     per_cluster = (
@@ -181,7 +183,7 @@ def global_terms(nu, tau, priors: Priors, active=None):
     """E log p(pi) + sum_nk nu_nk Elpi_k + H[q(pi)] + H[q(z)], over the active clusters."""
     n_clusters = tau.shape[0] if active is None else active.sum()
     elpi, log_b, log_gamma_prior = _dirichlet_stats(tau, active, priors.alpha_z)
-    log_p_pi = log_gamma_prior - n_clusters * math.lgamma(priors.alpha_z)
+    log_p_pi = log_gamma_prior - n_clusters * gammaln(priors.alpha_z)
     log_p_pi += (priors.alpha_z - 1) * _sum_clusters(elpi, active)
     # H[Dirichlet(tau)] = log B(tau) + (total - K) psi(total) - sum_k (tau_k - 1) psi(tau_k) = log B(tau) - sum_k (tau_k - 1) Elpi_k
     entropy_pi = log_b - _sum_clusters((tau - 1) * elpi, active)
@@ -202,7 +204,7 @@ def cluster_counts(nu, present):
 
 def extraction_terms(ext: Extraction, priors: Priors, exact_or=False):
     """The ELBO's terms that depend on the extraction only: log p(partition, f) + sum log p(w | i, f, l)."""
-    structure = log_structure_prior(ext.sizes, ext.formula, priors, ext.formula.shape[0])
+    structure = mgm.log_structure_prior(ext.sizes, ext.formula, priors, ext.formula.shape[0])
     return structure + jnp.sum(group_emissions(ext, priors, exact_or))
 
 
@@ -222,7 +224,7 @@ def elbo(params: VariationalParams, ext: Extraction, priors: Priors, exact_or=Fa
 
 
 def _update_phi(lam, eta, n1, n0, priors: Priors):
-    return beta_parameters(eta[..., None], lam, priors) + jnp.stack([n1, n0], -1)
+    return mgm.beta_parameters(eta[..., None], lam, priors) + jnp.stack([n1, n0], -1)
 
 
 def _update_lam(elb, elb1, eta, elg, elg1, priors: Priors):
@@ -236,7 +238,7 @@ def _update_ell(lam, priors: Priors, active=None):
 
 def _update_eta(elb, elb1, lam, priors: Priors, active=None):
     e_u, e_b, e_t = _component_log_densities(elb, elb1, priors)
-    logit_rho = math.log(priors.rho) - math.log1p(-priors.rho)
+    logit_rho = jnp.log(priors.rho) - jnp.log1p(-priors.rho)
     return jax.nn.sigmoid(logit_rho + _sum_clusters((1 - lam) * e_b + lam * e_t - e_u, active))
 
 
@@ -535,8 +537,8 @@ def evaluate_merge(a, b, ext, nu, current_values, priors, exact_or, active=None)
     new_sizes = ext.sizes.at[a].set(size).at[b].set(0)
     new_formulas = ext.formula.at[a].set(formulas[best])
     n_groups = ext.formula.shape[0]
-    structure = log_structure_prior(new_sizes, new_formulas, priors, n_groups)
-    structure -= log_structure_prior(ext.sizes, ext.formula, priors, n_groups)
+    structure = mgm.log_structure_prior(new_sizes, new_formulas, priors, n_groups)
+    structure -= mgm.log_structure_prior(ext.sizes, ext.formula, priors, n_groups)
     valid = (a != b) & (ext.sizes[a] > 0) & (ext.sizes[b] > 0)
     gain = jnp.where(valid, additive + structure, -jnp.inf)
     return Proposal(a, b, formulas[best], gain, additive, group)
@@ -614,7 +616,7 @@ def select_merges(proposals: Proposal, ext, priors):
     """
     n_groups = ext.formula.shape[0]
     order = jnp.argsort(-proposals.gain)
-    base = log_structure_prior(ext.sizes, ext.formula, priors, n_groups)
+    base = mgm.log_structure_prior(ext.sizes, ext.formula, priors, n_groups)
 
     def step(carry, index):
         used, sizes, formulas, additive, total = carry
@@ -626,7 +628,7 @@ def select_merges(proposals: Proposal, ext, priors):
         formulas = jnp.where(take, new_formulas, formulas)
         used = jnp.where(take, used.at[a].set(True).at[b].set(True), used)
         additive = additive + jnp.where(take, proposals.additive[index], 0.0)
-        total = jnp.where(take, additive + log_structure_prior(sizes, formulas, priors, n_groups) - base, total)
+        total = jnp.where(take, additive + mgm.log_structure_prior(sizes, formulas, priors, n_groups) - base, total)
         return (used, sizes, formulas, additive, total), (take, total)
 
     zero = jnp.zeros((), proposals.gain.dtype)
@@ -739,9 +741,18 @@ def search(key, W, active, *, priors: Priors, config: SearchConfig) -> SearchRes
     return SearchResult(ext, params, value, trace, iteration - 2)
 
 
-@partial(jax.jit, static_argnames=("priors", "config"))
 def search_batch(keys, W, active, *, priors: Priors, config: SearchConfig) -> SearchResult:
     """``search`` for a batch of runs, vmapped: keys (B, 2) and active (B, K), one row per run (restarts, and
     numbers of clusters padded to one width K); results stacked on a leading axis B. One compiled program
-    serves every batch of the same shapes, whatever the data, seeds and numbers of clusters."""
+    serves every batch of the same shapes, whatever the data, prior values, seeds and numbers of clusters;
+    it is traced again when a hook of the model file is replaced in a running session."""
+    values = {field.name: getattr(priors, field.name) for field in dataclasses.fields(priors)}
+    return _search_batch(keys, W, active, values, hooks=(mgm.beta_parameters, mgm.log_structure_prior), config=config)
+
+
+@partial(jax.jit, static_argnames=("hooks", "config"))
+def _search_batch(keys, W, active, prior_values, *, hooks, config: SearchConfig) -> SearchResult:
+    """:func:`search_batch` with the prior values traced; ``hooks``, the model file's hook functions the
+    search calls, only key the compiled program."""
+    priors = compiled_hooks.priors_with(Priors, prior_values)
     return jax.vmap(lambda key, active: search(key, W, active, priors=priors, config=config))(keys, active)

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 import types
 from functools import partial
 from typing import Callable, NamedTuple
@@ -238,11 +239,21 @@ def _evaluate(key: _Key, arrays, priors, raw):
 
 @partial(jax.jit, static_argnums=0, compiler_options={"xla_backend_optimization_level": 0})
 def _evaluate_jit(key: _Key, arrays, prior_values, raw):
-    if isinstance(key.priors, _Concrete):
-        priors = key.priors.priors
-    else:
-        priors = compiled_hooks.priors_with(key.priors, prior_values)
-    return _evaluate(key, arrays, priors, raw)
+    return _evaluate(key, arrays, _priors_of(key.priors, prior_values), raw)
+
+
+def _prior_values(priors) -> dict:
+    """The fields of ``priors`` (a dataclass) as float32 arrays: the arguments of a compiled check."""
+    return {field.name: jax.tree.map(partial(np.asarray, dtype=np.float32), getattr(priors, field.name))
+            for field in dataclasses.fields(priors)}
+
+
+def _priors_of(priors_key, prior_values):
+    """The priors a compiled check evaluates: traced ``prior_values`` of the class ``priors_key``, or the
+    concrete priors of a :class:`_Concrete` key (None stays None)."""
+    if priors_key is None or isinstance(priors_key, _Concrete):
+        return getattr(priors_key, "priors", None)
+    return compiled_hooks.priors_with(priors_key, prior_values)
 
 
 _COMPILED: dict = {}
@@ -255,8 +266,7 @@ def evaluate(spec: TargetSpec, miniature: Miniature, priors) -> tuple:
     generative log probs of the shared sites, references, parameters), compiled on its first call, so
     that a program refused for its structure compiles nothing."""
     key = _Key(spec, miniature.statics, miniature.kernel_static, _bindings(spec.model), type(priors))
-    prior_values = {field.name: jax.tree.map(partial(np.asarray, dtype=np.float32), getattr(priors, field.name))
-                    for field in dataclasses.fields(priors)}
+    prior_values = _prior_values(priors)
     try:
         traced = None if key in _COMPILED else _evaluate_jit.trace(key, miniature.arrays, prior_values, miniature.raw)
     except (TypeError, jax.errors.JAXTypeError):  # non-numeric hyperparameters, or NumPy on traced values
@@ -661,36 +671,66 @@ class SiteAssumption(NamedTuple):
     parameters: Callable
 
 
-def _traced_parameters(program, args, kwargs, assumptions: dict, point: dict) -> tuple[dict, dict]:
-    """Trace ``program`` once under jit with its sites set to ``point`` (a value per site, so no sampler
-    is compiled; a site missing from it is sampled): the sites' (family, observed) and, per site and
-    assumed parameter, the largest absolute difference between the program's parameter and the assumed one."""
-    facts = {}
+class _AssumptionKey(NamedTuple):
+    """The static part of one assumption check: the program, ``build(extra, priors) -> (args, kwargs,
+    assumptions)`` (a module-level function) with its hashable ``extra``, every binding of the model module,
+    and the priors' class (values traced), :class:`_Concrete` priors, or None."""
 
-    def differences():
-        trace = handlers.trace(handlers.seed(handlers.substitute(program, point), 0)).get_trace(*args, **kwargs)
-        facts.update(_site_facts(trace))
-        values = {name: site["value"] for name, site in trace.items() if site["type"] == "sample"}
-        gaps = {}
-        for name, site in trace.items():
-            assumption = assumptions.get(name)
-            if site["type"] != "sample" or assumption is None or family(site["fn"]) != assumption.family:
-                continue
-            for parameter, assumed in assumption.parameters(values).items():
-                actual = getattr(base_distribution(site["fn"]), parameter)
-                actual, assumed = jnp.broadcast_arrays(jnp.asarray(actual, float), jnp.asarray(assumed, float))
-                gaps[(name, parameter)] = jnp.max(jnp.abs(actual - assumed))
-        return gaps
-
-    gaps = jax.jit(differences)()
-    return facts, {key: float(value) for key, value in gaps.items()}
+    program: Callable
+    build: Callable
+    extra: object
+    bindings: tuple
+    priors: object
 
 
-def check_assumptions(program, args, kwargs, assumptions: dict, point: dict, kernel: str, supported: str) -> None:
-    """Raise :class:`ModelMismatchError` unless ``program``'s sites are exactly those of ``assumptions``,
-    each with the assumed family and parameters (to float rounding) at the sites' values ``point``."""
+_ASSUMED_SITE_FACTS: dict = {}
+
+
+@partial(jax.jit, static_argnums=0, compiler_options={"xla_backend_optimization_level": 0})
+def _parameter_gaps(key: _AssumptionKey, prior_values, point):
+    """Per site and assumed parameter, the largest absolute difference between the program's parameter and
+    the assumed one, with the sites set to ``point``; records the sites' (family, observed) in
+    ``_ASSUMED_SITE_FACTS[key]``."""
+    priors = _priors_of(key.priors, prior_values)
+    args, kwargs, assumptions = key.build(key.extra, priors)
+    trace = handlers.trace(handlers.seed(handlers.substitute(key.program, point), 0)).get_trace(*args, **kwargs)
+    _ASSUMED_SITE_FACTS[key] = _site_facts(trace)
+    values = {name: site["value"] for name, site in trace.items() if site["type"] == "sample"}
+    gaps = {}
+    for name, site in trace.items():
+        assumption = assumptions.get(name)
+        if site["type"] != "sample" or assumption is None or family(site["fn"]) != assumption.family:
+            continue
+        for parameter, assumed in assumption.parameters(values).items():
+            actual = getattr(base_distribution(site["fn"]), parameter)
+            actual, assumed = jnp.broadcast_arrays(jnp.asarray(actual, float), jnp.asarray(assumed, float))
+            gaps[(name, parameter)] = jnp.max(jnp.abs(actual - assumed))
+    return gaps
+
+
+def _traced_parameters(program, build, extra, priors, point: dict) -> tuple[dict, dict]:
+    """Trace ``program`` (its arguments from ``build(extra, priors)``) under jit with its sites set to
+    ``point`` (a value per site, so no sampler is compiled; a site missing from it is sampled), the
+    hyperparameter values as arguments (as constants when a hook needs them concrete): the sites' (family,
+    observed) and the :func:`_parameter_gaps`. One compiled program per key, whatever the values."""
+    bindings = _bindings(sys.modules[program.__module__])
+    key = _AssumptionKey(program, build, extra, bindings, None if priors is None else type(priors))
+    prior_values = {} if priors is None else _prior_values(priors)
+    try:
+        gaps = _parameter_gaps(key, prior_values, point)
+    except (TypeError, jax.errors.JAXTypeError):  # non-numeric hyperparameters, or NumPy on traced values
+        key, prior_values = key._replace(priors=_Concrete(priors)), {}
+        gaps = _parameter_gaps(key, prior_values, point)
+    return _ASSUMED_SITE_FACTS[key], {name: float(value) for name, value in gaps.items()}
+
+
+def check_assumptions(program, build, extra, priors, point: dict, kernel: str, supported: str) -> None:
+    """Raise :class:`ModelMismatchError` unless ``program``'s sites are exactly those of the assumptions of
+    ``build(extra, priors) -> (args, kwargs, assumptions)``, each with the assumed family and parameters (to
+    float rounding) at the sites' values ``point``."""
     name = _program_name(program)
-    facts, gaps = _traced_parameters(program, args, kwargs, assumptions, point)
+    assumptions = build(extra, priors)[2]
+    facts, gaps = _traced_parameters(program, build, extra, priors, point)
     for site, (site_family, _) in facts.items():
         if site not in assumptions:
             raise ModelMismatchError(f"{name} has a site {site!r} ({site_family}) that the {kernel} does not handle; "
@@ -720,17 +760,15 @@ def _check_once(module, program_name: str, priors, extra, check: Callable) -> No
     _ASSUMPTIONS_PASSED.add(verdict)
 
 
-def check_mgm(priors, exact_or: bool) -> None:
-    """``models.mgm.model`` is the program whose ELBO ``inference.mgm_vi`` climbs: Dirichlet pi_l, pi_f
-    and pi (concentrations alpha_l / G, alpha_f, alpha_z), Categorical l, f, z, Bernoulli(rho) y,
-    Beta(sigma1, sigma2) gamma, Bernoulli(gamma) t, beta from ``beta_parameters``, Bernoulli(beta_z) i and
-    the group emission with s (eqs. 1-3). Checked on a miniature (3 observations, 3 dimensions, 2
-    clusters) once per priors and model-file bindings."""
+MGM_MINIATURE = (3, 3, 2)
+"""Observations, dimensions and clusters of the MGM miniature."""
+
+
+def _mgm_assumptions(exact_or: bool, priors):
+    """(args, kwargs, assumptions) of the MGM check for ``priors`` (traced values in the compiled check)."""
     from interpretable_zoo.models import mgm
 
-    n_obs, n_dims, n_clusters = 3, 3, 2
-    supported = ("Edit the Priors values or the hooks beta_parameters and log_structure_prior in models/mgm.py; "
-                 "other families or parameters are not followed by the coordinate-ascent updates.")  # fmt: skip
+    n_obs, n_dims, n_clusters = MGM_MINIATURE
     assumptions = {
         "pi_l": SiteAssumption("Dirichlet", lambda v: {"concentration": jnp.full(n_dims, priors.alpha_l / n_dims)}),
         "pi_f": SiteAssumption("Dirichlet", lambda v: {"concentration": jnp.asarray(priors.alpha_f)}),
@@ -747,6 +785,19 @@ def check_mgm(priors, exact_or: bool) -> None:
         "w": SiteAssumption("GroupEmission", lambda v: {"present": v["i"], "formula": v["f"], "assignment": v["l"],
                                                         "s": priors.s}),  # fmt: skip
     }
+    return (n_obs, n_dims, n_clusters, priors), {"n_groups": n_dims, "exact_or": exact_or}, assumptions
+
+
+def check_mgm(priors, exact_or: bool) -> None:
+    """``models.mgm.model`` is the program whose ELBO ``inference.mgm_vi`` climbs: Dirichlet pi_l, pi_f
+    and pi (concentrations alpha_l / G, alpha_f, alpha_z), Categorical l, f, z, Bernoulli(rho) y,
+    Beta(sigma1, sigma2) gamma, Bernoulli(gamma) t, beta from ``beta_parameters``, Bernoulli(beta_z) i and
+    the group emission with s (eqs. 1-3). Checked on a miniature (:data:`MGM_MINIATURE`) once per priors
+    and model-file bindings, by one compiled program whatever the prior values."""
+    from interpretable_zoo.models import mgm
+
+    supported = ("Edit the Priors values or the hooks beta_parameters and log_structure_prior in models/mgm.py; "
+                 "other families or parameters are not followed by the coordinate-ascent updates.")  # fmt: skip
     point = {name: np.asarray(value, np.int32 if name in ("l", "f", "z") else np.float32) for name, value in {
         "pi_l": [0.2, 0.3, 0.5], "pi_f": [0.4, 0.6], "l": [0, 2, 2],
         "f": [1, 0, 1], "y": [1.0, 0.0, 1.0], "gamma": [0.3, 0.6, 0.8],
@@ -756,8 +807,17 @@ def check_mgm(priors, exact_or: bool) -> None:
         "w": [[0.0, 1.0, 1.0], [1.0, 1.0, 0.0], [1.0, 0.0, 0.0]],
     }.items()}  # fmt: skip
     _check_once(mgm, "mgm.model", priors, exact_or, lambda: check_assumptions(
-        mgm.model, (n_obs, n_dims, n_clusters, priors), {"n_groups": n_dims, "exact_or": exact_or}, assumptions,
-        point, "MGM coordinate ascent", supported))
+        mgm.model, _mgm_assumptions, exact_or, priors, point, "MGM coordinate ascent", supported))
+
+
+def _bayesian_sets_assumptions(_, __):
+    """(args, kwargs, assumptions) of the Bayesian Sets check: a Beta prior of three features."""
+    alpha, beta = np.array([0.5, 2.0, 1.25], np.float32), np.array([1.5, 0.25, 3.0], np.float32)
+    assumptions = {
+        "theta": SiteAssumption("Beta", lambda v: {"concentration1": alpha, "concentration0": beta}),
+        "x": SiteAssumption("BernoulliProbs", lambda v: {"probs": v["theta"]}),
+    }
+    return (alpha, beta, 2), {}, assumptions
 
 
 def check_bayesian_sets() -> None:
@@ -766,13 +826,8 @@ def check_bayesian_sets() -> None:
     features, 2 items) once per model-file bindings."""
     from interpretable_zoo.models import bayesian_sets
 
-    alpha, beta = jnp.array([0.5, 2.0, 1.25]), jnp.array([1.5, 0.25, 3.0])
     supported = ("Edit Priors (kappa, or explicit alpha and beta) in models/bayesian_sets.py; the closed-form "
                  "scores hold only for a Beta prior and Bernoulli features.")  # fmt: skip
-    assumptions = {
-        "theta": SiteAssumption("Beta", lambda v: {"concentration1": alpha, "concentration0": beta}),
-        "x": SiteAssumption("BernoulliProbs", lambda v: {"probs": v["theta"]}),
-    }
     point = {"theta": jnp.array([0.2, 0.5, 0.9]), "x": jnp.array([[0.0, 1.0, 1.0], [1.0, 0.0, 1.0]])}
     _check_once(bayesian_sets, "bayesian_sets.model", None, None, lambda: check_assumptions(
-        bayesian_sets.model, (alpha, beta, 2), {}, assumptions, point, "Bayesian Sets closed form", supported))
+        bayesian_sets.model, _bayesian_sets_assumptions, None, None, point, "Bayesian Sets closed form", supported))

@@ -31,7 +31,9 @@ Inference (``interpretable_zoo.inference.mgm_vi``) integrates ``pi_l`` and ``pi_
 prior over a partition of the dimensions and its formulas is :func:`log_structure_prior`.
 
 Editing priors: the coordinate-ascent updates follow :class:`Priors` (its defaults too) and the hooks
-:func:`beta_parameters` and :func:`log_structure_prior`. Any other edit of :func:`model` (another family, a
+:func:`beta_parameters` and :func:`log_structure_prior`. The compiled search takes the values as
+arguments, so a new value compiles nothing; the hooks therefore get them as arrays, and use ``jnp`` and
+``jax.scipy`` functions on them, not ``math``. Any other edit of :func:`model` (another family, a
 parameter written inline, a new site) is refused by ``fit_mgm`` with ``inference.target_check.ModelMismatchError``
 naming the site: the updates are closed forms of this one program.
 """
@@ -175,15 +177,15 @@ def log_structure_prior(group_sizes, formulas, priors: Priors, n_groups: int):
     a = priors.alpha_l / n_groups
     labelings = math.lgamma(n_groups + 1.0) - gammaln(n_groups - m + 1.0)
     partition = (
-        math.lgamma(priors.alpha_l) - gammaln(priors.alpha_l + n_dims)
-        + jnp.sum(jnp.where(occupied, gammaln(a + group_sizes) - math.lgamma(a), 0.0))
+        gammaln(priors.alpha_l) - gammaln(priors.alpha_l + n_dims)
+        + jnp.sum(jnp.where(occupied, gammaln(a + group_sizes) - gammaln(a), 0.0))
     )  # fmt: skip
     alpha_or, alpha_and = priors.alpha_f
     n_or = jnp.sum(occupied & (formulas == OR))
     n_and = jnp.sum(occupied & (formulas == AND))
     formula_term = (
-        math.lgamma(alpha_or + alpha_and) - gammaln(alpha_or + alpha_and + m)
-        + gammaln(alpha_or + n_or) - math.lgamma(alpha_or) + gammaln(alpha_and + n_and) - math.lgamma(alpha_and)
+        gammaln(alpha_or + alpha_and) - gammaln(alpha_or + alpha_and + m)
+        + gammaln(alpha_or + n_or) - gammaln(alpha_or) + gammaln(alpha_and + n_and) - gammaln(alpha_and)
     )  # fmt: skip
     return labelings + partition + formula_term
 

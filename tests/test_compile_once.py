@@ -1,16 +1,18 @@
-"""A second fit of the same shapes compiles nothing (Bayesian Sets compiles nothing at all; MGM and BRL
-are covered in their own test files): data, priors and seeds enter the compiled programs
-as arguments, never as constants (XLA backend compiles counted with jax.monitoring)."""
+"""A second fit of the same shapes compiles nothing (Bayesian Sets compiles nothing at all; BRL is covered
+in its own test files): data, priors and seeds enter the compiled programs as arguments, never as
+constants (XLA backend compiles counted with jax.monitoring)."""
 
 import contextlib
 
 import jax
 import numpy as np
+import pytest
 
 from interpretable_zoo.inference.bcm import fit_bcm
 from interpretable_zoo.inference.brl import fit_brl
+from interpretable_zoo.inference.mgm import fit_mgm
 from interpretable_zoo.inference.prototype_selection import select_prototypes
-from interpretable_zoo.models import bcm
+from interpretable_zoo.models import bcm, mgm
 
 
 @contextlib.contextmanager
@@ -34,6 +36,30 @@ def test_bcm_refit_with_other_data_priors_and_seed_compiles_nothing():
         second.transform(), second.explain()
     assert compiles == []
     assert not np.array_equal(first.idata.posterior["omega"].values, second.idata.posterior["omega"].values)
+
+
+def test_mgm_refit_with_other_data_priors_and_seed_compiles_nothing():
+    rng = np.random.default_rng(3)
+    first = fit_mgm(rng.integers(0, 2, (24, 6)), 3, restarts=2, seed=0)
+    first.explain()
+    with counted_compiles() as compiles:
+        second = fit_mgm(rng.integers(0, 2, (24, 6)), 3, restarts=2, seed=1,
+                         priors=mgm.Priors(alpha_l=5.0, alpha_f=(2.0, 0.5), rho=0.3, sigma2=3.0, alpha_z=2.0, s=0.6))
+        second.explain()
+    assert compiles == []
+    assert first.elbo != second.elbo
+
+
+def test_mgm_follows_a_hook_replaced_in_a_running_session(monkeypatch):
+    """The compiled search is traced again when models.mgm.log_structure_prior is replaced: a constant
+    added to the collapsed structure prior changes no decision of the search and raises the ELBO by it."""
+    X = np.random.default_rng(4).integers(0, 2, (24, 6))
+    before = fit_mgm(X, 3, restarts=2, seed=0)
+    original = mgm.log_structure_prior
+    monkeypatch.setattr(mgm, "log_structure_prior", lambda *args: original(*args) + 100.0)
+    after = fit_mgm(X, 3, restarts=2, seed=0)
+    assert after.groups == before.groups
+    assert float(after.elbo) - float(before.elbo) == pytest.approx(100.0, abs=1e-2)
 
 
 def test_prototype_selection_refit_compiles_nothing():

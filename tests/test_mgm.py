@@ -216,20 +216,34 @@ def test_cli_demo_prints_the_faces_table():
 # ---- real data (paper sec. 4.2), reduced ----
 
 
+def _separates_pasta_chili_brownies(result, recipes, labels) -> bool:
+    """The paper's recipes result (fig. 4): at most 8 distinguishing groups (the paper finds 3), clusters
+    whose majorities are pasta, chili and brownies, and a baking group (flour, vanilla, sugar or cocoa)
+    present in the brownies cluster with probability above 0.8."""
+    names = result.majority_names(labels, recipes.target_names)
+    rows = result.distinguishing_groups()
+    brownies = [k for k in result.occupied_clusters if names[k] == "brownies"]
+    baking = {recipes.feature_names.index(i) for i in ("flour", "vanilla", "sugar", "cocoa")}
+    return (
+        1 <= len(rows) <= 8
+        and {"pasta", "chili", "brownies"} <= {names[k] for k in result.occupied_clusters}
+        and any(baking & set(result.groups[g]) and result.presence[g, brownies].min() > 0.8 for g in rows)
+    )
+
+
 def test_recipes_a_few_groups_separate_the_categories(data_home):
+    """Six seeded fits at default priors, 5 restarts each. The ELBO has many local optima on recipes (56 x
+    147): the paper's result is one of them, reached by about half of the seeds (5 of seeds 0-9; which
+    ones moves with float32 rounding). At least 2 of 6 must show it; with the recipes' labels shuffled
+    (negative control) none may."""
     from interpretable_zoo.datasets import load_recipes
 
     recipes = load_recipes(data_home)
-    result = fit_mgm(recipes.X, 4, feature_names=recipes.feature_names, restarts=5, seed=0)  # default priors
-    names = result.majority_names(recipes.y, recipes.target_names)
-    text = result.explain(cluster_names=names, max_members=6)
-    print(text)
-    rows = result.distinguishing_groups()
-    assert 1 <= len(rows) <= 8, text  # paper: 3 important extracted features
-    assert {"pasta", "chili", "brownies"} <= {names[k] for k in result.occupied_clusters}, text
-    brownies = [k for k in result.occupied_clusters if names[k] == "brownies"]
-    baking = {recipes.feature_names.index(i) for i in ("flour", "vanilla", "sugar", "cocoa")}
-    assert any(baking & set(result.groups[g]) and result.presence[g, brownies].min() > 0.8 for g in rows), text
+    fits = [fit_mgm(recipes.X, 4, feature_names=recipes.feature_names, restarts=5, seed=seed) for seed in range(6)]
+    shuffled = np.random.default_rng(0).permutation(recipes.y)
+    found = [_separates_pasta_chili_brownies(result, recipes, recipes.y) for result in fits]
+    assert sum(found) >= 2, [(round(float(result.elbo), 1), ok) for result, ok in zip(fits, found)]
+    assert not any(_separates_pasta_chili_brownies(result, recipes, shuffled) for result in fits)
 
 
 def test_zoo_animals_distinguishing_features(data_home):
