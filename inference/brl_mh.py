@@ -91,8 +91,8 @@ class BRLData(NamedTuple):
     samples' multiplicities (P = 1 when no samples are merged; module docstring); cardinality_index
     (antecedent_slots,): c - 1 of each antecedent; n_antecedents: |A| (int scalar); prior: the model
     file's :class:`~models.brl.PriorTables`; likelihood: its :class:`~models.brl.LikelihoodTables`
-    for the samples' count rounded up to a word bucket; log_hastings (4, capacity + 1): log Q(d | d*) - log Q(d* | d) of each
-    move type from each length.
+    for the samples' count rounded up to a word bucket; log_hastings (4, capacity + 1):
+    log Q(d | d*) - log Q(d* | d) of each move type from each length.
     """
 
     truth_bits: jnp.ndarray
@@ -159,8 +159,9 @@ def pack_labels(y, n_classes: int, n_words: int, multiplicity=None):
 
 def merge_duplicate_samples(table, y):
     """(table, y, multiplicity) of the distinct (truth-table row, label) pairs, each with its count."""
-    rows = np.concatenate([np.packbits(table, axis=1), np.ascontiguousarray(y, dtype="<i4").view(np.uint8).reshape(len(y), 4)], axis=1)
-    keys = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.shape[1]))).ravel()
+    label_bytes = np.ascontiguousarray(y, dtype="<i4").view(np.uint8).reshape(len(y), 4)
+    rows = np.ascontiguousarray(np.concatenate([np.packbits(table, axis=1), label_bytes], axis=1))
+    keys = rows.view(np.dtype((np.void, rows.shape[1]))).ravel()
     _, first, multiplicity = np.unique(keys, return_index=True, return_counts=True)
     return table[first], y[first], multiplicity
 
