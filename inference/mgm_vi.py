@@ -137,9 +137,28 @@ def _log_beta_function(a, b):
     return gammaln(a) + gammaln(b) - gammaln(a + b)
 
 
+@dataclasses.dataclass(frozen=True)
+class _SearchPriors(Priors):
+    """:class:`Priors` with traced values and their Beta normalisers computed once per search: the search
+    calls the group terms in many loop bodies, and each call would otherwise expand log Gamma anew in the
+    compiled program."""
+
+    log_beta_normalizers: tuple = ()
+
+
+def _log_beta_normalizers(priors: Priors) -> tuple:
+    """log B of the uni-modal, bottom and top components of beta_gk and of gamma_g's Beta(sigma1, sigma2)."""
+    if isinstance(priors, _SearchPriors):
+        return priors.log_beta_normalizers
+    return tuple(_log_beta_function(a, b) for a, b in (*priors.beta_components(), (priors.sigma1, priors.sigma2)))
+
+
 def _component_log_densities(elb, elb1, priors: Priors):
     """(E_u, E_b, E_t) of (E1), each (..., K), from E log beta and E log(1 - beta)."""
-    return tuple((a - 1) * elb + (b - 1) * elb1 - _log_beta_function(a, b) for a, b in priors.beta_components())
+    return tuple(
+        (a - 1) * elb + (b - 1) * elb1 - log_b
+        for (a, b), log_b in zip(priors.beta_components(), _log_beta_normalizers(priors)[:3])
+    )
 
 
 def _bernoulli_entropy(p):
@@ -157,7 +176,7 @@ def group_terms(phi, lam, eta, ell, n1, n0, priors: Priors, active=None):
     elg, elg1, entropy_gamma = _beta_stats(ell)
     e_u, e_b, e_t = _component_log_densities(elb, elb1, priors)
     log_p_y = eta * jnp.log(priors.rho) + (1 - eta) * jnp.log1p(-priors.rho)
-    log_p_gamma = (priors.sigma1 - 1) * elg + (priors.sigma2 - 1) * elg1 - _log_beta_function(priors.sigma1, priors.sigma2)
+    log_p_gamma = (priors.sigma1 - 1) * elg + (priors.sigma2 - 1) * elg1 - _log_beta_normalizers(priors)[3]
     eta_k = eta[..., None]
     per_cluster = (
         lam * elg[..., None] + (1 - lam) * elg1[..., None]  # E log p(t_gk | gamma_g)
@@ -754,5 +773,6 @@ def search_batch(keys, W, active, *, priors: Priors, config: SearchConfig) -> Se
 def _search_batch(keys, W, active, prior_values, *, hooks, config: SearchConfig) -> SearchResult:
     """:func:`search_batch` with the prior values traced; ``hooks``, the model file's hook functions the
     search calls, only key the compiled program."""
-    priors = compiled_hooks.priors_with(Priors, prior_values)
+    normalizers = _log_beta_normalizers(compiled_hooks.priors_with(Priors, prior_values))
+    priors = compiled_hooks.priors_with(_SearchPriors, {**prior_values, "log_beta_normalizers": normalizers})
     return jax.vmap(lambda key, active: search(key, W, active, priors=priors, config=config))(keys, active)
