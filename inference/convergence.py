@@ -6,10 +6,12 @@ later round runs with the schedule tuned on the round before it, and is itself a
 where the previous one stopped. After every round the label-free summaries of the posterior rung (the
 log joint and the kernel's summaries) are checked: the run stops when every one has rank-normalised
 split R-hat <= ``target_rhat`` and bulk ESS >= ``min_ess`` (Vehtari et al. 2021; ArviZ's formulas) over the
-draws of the round and of the sampling round before it (rounds double, so these are about the second half
-of the sampling so far: the classical warm-up rule; the draws of a round with the schedule before it are
-draws of the same posterior rung), or when ``max_seconds`` have passed; the result keeps those draws, says
-which (``converged``), and warns with the numbers when the budget ended first. A fixed ``num_samples`` runs
+draws of the round joined to the sampling round before it (rounds double: about the last three quarters
+of the sampling so far; a round with the schedule before it still draws the same posterior rung), or
+else over the round's draws alone (about the second half, the classical warm-up rule: on a slowly mixing
+posterior the round before may still hold the approach to it), or when ``max_seconds`` have passed; the
+result keeps the draws judged, says which (``converged``), and warns with the numbers when the budget
+ended first. A fixed ``num_samples`` runs
 exactly that many scans after the tuning rounds instead.
 
 Scans run in compiled chunks of ``scans_per_chunk``; every chunk of a run, and of any later run of the
@@ -125,7 +127,8 @@ def worst(table: dict[str, tuple[float, float]]) -> tuple[float, float]:
 @dataclass
 class TemperedRun:
     """A finished run. ``records`` and ``summaries``: name -> (chain, draw, ...) arrays of the posterior
-    rung (the last two sampling rounds, thinned to at most ``max_draws`` per chain); ``swap_accept`` (chain, draw);
+    rung (the last sampling round, joined to the one before it when those converged, thinned to at most
+    ``max_draws`` per chain); ``swap_accept`` (chain, draw);
     ``schedule`` the inverse temperatures; ``barrier`` Lambda; ``round_trip_rate`` round trips per scan
     and chain; ``log_evidence`` +- ``log_evidence_se`` (stepping stone, NaN without tempering);
     ``diagnostics`` name -> (R-hat, bulk ESS); ``seconds`` {"total", "compile", "sampling"};
@@ -419,11 +422,17 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
             (statistics, outputs), previous = previous, None
         scans_run = statistics.n_scans
         out_of_time = deadline is not None and time.perf_counter() > deadline
-        kept = outputs if previous is None else previous[1] + outputs  # this round and the one before it
-        (records, summaries, swap_accept), thin = _thinned(kept, settings["max_draws"])
-        table = diagnose(summaries)
-        rhat, ess = worst(table)
-        converged = rhat <= target.target_rhat and ess >= target.min_ess and not interrupted
+        # the draws judged (and kept): this round joined to the one before it, else this round alone; a
+        # round cut short by the budget or an interruption is always joined to the one before it
+        cut_short = (out_of_time or interrupted) and scans_run < n_scans
+        joined = [] if previous is None else [previous[1] + outputs]
+        for kept in (joined or [outputs]) if cut_short else [*joined, outputs]:
+            (records, summaries, swap_accept), thin = _thinned(kept, settings["max_draws"])
+            table = diagnose(summaries)
+            rhat, ess = worst(table)
+            converged = rhat <= target.target_rhat and ess >= target.min_ess and not interrupted
+            if converged:
+                break
         if bar is not None:
             bar.set_postfix_str(f"K={len(schedule)} R-hat={rhat:.3f} ESS={ess:.0f}")
         if fixed is not None or converged or out_of_time or interrupted:
