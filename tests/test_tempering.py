@@ -150,3 +150,41 @@ def test_bad_arguments_are_named(bimodal, options, argument):
 def test_bad_convergence_targets_are_named(options, argument):
     with pytest.raises(ValueError, match=argument):
         convergence.ConvergenceTarget(**options)
+
+
+ROUND = 32  # scans in the first sampling round; rounds double
+
+
+def stubbed_diagnose(passing_draw_counts):
+    """A ``convergence.diagnose`` whose verdict depends only on how many draws per chain it is given:
+    R-hat 1 and ESS 1000 for a count in ``passing_draw_counts`` or for a round of 16 alone (so that a run
+    judged otherwise ends, and fails the test, instead of running on), else R-hat 2; and the counts it saw."""
+    seen = []
+
+    def diagnose(summaries):
+        n_draws = next(iter(summaries.values())).shape[1]
+        seen.append(n_draws)
+        return {"x": (1.0, 1000.0) if n_draws in {*passing_draw_counts, 16 * ROUND} else (2.0, 1000.0)}
+
+    return diagnose, seen
+
+
+@pytest.mark.parametrize(
+    "passing, judged, kept",
+    [
+        # the second round joined to the first passes: stop there with both rounds' draws
+        ({3 * ROUND}, [ROUND, 3 * ROUND], 3 * ROUND),
+        # the third round joined to the second fails (the second still held the approach), alone it passes
+        ({4 * ROUND}, [ROUND, 3 * ROUND, 2 * ROUND, 6 * ROUND, 4 * ROUND], 4 * ROUND),
+    ],
+    ids=["joined", "alone"],
+)
+def test_a_round_is_judged_joined_to_the_round_before_or_else_alone(bimodal, monkeypatch, passing, judged, kept):
+    diagnose, seen = stubbed_diagnose(passing)
+    monkeypatch.setattr(convergence, "diagnose", diagnose)
+    static = toy.LatticeStatic(int(bimodal[1].log_prior.shape[0]))
+    result = convergence.sample(toy.KERNEL, static, bimodal[1], num_chains=2, n_temperatures=3, tuning_rounds=0,
+                                scans_per_chunk=ROUND, target=convergence.ConvergenceTarget(max_seconds=None),
+                                progress_bar=False)
+    assert seen == judged
+    assert result.converged and result.records["x"].shape[1] == kept
