@@ -38,7 +38,6 @@ needs concrete hyperparameters (NumPy on them) is compiled with them as constant
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import sys
 import types
@@ -244,8 +243,7 @@ def _evaluate_jit(key: _Key, arrays, prior_values, raw):
 
 def _prior_values(priors) -> dict:
     """The fields of ``priors`` (a dataclass) as float32 arrays: the arguments of a compiled check."""
-    return {field.name: jax.tree.map(partial(np.asarray, dtype=np.float32), getattr(priors, field.name))
-            for field in dataclasses.fields(priors)}
+    return jax.tree.map(partial(np.asarray, dtype=np.float32), compiled_hooks.prior_values(priors))
 
 
 def _priors_of(priors_key, prior_values):

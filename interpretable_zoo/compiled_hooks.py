@@ -23,13 +23,18 @@ def evaluate(model, function, priors, *arguments):
     it, Python control flow) gets the priors as constants instead. The values are concrete even when
     called under a trace, unless the priors themselves are traced (then they are part of that trace)."""
     hooks = tuple((name, value) for name, value in vars(model).items() if inspect.isfunction(value))
-    values = {field.name: getattr(priors, field.name) for field in dataclasses.fields(priors)}
+    values = prior_values(priors)
     if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(values)):
         return _traced(function, hooks, type(priors), arguments, values)  # part of the trace the priors are in
     try:
         return _executable(_traced, (function, hooks, type(priors), arguments), (values,))
     except (TypeError, jax.errors.JAXTypeError):
         return _executable(_concrete, (function, hooks, priors, arguments), ())
+
+
+def prior_values(priors) -> dict:
+    """The fields of ``priors`` (a dataclass) by name: what :func:`priors_with` takes back."""
+    return {field.name: getattr(priors, field.name) for field in dataclasses.fields(priors)}
 
 
 def priors_with(priors_type, values: dict):
