@@ -27,6 +27,16 @@ The log target is :func:`models.brl.log_prior_from_tables` +
 :func:`models.brl.log_marginal_likelihood_from_tables` on the model file's tables, so a step gathers and
 adds instead of evaluating log Gamma.
 
+Tempered, a replica at inverse temperature beta targets r(d)^(1 - beta) (p(d) p(y | d))^beta, the path
+from a reference r to the posterior (``interpretable_zoo.inference.tempering``): r is the model file's
+prior with its length prior replaced by a Poisson of mean capacity / 2 truncated to 0..capacity
+(:func:`reference_tables`). Lists of different lengths are separated by the prior as much as by the
+likelihood: on tic-tac-toe the lists of the eight lines of three o's (predicting the loss) and of the
+eight lines of x's (the win) hold different chains, and moving between them passes through lists of
+some 16 rules, which the length prior (mean 3) alone makes e^-15 times less likely than 8 rules at every
+rung when only the likelihood is tempered. The rungs near the reference hold long lists, where both
+kinds meet.
+
 The kernel is four pure functions (:func:`make_target`, :func:`init`, :func:`step`,
 :func:`summaries`) over a hashable :class:`BRLStatic` (sizes and switches) and a :class:`BRLData` of
 arrays (the data and every table); one call of :func:`step` is ``static.steps_per_call``
@@ -47,6 +57,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax, random
 from numpyro.infer.mcmc import MCMCKernel
+from scipy.special import gammaln, logsumexp
 
 from interpretable_zoo.inference.validation import check_positive_int
 from interpretable_zoo.models import brl
@@ -92,7 +103,8 @@ class BRLData(NamedTuple):
     (antecedent_slots,): c - 1 of each antecedent; n_antecedents: |A| (int scalar); prior: the model
     file's :class:`~models.brl.PriorTables`; likelihood: its :class:`~models.brl.LikelihoodTables`
     for the samples' count rounded up to a word bucket; log_hastings (4, capacity + 1):
-    log Q(d | d*) - log Q(d* | d) of each move type from each length.
+    log Q(d | d*) - log Q(d* | d) of each move type from each length; reference: the tables of the
+    tempering reference (:func:`reference_tables`).
     """
 
     truth_bits: jnp.ndarray
@@ -102,16 +114,18 @@ class BRLData(NamedTuple):
     prior: brl.PriorTables
     likelihood: brl.LikelihoodTables
     log_hastings: jnp.ndarray
+    reference: brl.PriorTables
 
 
 class BRLState(NamedTuple):
-    """One replica: the padded list (``rules`` (capacity,) with -1 after ``length``), its log prior and
-    log likelihood."""
+    """One replica: the padded list (``rules`` (capacity,) with -1 after ``length``), its log prior, log
+    likelihood and log reference density (:func:`reference_tables`)."""
 
     rules: jnp.ndarray
     length: jnp.ndarray
     log_prior: jnp.ndarray
     log_likelihood: jnp.ndarray
+    log_reference: jnp.ndarray
 
 
 class BRLInfo(NamedTuple):
@@ -198,6 +212,19 @@ def log_hastings_table(n_antecedents: int, capacity: int) -> np.ndarray:
     return table
 
 
+REFERENCE_LENGTH_SHARE = 0.5
+"""The tempering reference's mean list length, as a share of the capacity (:func:`reference_tables`)."""
+
+
+def reference_tables(prior: brl.PriorTables, capacity: int) -> brl.PriorTables:
+    """The tempering reference r (module docstring): the model file's prior ``prior`` with its length
+    prior replaced by Poisson(REFERENCE_LENGTH_SHARE * capacity) truncated to 0..capacity, so that r is
+    normalised. Only the path between the rungs depends on it: the posterior rung is exact whatever r."""
+    lengths = np.arange(capacity + 1)
+    weights = lengths * np.log(REFERENCE_LENGTH_SHARE * capacity) - gammaln(lengths + 1.0)
+    return prior._replace(length=jax.device_put((weights - logsumexp(weights)).astype(np.float32)))
+
+
 def _check_target(truth_table, cardinalities, n_classes, y, capacity):
     cardinalities = np.asarray(cardinalities)
     if cardinalities.ndim != 1 or cardinalities.size == 0 or not np.issubdtype(cardinalities.dtype, np.integer):
@@ -254,6 +281,7 @@ def make_target(
     slots, n_words = static.antecedent_slots, static.n_words
     truth = np.pad(pack_bits(table.T, n_words), ((0, slots + 1 - n_antecedents), (0, 0)))
     prior = brl.prior_tables(cardinalities, priors, capacity)
+    reference = reference_tables(prior, capacity)
     with jax.ensure_compile_time_eval():  # concrete tables even when called under a trace (e.g. pmap)
         data = BRLData(
             truth_bits=jax.device_put(truth),
@@ -263,6 +291,7 @@ def make_target(
             prior=prior,
             likelihood=brl.likelihood_tables(priors.alpha_vector(n_classes), 32 * _words(n_samples)),
             log_hastings=jax.device_put(log_hastings_table(n_antecedents, capacity)),
+            reference=reference,
         )
     return static, data
 
@@ -348,18 +377,17 @@ def label_counts(data: BRLData, rules, length):
     return jnp.concatenate([others, total - others.sum(axis=1, keepdims=True), total], axis=1)
 
 
-def log_target_terms(static: BRLStatic, data: BRLData, rules, length):
-    """(log prior, log likelihood) of a padded list, from the model file's tables."""
-    rule_cardinality = data.cardinality_index[jnp.maximum(rules, 0)]
-    log_prior = brl.log_prior_from_tables(data.prior, rule_cardinality, length, static.cardinalities_can_run_out)
-    return log_prior, brl.log_marginal_likelihood_from_tables(data.likelihood, label_counts(data, rules, length))
-
-
 def list_state(static: BRLStatic, data: BRLData, rules, length) -> BRLState:
-    """The :class:`BRLState` of a given padded list."""
+    """The :class:`BRLState` of a given padded list: its log prior and log reference density from the
+    model file's prior tables and the reference's, its log likelihood from the likelihood tables."""
     rules, length = jnp.asarray(rules, jnp.int32), jnp.asarray(length, jnp.int32)
-    log_prior, log_likelihood = log_target_terms(static, data, rules, length)
-    return BRLState(rules, length, log_prior, log_likelihood)
+    rule_cardinality = data.cardinality_index[jnp.maximum(rules, 0)]
+    log_prior, log_reference = (
+        brl.log_prior_from_tables(tables, rule_cardinality, length, static.cardinalities_can_run_out)
+        for tables in (data.prior, data.reference)
+    )
+    log_likelihood = brl.log_marginal_likelihood_from_tables(data.likelihood, label_counts(data, rules, length))
+    return BRLState(rules, length, log_prior, log_likelihood, log_reference)
 
 
 def init(static: BRLStatic, data: BRLData, key) -> BRLState:
@@ -373,16 +401,17 @@ def init(static: BRLStatic, data: BRLData, key) -> BRLState:
 
 
 def mh_update(static: BRLStatic, data: BRLData, state: BRLState, uniforms, beta) -> tuple[BRLState, jnp.ndarray]:
-    """One Metropolis-Hastings step with the exact Hastings ratio, targeting p(d) p(y | d)^beta,
-    driven by ``uniforms`` (UNIFORMS_PER_STEP,) in [0, 1); returns the new state and the acceptance
-    probability."""
+    """One Metropolis-Hastings step with the exact Hastings ratio, targeting r(d)^(1 - beta) (p(d)
+    p(y | d))^beta (module docstring), driven by ``uniforms`` (UNIFORMS_PER_STEP,) in [0, 1); returns
+    the new state and the acceptance probability."""
     move, new_rules, new_length = propose(uniforms[:4], state.rules, state.length, data.n_antecedents)
-    log_prior, log_likelihood = log_target_terms(static, data, new_rules, new_length)
+    proposal = list_state(static, data, new_rules, new_length)
     log_ratio = (
-        log_prior - state.log_prior + beta * (log_likelihood - state.log_likelihood) + data.log_hastings[move, state.length]
-    )
+        (1.0 - beta) * (proposal.log_reference - state.log_reference)
+        + beta * (proposal.log_prior + proposal.log_likelihood - state.log_prior - state.log_likelihood)
+        + data.log_hastings[move, state.length]
+    )  # fmt: skip
     accept_prob = jnp.minimum(1.0, jnp.exp(log_ratio))
-    proposal = BRLState(new_rules, new_length, log_prior, log_likelihood)
     accept = uniforms[4] < accept_prob
     return jax.tree.map(lambda new, old: jnp.where(accept, new, old), proposal, state), accept_prob
 
@@ -399,7 +428,7 @@ def _replica_steps(static: BRLStatic, data: BRLData, state: BRLState, key, beta)
 def step(static: BRLStatic, data: BRLData, states: BRLState, keys, betas) -> tuple[BRLState, BRLInfo]:
     """``static.steps_per_call`` Metropolis-Hastings iterations (:func:`mh_update`) of each replica of a
     batch (leading axis B of ``states``, ``keys`` (B,), ``betas`` (B,)), replica b targeting
-    p(d) p(y | d)^betas[b]; returns the new states and their :class:`BRLInfo` (B,)."""
+    r(d)^(1 - betas[b]) (p(d) p(y | d))^betas[b]; returns the new states and their :class:`BRLInfo` (B,)."""
     return jax.vmap(partial(_replica_steps, static, data))(states, keys, betas)
 
 

@@ -4,7 +4,11 @@ Doucet 2022, JRSS-B: "NRPT").
 Each chain runs K replicas of a target kernel at inverse temperatures 0 = beta_0 < ... < beta_{K-1} = 1,
 replica k targeting pi_k(x) proportional to p(x) L(x)^beta_k: the model file's prior kept whole and its
 likelihood tempered, so rung 0 is the prior and rung K-1 the posterior, and a prior edit reaches every
-rung. One *scan* is a local move of every replica (the kernel's ``step`` at the replica's beta) and one
+rung. A kernel may instead start the path at a normalised reference distribution r built from the
+model file's prior (a state with a field ``log_reference``): pi_k(x) proportional to
+r(x)^(1 - beta_k) (p(x) L(x))^beta_k, the geometric path of Syed et al. sec. 2, which everywhere below
+reads log L as log p + log L - log r (:func:`path_log_likelihood`); the posterior rung, and the
+evidence, are unchanged. One *scan* is a local move of every replica (the kernel's ``step`` at the replica's beta) and one
 round of swaps between neighbouring rungs: the pairs (k, k + 1) with k even on even scans and k odd on
 odd scans (the deterministic even-odd scheme that makes the index process non-reversible, Syed et al.
 sec. 3). A swap is accepted with probability
@@ -26,12 +30,12 @@ scans at rung k.
 A *target kernel* (:class:`TargetKernel`) plugs in with module-level pure functions:
 ``init(static, data, key) -> state`` (one replica, a dispersed start), ``step(static, data, states,
 keys, betas) -> (states, info)`` (a batch of B replicas, each with its own key and inverse temperature, each
-leaving p L^beta invariant; ``info`` holds what the moves did, such as acceptance rates, apart from the
+leaving its pi_beta invariant; ``info`` holds what the moves did, such as acceptance rates, apart from the
 state as in blackjax), ``summaries(static, data, states)`` (label-free scalars per replica) and
 ``record(static, data, states)`` (what a kept draw stores). A state has fields ``log_prior`` and
-``log_likelihood``. ``static`` is hashable and holds shapes only; ``data`` is a pytree of arrays holding
-the observations and the model file's prior and likelihood tables, so one compiled program serves every
-fit of the same shapes.
+``log_likelihood`` (and ``log_reference`` on a path from a reference). ``static`` is hashable and holds
+shapes only; ``data`` is a pytree of arrays holding the observations and the model file's prior and
+likelihood tables, so one compiled program serves every fit of the same shapes.
 
 Every chain's random stream comes from its own key, ``fold_in(seed key, chain index)``: chain c gets the
 same draws whatever the number of chains run beside it, and on whichever device it runs: with several
@@ -53,6 +57,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax import random
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+
+def path_log_likelihood(states):
+    """What the path tempers: log L, or log p + log L - log r for states with a ``log_reference``."""
+    if hasattr(states, "log_reference"):
+        return states.log_prior + states.log_likelihood - states.log_reference
+    return states.log_likelihood
 
 
 class TargetKernel(NamedTuple):
@@ -222,7 +233,7 @@ def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity):
         states, _ = kernel.step(static, data, ladder.states, replica_keys, betas)
 
         # swaps between rungs k and k + 1 for k of this scan's parity
-        log_likelihood = states.log_likelihood.reshape(n_chains, n_rungs)
+        log_likelihood = path_log_likelihood(states).reshape(n_chains, n_rungs)
         at_rung = jnp.take_along_axis(log_likelihood, ladder.slot_of_rung, axis=1)  # (C, K)
         alpha = jnp.exp(jnp.minimum(0.0, gap * (at_rung[:, :-1] - at_rung[:, 1:])))  # (C, K - 1)
         attempted = pairs % 2 == ladder.scan % 2

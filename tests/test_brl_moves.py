@@ -159,17 +159,16 @@ def test_kernel_matches_the_enumerated_posterior_and_a_wrong_ratio_fails(priors,
     assert not result.passed(alpha=1e-3), result
 
 
-def test_tempered_replicas_match_the_enumerated_tempered_posterior_and_a_tempered_prior_fails():
-    """One batch with replicas at beta = 0.3 and at 1: each follows p(d) p(y | d)^beta. The control
-    tempers the prior as well."""
+def test_tempered_replicas_match_the_enumerated_tempered_posterior_and_the_prior_path_fails():
+    """One batch with replicas at beta = 0.3 and at 1: each follows r(d)^(1 - beta) (p(d) p(y | d))^beta,
+    r the reference. The control takes the prior as the reference (the prior kept whole, the likelihood
+    tempered): the same posterior rung, another rung 0.3."""
     betas = jnp.where(jnp.arange(N_REPLICAS) % 2 == 0, 0.3 * POSTERIOR, POSTERIOR)
     static, data = target(brl.Priors())
     draws = sample_replicas(static, data, jax.random.PRNGKey(5), betas)
     for first, beta in ((0, 0.3), (1, 1.0)):
         result = gof_against_enumeration(jax.tree.map(lambda x: x[first::2], draws), brl.Priors(), beta)
         assert result.passed(alpha=1e-3), (beta, result)
-    prior = data.prior
-    tempered = prior._replace(length=0.3 * prior.length, cardinality=0.3 * prior.cardinality, choice=0.3 * prior.choice)
-    draws = sample_replicas(static, data._replace(prior=tempered), jax.random.PRNGKey(5), 0.3 * POSTERIOR)
+    draws = sample_replicas(static, data._replace(reference=data.prior), jax.random.PRNGKey(5), 0.3 * POSTERIOR)
     result = gof_against_enumeration(draws, brl.Priors(), 0.3)
     assert not result.passed(alpha=1e-3), result

@@ -13,6 +13,7 @@ import numpyro.distributions as dist
 import pytest
 from jax import enable_x64
 from numpyro.infer.util import log_density
+from scipy import stats
 
 from interpretable_zoo.diagnostics.exact import enumerate_posterior, exact_gof_test, state_index
 from interpretable_zoo.diagnostics.sbc import simulation_based_calibration
@@ -54,14 +55,18 @@ def random_params(rng, n_draws, capacity, alpha):
 
 
 def exact_log_joint(truth_table, y, n_classes, priors, capacity, beta=1.0):
-    """log p(d) + beta log p(y | d) from the model file's formulas."""
+    """(1 - beta) log r(d) + beta (log p(d) + log p(y | d)) from the model file's formulas, r the
+    tempering reference: the prior with Poisson(capacity / 2) lengths truncated to 0..capacity."""
+    lengths = np.arange(capacity + 1)
+    reference_length = jnp.asarray(stats.poisson.logpmf(lengths, capacity / 2) - stats.poisson.logcdf(capacity, capacity / 2))
 
     def log_joint(state):
         rule_counts, default_counts = brl.capture_counts(truth_table, y, n_classes, state["rules"], state["length"])
         alpha = priors.alpha_vector(n_classes)
-        return brl.log_prior(state["rules"], state["length"], CARDINALITIES, priors, capacity) + beta * (
-            brl.log_marginal_likelihood(rule_counts, default_counts, state["length"], alpha)
-        )
+        log_prior = brl.log_prior(state["rules"], state["length"], CARDINALITIES, priors, capacity)
+        log_reference = log_prior - brl.log_length_prior(priors, capacity)[state["length"]] + reference_length[state["length"]]
+        log_posterior = log_prior + brl.log_marginal_likelihood(rule_counts, default_counts, state["length"], alpha)
+        return (1 - beta) * log_reference + beta * log_posterior
 
     return log_joint
 
@@ -290,7 +295,8 @@ def run_on_tiny_problem(priors, seed, num_samples=3000, num_chains=16, steps_per
 
 @functools.cache
 def tiny_posterior(priors, beta):
-    """Every list of at most 5 rules on the tiny problem and its probability under p(d) p(y | d)^beta."""
+    """Every list of at most 5 rules on the tiny problem and its probability under rung beta's target
+    r(d)^(1 - beta) (p(d) p(y | d))^beta."""
     truth_table, y = tiny_problem()
     states = all_lists(5, 5)
     with enable_x64():
@@ -298,7 +304,7 @@ def tiny_posterior(priors, beta):
 
 
 def gof_against_enumeration(draws, priors, beta=1.0):
-    """The exact test of draws of lists of at most 5 rules on the tiny problem against p(d) p(y | d)^beta."""
+    """The exact test of draws of lists of at most 5 rules on the tiny problem against rung beta's target."""
     states, probs = tiny_posterior(priors, beta)
     indices = state_index({"rules": draws["rules"], "length": draws["length"]}, states)
     rules, lengths = states["rules"], states["length"]
