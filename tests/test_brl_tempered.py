@@ -1,5 +1,8 @@
 """BRL under the tempering engine, exactly: the posterior rung's draws against the enumerated posterior
-(with a negative control), and simulation-based calibration of the tempered sampler."""
+(negative controls: a wrong prior, swaps that leave out the reference), and simulation-based
+calibration of the tempered sampler."""
+
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -11,11 +14,11 @@ from interpretable_zoo.inference.brl import KERNEL
 from interpretable_zoo.models import brl
 
 
-def tempered_draws(priors, seed):
+def tempered_draws(priors, seed, kernel=KERNEL):
     """8 chains x 3000 kept scans of a 4-rung ladder with a tuned schedule on the tiny problem."""
     truth_table, y = tiny_problem()
     static, data = brl_mh.make_target(truth_table, CARDINALITIES, 2, y, priors, 5)
-    run = convergence.sample(KERNEL, static, data, num_chains=8, seed=seed, n_temperatures=4, num_samples=3000,
+    run = convergence.sample(kernel, static, data, num_chains=8, seed=seed, n_temperatures=4, num_samples=3000,
                              tuning_rounds=2, scans_per_chunk=500, progress_bar=False)
     assert run.n_temperatures == 4 and 0 < run.swap_accept.mean() < 1
     return run.records
@@ -28,6 +31,15 @@ def test_tempered_sampler_matches_the_enumerated_posterior():
 
 def test_tempered_negative_control_wrong_prior_fails():
     result = gof_against_enumeration(tempered_draws(brl.Priors(lam=1.5), seed=3), brl.Priors())
+    assert not result.passed(alpha=1e-3), result
+
+
+def test_swaps_that_leave_out_the_reference_fail(monkeypatch):
+    """The replicas follow the reference path (brl_mh), so swaps must weigh log p + log L - log r; swaps
+    on log L alone (the prior path's) leave the posterior rung wrong."""
+    monkeypatch.setattr(tempering, "path_log_likelihood", lambda states: states.log_likelihood)
+    kernel = KERNEL._replace(record=partial(KERNEL.record))  # another static argument: traced again, with the patch
+    result = gof_against_enumeration(tempered_draws(OTHER_PRIORS, seed=3, kernel=kernel), OTHER_PRIORS)
     assert not result.passed(alpha=1e-3), result
 
 
