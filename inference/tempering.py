@@ -8,10 +8,12 @@ rung. A kernel may instead start the path at a normalised reference distribution
 model file's prior (a state with a field ``log_reference``): pi_k(x) proportional to
 r(x)^(1 - beta_k) (p(x) L(x))^beta_k, the geometric path of Syed et al. sec. 2, which everywhere below
 reads log L as log p + log L - log r (:func:`path_log_likelihood`); the posterior rung, and the
-evidence, are unchanged. One *scan* is a local move of every replica (the kernel's ``step`` at the replica's beta) and one
-round of swaps between neighbouring rungs: the pairs (k, k + 1) with k even on even scans and k odd on
-odd scans (the deterministic even-odd scheme that makes the index process non-reversible, Syed et al.
-sec. 3). A swap is accepted with probability
+evidence, are unchanged.
+
+One *scan* is a local move of every replica (the kernel's ``step`` at the replica's beta) and one round
+of swaps between neighbouring rungs: the pairs (k, k + 1) with k even on even scans and k odd on odd
+scans (the deterministic even-odd scheme that makes the index process non-reversible, Syed et al. sec.
+3). A swap is accepted with probability
 
     alpha_k = min(1, exp((beta_{k+1} - beta_k) (log L(x_k) - log L(x_{k+1})))),
 
