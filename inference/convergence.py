@@ -365,19 +365,26 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
     """Up to ``n_scans`` scans in chunks, stopping early at ``deadline`` (a perf_counter time) or at a
     KeyboardInterrupt (the chunk it cuts is dropped, the ladder stays after the last whole chunk); returns
     the ladder, the round's statistics (None when no chunk ran), the chunks' outputs and whether it was
-    interrupted. ``partial``: (statistics, outputs) of the round's chunks already run (from a checkpoint);
-    ``on_chunk(ladder, statistics, outputs)`` is called after every chunk."""
+    interrupted. After the round's first chunk, a chunk that would end past the deadline at the pace of
+    the chunk before it runs only the scans that fit, at least one (the same compiled program runs any
+    count up to a chunk), so a round that reaches the deadline ends within about a scan of it. ``partial``: (statistics, outputs) of the round's chunks already run
+    (from a checkpoint); ``on_chunk(ladder, statistics, outputs)`` is called after every chunk."""
     chunk = settings["scans_per_chunk"]
     chunk_statistics, outputs = partial or ([], [])
     done = sum(int(c.n_scans) for c in chunk_statistics)
     interrupted = False
+    seconds_per_scan = None
     while done < n_scans:
         size = min(chunk, n_scans - done)
+        if deadline is not None and seconds_per_scan is not None:
+            size = max(1, min(size, math.floor((deadline - time.perf_counter()) / seconds_per_scan)))
+        began = time.perf_counter()
         try:
             ladder, statistics, output = tempering.run_scans(kernel, static, data, ladder, schedule, size, capacity=chunk)
         except KeyboardInterrupt:
             interrupted = True
             break
+        seconds_per_scan = (time.perf_counter() - began) / size
         chunk_statistics.append(statistics)
         outputs.append(output)
         done += size

@@ -1,6 +1,8 @@
 """The parallel-tempering engine and the run-until-converged driver on a bimodal lattice target whose
 tempered posteriors and marginal likelihood are known exactly (tests/toy_tempering.py)."""
 
+from types import SimpleNamespace
+
 import jax
 import numpy as np
 import pytest
@@ -88,6 +90,28 @@ def test_untempered_chains_disagree_and_say_so(bimodal):
                                    target=target, progress_bar=False)
     assert not stuck.converged
     assert stuck.diagnostics["x"][0] > 1.1
+
+
+def test_a_round_that_reaches_the_budget_stops_within_a_scan_of_it(bimodal, monkeypatch):
+    """On a clock that moves 0.01 s per scan and only while scanning, an untempered run (it never
+    converges) with a budget of 37.055 s: rounds of 100, 100, 200, ..., 1600 scans end at 32 s, and the
+    round of 3200 runs five chunks of 100, the 5 scans that fit and the one that crosses the deadline, not
+    a sixth chunk of 100 (to 38 s)."""
+    clock = [0.0]
+    run_scans = tempering.run_scans
+
+    def scans_on_the_clock(kernel, static, data, ladder, schedule, n_scans, **options):
+        clock[0] += 0.01 * n_scans
+        return run_scans(kernel, static, data, ladder, schedule, n_scans, **options)
+
+    monkeypatch.setattr(tempering, "run_scans", scans_on_the_clock)
+    monkeypatch.setattr(convergence, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    _, data, _, _ = bimodal
+    with pytest.warns(UserWarning, match="NOT converged"):
+        stuck = convergence.sample(toy.KERNEL, toy.LatticeStatic(12), data, num_chains=4, seed=0, n_temperatures=1,
+                                   tuning_rounds=1, scans_per_chunk=100, progress_bar=False,
+                                   target=convergence.ConvergenceTarget(max_seconds=37.055))  # fmt: skip
+    assert stuck.n_scans == 3706 and clock[0] == pytest.approx(37.06)
 
 
 def test_auto_tempering_converges_and_stops(bimodal):
