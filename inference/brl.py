@@ -109,11 +109,11 @@ class BRLResult(convergence.TemperedResult):
         >>> frame[["antecedent", "captured", "p_1", "p_1_low", "p_1_high"]].head(2).round(2)
                                     antecedent  captured   p_1  p_1_low  p_1_high
         position
-        0         sex=female and not class=3rd       274  0.92     0.89      0.95
-        1                           sex=female       196  0.46     0.39      0.53
+        0         age=adult and not sex=female      1667  0.20     0.18      0.22
+        1                        not class=3rd       290  0.93     0.90      0.95
         >>> result.predict_proba(X[:2]).round(2)  # two adult men of the first class
-        array([[0.76, 0.24],
-               [0.76, 0.24]])
+        array([[0.8, 0.2],
+               [0.8, 0.2]])
         >>> result.idata.posterior["length"].shape  # (chain, draw): the length of each sampled list
         (2, 50)
     """
@@ -383,7 +383,7 @@ def fit_brl(
         >>> result.classes
         array([0, 1])
         >>> print(result.explain(outcome="survived").splitlines()[0])  # the first rule of the BRL-point list
-        if sex=female and not class=3rd then survived probability ...% (...%-...%)
+        if age=adult and not sex=female then survived probability ...% (...%-...%)
         >>> result.converged  # far too few draws; leave num_samples=None to run until converged
         False
     """

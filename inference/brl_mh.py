@@ -4,14 +4,18 @@ Proposals (Letham sec. 3, plus replace): insert a rule not in the list at one of
 delete one of the m rules, swap two of them, or replace one of them by a rule not in the list (same
 position). The move type is uniform over the moves possible at the current length (insert needs
 m < capacity, delete m >= 1, swap m >= 2, replace 1 <= m < |A|), so the move probabilities P_m
-change at the edges and enter the Hastings ratio:
+change at the edges and enter the Hastings ratio. Every choice among n items is drawn exactly: the
+ticket t = floor(2^23 u) of a float32 uniform u (a multiple of 2^-23) picks item t mod n when
+t < n floor(2^23 / n), and otherwise the proposal is the list itself (a null move, probability below
+n / 2^23), so each item has probability f(n) = floor(2^23 / n) / 2^23 (about 1 / n):
 
-    Q(insert a at p | m)  = P_m(insert) / ((|A| - m)(m + 1))
-    Q(delete p | m)       = P_m(delete) / m
-    Q(swap {i, j} | m)    = P_m(swap) / (m (m - 1) / 2)
-    Q(replace p by a | m) = P_m(replace) / (m (|A| - m))
+    Q(insert a at p | m)  = P_m(insert) f(|A| - m) f(m + 1)
+    Q(delete p | m)       = P_m(delete) f(m)
+    Q(swap {i, j} | m)    = P_m(swap) 2 f(m) f(m - 1)
+    Q(replace p by a | m) = P_m(replace) f(m) f(|A| - m)
 
-Replace and swap keep the length, so their ratio Q(d | d*) / Q(d* | d) is 1.
+with P_m = f(the number of moves possible at m). Replace and swap keep the length, so their ratio
+Q(d | d*) / Q(d* | d) is 1.
 
 Each antecedent's truth table over the samples and each class's label set are bit vectors (uint32
 words); a rule's captures are ``truth AND uncaught`` and its label counts population counts
@@ -62,10 +66,14 @@ from scipy.special import gammaln, logsumexp
 from interpretable_zoo.inference.validation import check_positive_int
 from interpretable_zoo.models import brl
 
-INSERT, DELETE, SWAP, REPLACE = 0, 1, 2, 3
+INSERT, DELETE, SWAP, REPLACE, STAY = 0, 1, 2, 3, 4
 MOVES = (INSERT, DELETE, SWAP, REPLACE)
-REVERSE_MOVE = (DELETE, INSERT, SWAP, REPLACE)
-LENGTH_CHANGE = (1, -1, 0, 0)
+"""The move types drawn; STAY is a null move (a ticket past the last whole multiple, module docstring)."""
+REVERSE_MOVE = (DELETE, INSERT, SWAP, REPLACE, STAY)
+LENGTH_CHANGE = (1, -1, 0, 0, 0)
+
+TICKET_BITS = 23
+"""A float32 uniform is a multiple of 2^-23: floor(2^23 u) is an exactly uniform integer below 2^23."""
 
 UNIFORMS_PER_STEP = 5
 """Uniforms one Metropolis-Hastings step consumes: four for :func:`propose`, one for the acceptance."""
@@ -180,29 +188,38 @@ def merge_duplicate_samples(table, y):
     return table[first], y[first], multiplicity
 
 
+def log_choice_probability(n) -> np.ndarray:
+    """log f(n): the probability that the exact draw among ``n`` items (module docstring) picks a given
+    one; -inf for n < 1."""
+    n = np.asarray(n, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(n >= 1, np.log(np.floor(2**TICKET_BITS / np.maximum(n, 1))) - TICKET_BITS * np.log(2), -np.inf)
+
+
 def move_log_probabilities(length, n_antecedents: int, capacity: int) -> np.ndarray:
-    """log P_m(insert, delete, swap, replace) (4, ...): uniform over the moves possible at length m."""
+    """log P_m(insert, delete, swap, replace) (4, ...): an exact uniform draw among the moves possible
+    at length m."""
     m = np.asarray(length)
     feasible = np.stack([m < capacity, m >= 1, m >= 2, (m >= 1) & (m < n_antecedents)])
-    with np.errstate(divide="ignore"):
-        return np.where(feasible, -np.log(feasible.sum(axis=0)), -np.inf)
+    return np.where(feasible, log_choice_probability(feasible.sum(axis=0)), -np.inf)
 
 
 def log_proposal_probability(move: int, length, n_antecedents: int, capacity: int) -> np.ndarray:
     """log Q(d* | d) of one particular proposal of type ``move`` from lists of ``length`` rules (module
     docstring); -inf where the move is impossible."""
     m = np.asarray(length, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        choice = -np.log([(n_antecedents - m) * (m + 1), m, m * (m - 1) / 2, m * (n_antecedents - m)][move])
+    f = log_choice_probability
+    choice = [f(n_antecedents - m) + f(m + 1), f(m), np.log(2) + f(m) + f(m - 1), f(m) + f(n_antecedents - m)][move]
+    with np.errstate(invalid="ignore"):
         log_q = move_log_probabilities(length, n_antecedents, capacity)[move] + choice
     return np.where(np.isnan(log_q), -np.inf, log_q)
 
 
 def log_hastings_table(n_antecedents: int, capacity: int) -> np.ndarray:
-    """(4, capacity + 1): log Q(d | d*) - log Q(d* | d) of each move type from each length (0 where the
-    move is impossible: it is never drawn)."""
+    """(5, capacity + 1): log Q(d | d*) - log Q(d* | d) of each move type from each length (0 where the
+    move is impossible: it is never drawn; 0 for STAY)."""
     lengths = np.arange(capacity + 1)
-    table = np.zeros((len(MOVES), capacity + 1))
+    table = np.zeros((len(MOVES) + 1, capacity + 1))
     for move in MOVES:
         forward = log_proposal_probability(move, lengths, n_antecedents, capacity)
         new_lengths = np.clip(lengths + LENGTH_CHANGE[move], 0, capacity)
@@ -301,35 +318,46 @@ def _popcount(words) -> jnp.ndarray:
     return lax.population_count(words).astype(jnp.int32).sum(axis=-1)
 
 
-def _uniform_index(u, count):
-    """floor(u * count) for u in [0, 1): an index uniform over 0..count-1."""
-    return jnp.minimum(jnp.floor(u * count).astype(jnp.int32), jnp.maximum(count - 1, 0))
+def _exact_index(u, count):
+    """(index, drawn): from a float32 uniform ``u``, an index exactly uniform over 0..count-1 when
+    ``drawn`` (module docstring); not drawn, the proposal is a null move."""
+    count = jnp.maximum(count, 1)
+    ticket = (u * 2**TICKET_BITS).astype(jnp.int32)  # exact: u is a multiple of 2^-23
+    return ticket % count, ticket < count * (2**TICKET_BITS // count)
 
 
 def propose(uniforms, rules, length, n_antecedents):
-    """Draw a move for one padded list from four uniforms in [0, 1); returns (move, new_rules, new_length).
+    """Draw a move for one padded list from four float32 uniforms in [0, 1); returns (move, new_rules,
+    new_length).
 
     The move type is the k-th of the feasible ones (insert, delete, swap, replace in that order; see
     the module docstring, capacity ``rules.shape[0]``), then the rule and positions uniformly: a rule
-    not in the list among antecedents 0..n_antecedents-1 (may be traced) for insert and replace.
+    not in the list among antecedents 0..n_antecedents-1 (may be traced) for insert and replace. A draw
+    that falls past its last whole multiple of tickets makes the move STAY (the list unchanged).
     """
     capacity = rules.shape[0]
     positions = jnp.arange(capacity)
     length = jnp.asarray(length, jnp.int32)
     feasible = jnp.stack([length < capacity, length >= 1, length >= 2, (length >= 1) & (length < n_antecedents)])
-    k = _uniform_index(uniforms[0], feasible.sum())
+    k, move_drawn = _exact_index(uniforms[0], feasible.sum())
     move = jnp.sum(jnp.cumsum(feasible) <= k)
 
     # the rank-th antecedent not in the list: a listed s is below it iff s - #(listed below s) <= rank
     listed = positions < length
     listed_below = (listed[None, :] & (rules[None, :] < rules[:, None])).sum(axis=1)
-    rank = _uniform_index(uniforms[1], n_antecedents - length)
+    rank, rank_drawn = _exact_index(uniforms[1], n_antecedents - length)
     new_rule = rank + jnp.sum(listed & (rules - listed_below <= rank))
 
-    insert_at = _uniform_index(uniforms[2], length + 1)
-    chosen = _uniform_index(uniforms[2], length)  # the rule deleted or replaced, or the first of a swap
-    other = _uniform_index(uniforms[3], length - 1)
+    insert_at, insert_drawn = _exact_index(uniforms[2], length + 1)
+    chosen, chosen_drawn = _exact_index(uniforms[2], length)  # the rule deleted or replaced, or a swap's first
+    other, other_drawn = _exact_index(uniforms[3], length - 1)
     other = other + (other >= chosen)
+    drawn = move_drawn & jnp.select(
+        [move == INSERT, move == DELETE, move == SWAP],
+        [rank_drawn & insert_drawn, chosen_drawn, chosen_drawn & other_drawn],
+        rank_drawn & chosen_drawn,
+    )
+    move = jnp.where(drawn, move, STAY)
     # every position reads one position of the old list (the capacity-th is the padding -1)
     swapped = jnp.where(positions == chosen, other, jnp.where(positions == other, chosen, positions))
     inserted, deleted = positions - (positions > insert_at), positions + (positions >= chosen)

@@ -19,8 +19,17 @@ from interpretable_zoo.models import brl
 # ---------------------------------------------------------------- proposals
 
 
+TICKETS = 2**brl_mh.TICKET_BITS
+
+
+def exact_choice(n):
+    """The probability that an exact draw among n items gives a given one: floor(2^23 / n) / 2^23."""
+    return (TICKETS // n) / TICKETS
+
+
 def neighbours(rules, n_antecedents, capacity):
-    """Brute force Q(. | d): every list one move away with its proposal probability (module docstring)."""
+    """Brute force Q(. | d): every list one move away with its proposal probability (module docstring),
+    and d itself with the probability of a null move."""
     m = len(rules)
     unused = [a for a in range(n_antecedents) if a not in rules]
     outcomes = {
@@ -37,8 +46,24 @@ def neighbours(rules, n_antecedents, capacity):
     q = {}
     for move in moves:
         for outcome in outcomes[move]:
-            q[outcome] = q.get(outcome, 0.0) + 1.0 / len(moves) / len(outcomes[move])
+            # an exact draw of the move type, then of each of its choices (two for insert, replace, swap)
+            choices = {"insert": lambda: exact_choice(len(unused)) * exact_choice(m + 1),
+                       "delete": lambda: exact_choice(m), "swap": lambda: 2 * exact_choice(m) * exact_choice(m - 1),
+                       "replace": lambda: exact_choice(m) * exact_choice(len(unused))}[move]()  # fmt: skip
+            q[outcome] = q.get(outcome, 0.0) + exact_choice(len(moves)) * choices
+    q[rules] = q.get(rules, 0.0) + 1.0 - sum(q.values())  # null moves
     return q
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7, 31, 8941])
+def test_every_ticket_of_an_exact_draw(count):
+    """Over all 2^23 tickets: each index is drawn by exactly floor(2^23 / count) of them, the rest are
+    null moves, and the kernel's tables use that probability."""
+    uniforms = jnp.arange(TICKETS, dtype=jnp.float32) / TICKETS  # every float32 uniform there is
+    index, drawn = jax.jit(brl_mh._exact_index)(uniforms, count)
+    per_index = np.bincount(np.asarray(index)[np.asarray(drawn)], minlength=count)
+    np.testing.assert_array_equal(per_index, np.full(count, TICKETS // count))
+    assert float(brl_mh.log_choice_probability(count)) == pytest.approx(math.log(exact_choice(count)), abs=1e-12)
 
 
 def move_of(old, new):
@@ -56,19 +81,21 @@ EDGE_CASES = [  # (list, |A|, capacity): empty, one rule, middle, one short of f
 @pytest.mark.parametrize("rules, n_antecedents, capacity", EDGE_CASES)
 def test_proposal_probabilities_forward_and_reverse_at_every_edge(rules, n_antecedents, capacity):
     forward = neighbours(rules, n_antecedents, capacity)
-    assert sum(forward.values()) == pytest.approx(1.0)
+    assert 0 <= forward[rules] < 1e-5  # null moves: tickets past the last whole multiple
     hastings = brl_mh.log_hastings_table(n_antecedents, capacity)
     for new_rules, q in forward.items():
+        if new_rules == rules:
+            continue
         move = move_of(rules, new_rules)
         log_q = brl_mh.log_proposal_probability(move, len(rules), n_antecedents, capacity)
-        assert float(log_q) == pytest.approx(math.log(q))
+        assert float(log_q) == pytest.approx(math.log(q), rel=1e-12)
         reverse = neighbours(new_rules, n_antecedents, capacity)[rules]
         reverse_move = brl_mh.REVERSE_MOVE[move]
         log_q_reverse = brl_mh.log_proposal_probability(reverse_move, len(new_rules), n_antecedents, capacity)
-        assert float(log_q_reverse) == pytest.approx(math.log(reverse))
+        assert float(log_q_reverse) == pytest.approx(math.log(reverse), rel=1e-12)
         # the kernel reads the ratio from its table
         assert hastings[move, len(rules)] == pytest.approx(math.log(reverse / q))
-    moves_drawn = {move_of(rules, new_rules) for new_rules in forward}
+    moves_drawn = {move_of(rules, new_rules) for new_rules in forward if new_rules != rules}
     for move in set(brl_mh.MOVES) - moves_drawn:
         assert brl_mh.log_proposal_probability(move, len(rules), n_antecedents, capacity) == -np.inf
 
@@ -79,22 +106,22 @@ draw_proposals = jax.jit(jax.vmap(brl_mh.propose, in_axes=(0, None, None, None))
 @pytest.mark.parametrize("rules, n_antecedents, capacity", EDGE_CASES)
 def test_proposals_are_drawn_with_those_probabilities(rules, n_antecedents, capacity):
     forward = neighbours(rules, n_antecedents, capacity)
-    outcomes = list(forward)
+    outcomes = [outcome for outcome in forward if outcome != rules]  # null moves: too rare to count here
     n_draws = 20000
     uniforms = jax.random.uniform(jax.random.PRNGKey(len(rules) + 7 * capacity), (n_draws, 4))
     padded = jnp.array(list(rules) + [-1] * (capacity - len(rules)), jnp.int32)
     proposals = draw_proposals(uniforms, padded, jnp.int32(len(rules)), jnp.int32(n_antecedents))
     moves, new_rules, new_lengths = (np.asarray(a) for a in proposals)
     drawn = [tuple(r[:m]) for r, m in zip(new_rules.tolist(), new_lengths.tolist())]
-    assert set(drawn) <= set(outcomes)  # in particular no antecedent beyond n_antecedents
-    assert all(move == move_of(rules, d) for move, d in zip(moves[:500], drawn[:500]))
+    assert set(drawn) <= {*outcomes, rules}  # in particular no antecedent beyond n_antecedents
+    assert all(move == (brl_mh.STAY if d == rules else move_of(rules, d)) for move, d in zip(moves[:500], drawn[:500]))
     assert all((r[m:] == -1).all() for r, m in zip(new_rules, new_lengths))
     counts = np.array([drawn.count(o) for o in outcomes])
-    expected = n_draws * np.array([forward[o] for o in outcomes])
+    expected = counts.sum() * np.array([forward[o] for o in outcomes]) / (1 - forward[rules])
     if len(outcomes) > 1:
         assert stats.chisquare(counts, expected).pvalue > 1e-4
     else:
-        assert counts[0] == n_draws
+        assert counts[0] == counts.sum()
 
 
 # ---------------------------------------------------------------- exactness against enumeration
