@@ -75,7 +75,8 @@ def _brl_seeds_row(case: str, X, y, **options) -> Comparison:
     settings = ", ".join(f"{k}={v}" for k, v in options.items())
     fits = []
     for seed in SEEDS:
-        result, seconds = _fit(lambda: BayesianRuleListClassifier(seed=seed, progress_bar=False, **options).fit(X, y).result_)
+        classifier = BayesianRuleListClassifier(seed=seed, progress_bar=False, **options)
+        result, seconds = _fit(lambda: classifier.fit(X, y).result_)
         rhat, ess = worst(result.run.diagnostics)
         fits.append((seed, seconds, result.run.converged, rhat, ess))
         print(f"{case}: seed {seed}: {seconds:.1f} s, converged {result.run.converged}", flush=True)

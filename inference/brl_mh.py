@@ -110,8 +110,8 @@ class BRLData(NamedTuple):
     samples' multiplicities (P = 1 when no samples are merged; module docstring); cardinality_index
     (antecedent_slots,): c - 1 of each antecedent; n_antecedents: |A| (int scalar); prior: the model
     file's :class:`~models.brl.PriorTables`; likelihood: its :class:`~models.brl.LikelihoodTables`
-    for the samples' count rounded up to a word bucket; log_hastings (4, capacity + 1):
-    log Q(d | d*) - log Q(d* | d) of each move type from each length; reference: the tables of the
+    for the samples' count rounded up to a word bucket; log_hastings (5, capacity + 1):
+    :func:`log_hastings_table`; reference: the tables of the
     tempering reference (:func:`reference_tables`).
     """
 
@@ -236,7 +236,9 @@ REFERENCE_LENGTH_SHARE = 0.5
 def reference_tables(prior: brl.PriorTables, capacity: int) -> brl.PriorTables:
     """The tempering reference r (module docstring): the model file's prior ``prior`` with its length
     prior replaced by Poisson(REFERENCE_LENGTH_SHARE * capacity) truncated to 0..capacity, so that r is
-    normalised. Only the path between the rungs depends on it: the posterior rung is exact whatever r."""
+    normalised. Its own Poisson, not the model file's length hook: an edited hook moves the posterior,
+    never the reference. Only the path between the rungs depends on r: the posterior rung is exact
+    whatever r."""
     lengths = np.arange(capacity + 1)
     weights = lengths * np.log(REFERENCE_LENGTH_SHARE * capacity) - gammaln(lengths + 1.0)
     return prior._replace(length=jax.device_put((weights - logsumexp(weights)).astype(np.float32)))

@@ -11,8 +11,7 @@ of the sampling so far; a round with the schedule before it still draws the same
 else over the round's draws alone (about the second half, the classical warm-up rule: on a slowly mixing
 posterior the round before may still hold the approach to it), or when ``max_seconds`` have passed; the
 result keeps the draws judged, says which (``converged``), and warns with the numbers when the budget
-ended first. A fixed ``num_samples`` runs
-exactly that many scans after the tuning rounds instead.
+ended first. A fixed ``num_samples`` runs exactly that many scans after the tuning rounds instead.
 
 Scans run in compiled chunks of ``scans_per_chunk``; every chunk of a run, and of any later run of the
 same shapes, reuses one compiled program. When the budget ends a run, how far it got depends on the
@@ -367,8 +366,9 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
     the ladder, the round's statistics (None when no chunk ran), the chunks' outputs and whether it was
     interrupted. After the round's first chunk, a chunk that would end past the deadline at the pace of
     the chunk before it runs only the scans that fit, at least one (the same compiled program runs any
-    count up to a chunk), so a round that reaches the deadline ends within about a scan of it. ``partial``: (statistics, outputs) of the round's chunks already run
-    (from a checkpoint); ``on_chunk(ladder, statistics, outputs)`` is called after every chunk."""
+    count up to a chunk), so a round that reaches the deadline ends within about a scan of it.
+    ``partial``: (statistics, outputs) of the round's chunks already run (from a checkpoint);
+    ``on_chunk(ladder, statistics, outputs)`` is called after every chunk."""
     chunk = settings["scans_per_chunk"]
     chunk_statistics, outputs = partial or ([], [])
     done = sum(int(c.n_scans) for c in chunk_statistics)

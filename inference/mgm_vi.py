@@ -765,7 +765,8 @@ def search_batch(keys, W, active, *, priors: Priors, config: SearchConfig) -> Se
     numbers of clusters padded to one width K); results stacked on a leading axis B. One compiled program
     serves every batch of the same shapes, whatever the data, prior values, seeds and numbers of clusters;
     it is traced again when a hook of the model file is replaced in a running session."""
-    return _search_batch(keys, W, active, compiled_hooks.prior_values(priors), hooks=(mgm.beta_parameters, mgm.log_structure_prior), config=config)
+    hooks = (mgm.beta_parameters, mgm.log_structure_prior)
+    return _search_batch(keys, W, active, compiled_hooks.prior_values(priors), hooks=hooks, config=config)
 
 
 @partial(jax.jit, static_argnames=("hooks", "config"))

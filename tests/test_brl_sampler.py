@@ -58,13 +58,15 @@ def exact_log_joint(truth_table, y, n_classes, priors, capacity, beta=1.0):
     """(1 - beta) log r(d) + beta (log p(d) + log p(y | d)) from the model file's formulas, r the
     tempering reference: the prior with Poisson(capacity / 2) lengths truncated to 0..capacity."""
     lengths = np.arange(capacity + 1)
-    reference_length = jnp.asarray(stats.poisson.logpmf(lengths, capacity / 2) - stats.poisson.logcdf(capacity, capacity / 2))
+    mean = capacity / 2
+    reference_length = jnp.asarray(stats.poisson.logpmf(lengths, mean) - stats.poisson.logcdf(capacity, mean))
 
     def log_joint(state):
         rule_counts, default_counts = brl.capture_counts(truth_table, y, n_classes, state["rules"], state["length"])
         alpha = priors.alpha_vector(n_classes)
         log_prior = brl.log_prior(state["rules"], state["length"], CARDINALITIES, priors, capacity)
-        log_reference = log_prior - brl.log_length_prior(priors, capacity)[state["length"]] + reference_length[state["length"]]
+        length_terms = reference_length[state["length"]] - brl.log_length_prior(priors, capacity)[state["length"]]
+        log_reference = log_prior + length_terms
         log_posterior = log_prior + brl.log_marginal_likelihood(rule_counts, default_counts, state["length"], alpha)
         return (1 - beta) * log_reference + beta * log_posterior
 
