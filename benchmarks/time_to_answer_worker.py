@@ -1,6 +1,6 @@
 """One time-to-answer measurement in a fresh process: import, load, fit, answer; prints one JSON line.
 
-``python -m benchmarks.time_to_answer_worker CASE [--refit] [--launched-at T]`` runs our side of a case
+``python -m benchmarks.time_to_answer_worker CASE [--refits N] [--launched-at T]`` runs our side of a case
 (see :data:`CASES`); ``--peer NAME --inputs DIR --options JSON`` runs a peer on inputs that
 ``benchmarks.bench_time_to_answer`` wrote to DIR. Nothing numerical is imported before the timed import,
 so ``import`` is what a user's first ``import`` of the names the case needs costs. ``--launched-at`` is
@@ -251,7 +251,7 @@ CASES = {
 """name -> (imports, load, fit, answer, first seed); the refit uses the next seed and a bootstrap resample."""
 
 
-def run_ours(case: str, refit: bool, startup: float | None) -> dict:
+def run_ours(case: str, refits: int, startup: float | None) -> dict:
     imports, load, fit, answer, seed = CASES[case]
     start = time.perf_counter()
     import interpretable_zoo  # noqa: F401  (the package alone: names resolve lazily)
@@ -266,8 +266,10 @@ def run_ours(case: str, refit: bool, startup: float | None) -> dict:
               "cache_dir": jax.config.jax_compilation_cache_dir, "backend": jax.default_backend()}  # fmt: skip
     record["first"] = _measure(ns, load, fit, answer, seed, None, counter)
     record["answer_at"] = time.perf_counter() - _MODULE_START
-    if refit:
+    if refits:
         record["refit"] = _measure(ns, load, fit, answer, seed + 1, seed + 1, counter)
+        more = [_measure(ns, load, fit, answer, seed + k, seed + k, counter) for k in range(2, refits + 1)]
+        record["refit_fits"] = [record["refit"]["fit"], *(m["fit"] for m in more)]
     return record
 
 
@@ -424,7 +426,8 @@ def run_peer(peer: str, directory: str, options: dict, startup: float | None) ->
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.time_to_answer_worker")
     parser.add_argument("case", nargs="?", choices=sorted(CASES), help="our case to run")
-    parser.add_argument("--refit", action="store_true", help="after the first answer, refit the same shapes")
+    parser.add_argument("--refits", type=int, default=0,
+                        help="after the first answer, refit the same shapes this many times (seed + k, bootstrap rows k)")
     parser.add_argument("--peer", choices=sorted(PEERS), help="run a peer instead of our case")
     parser.add_argument("--inputs", help="folder of the peer's inputs")
     parser.add_argument("--options", default="{}", help="the peer's options, JSON")
@@ -436,7 +439,7 @@ def main(argv=None) -> None:
     if args.peer is not None:
         record = run_peer(args.peer, args.inputs, json.loads(args.options), startup)
     else:
-        record = run_ours(args.case, args.refit, startup)
+        record = run_ours(args.case, args.refits, startup)
     record["printed_at"] = time.perf_counter() - _MODULE_START
     print(json.dumps(record), flush=True)
 

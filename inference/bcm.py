@@ -386,14 +386,14 @@ def fit_bcm(
     By default the chains run until the log joint, sorted cluster sizes and number of subspace features
     reach R-hat <= ``target_rhat`` and bulk ESS >= ``min_ess``, or ``max_seconds`` pass (then
     ``result.converged`` is False and a warning gives the numbers); ``num_samples`` runs exactly that many
-    scans after ``num_warmup`` tuning scans instead. ``n_temperatures``: rungs per chain ("auto", or 1
-    for the untempered sampler). ``store_z``: keep every draw's token assignments (N x P per draw).
-    ``init``: "random" (each replica drawn from the prior), or an (N,) array of initial clusters, one per
-    observation (see :func:`corrupt_half_labels` for the paper's digits scheme), or a (num_chains, N)
-    array, one start per chain. ``n_values``: for integer codes, the number of values V_j of each feature
-    (P,) or one number for all, e.g. 7 for every pixel of 7-bin digits; by default 1 + the largest code
-    seen (at least 2), and then a code as large as the number of observations is refused as a coding
-    mistake (more categories than observations). ``progress_bar``: None shows it outside CI.
+    scans after ``num_warmup`` tuning scans (None: until the schedule settles, at most four rounds) instead.
+    ``n_temperatures``: rungs per chain ("auto", or 1 for the untempered sampler). ``store_z``: keep every
+    draw's token assignments (N x P per draw). ``init``: "random" (each replica drawn from the prior), or an
+    (N,) array of initial clusters, one per observation (see :func:`corrupt_half_labels` for the paper's
+    digits scheme), or a (num_chains, N) array, one start per chain. ``n_values``: for integer codes, the
+    number of values V_j of each feature (P,) or one number for all, e.g. 7 for every pixel of 7-bin digits;
+    by default 1 + the largest code seen (at least 2), and then a code as large as the number of
+    observations is refused as a coding mistake (more categories than observations). ``progress_bar``: None shows it outside CI.
     ``devices``: the chains split over several devices (None: as many as divide ``num_chains``; an
     integer or a list of devices; :func:`tempering.chain_mesh`); the draws do not depend on it.
     ``checkpoint``: a file path or ``inference.checkpoint.Checkpoint(path, every_seconds)``: the run saves its

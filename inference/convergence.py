@@ -1,17 +1,22 @@
 """Run a target kernel under parallel tempering until its chains agree (or a time budget ends).
 
 The run is a sequence of rounds of doubling length, as in Pigeons.jl: the first ``tuning_rounds`` adapt
-the tempering schedule (and, with ``n_temperatures="auto"``, the number of rungs) and are discarded; each
-later round runs with the schedule tuned on the round before it, and is itself a valid MCMC run started
-where the previous one stopped. After every round the label-free summaries of the posterior rung (the
-log joint and the kernel's summaries) are checked: the run stops when every one has rank-normalised
-split R-hat <= ``target_rhat`` and bulk ESS >= ``min_ess`` (Vehtari et al. 2021; ArviZ's formulas) over the
-draws of the round joined to the sampling round before it (rounds double: about the last three quarters
-of the sampling so far; a round with the schedule before it still draws the same posterior rung), or
-else over the round's draws alone (about the second half, the classical warm-up rule: on a slowly mixing
-posterior the round before may still hold the approach to it), or when ``max_seconds`` have passed; the
-result keeps the draws judged, says which (``converged``), and warns with the numbers when the budget
-ended first. A fixed ``num_samples`` runs exactly that many scans after the tuning rounds instead.
+the tempering schedule (and, with ``n_temperatures="auto"``, the number of rungs) and are discarded (by
+default up to four, fewer once a round finds the schedule settled: its rungs reject about equally
+often); each later round runs with the schedule tuned on the round before it, and is itself a valid MCMC
+run started where the previous one stopped. After every chunk of a sampling round the label-free
+summaries of the posterior rung (the log joint and the kernel's summaries) are checked: the run stops
+when every one has rank-normalised split R-hat <= ``target_rhat`` and bulk ESS >= ``min_ess`` (Vehtari et
+al. 2021; ArviZ's formulas) over the draws of the round so far joined to the sampling round before it
+(rounds double: at the end of a round about the last three quarters of the sampling; a round with the
+schedule before it still draws the same posterior rung), or, at the end of a round, over the round's
+draws alone (about the second half, the classical warm-up rule: on a slowly mixing posterior the round
+before may still hold the approach to it), or when ``max_seconds`` have passed; the result keeps the
+draws judged, says which (``converged``), and warns with the numbers when the budget ended first.
+Checking after every chunk, rather than at the end of a round only, stops a run that has converged
+without doubling it once more; being tested more often, a run that hovers at the target is a little
+likelier to be judged converged on a chance dip (the reported R-hat and ESS are those of the kept
+draws). A fixed ``num_samples`` runs exactly that many scans after the tuning rounds instead.
 
 Scans run in compiled chunks of ``scans_per_chunk``; every chunk of a run, and of any later run of the
 same shapes, reuses one compiled program. When the budget ends a run, how far it got depends on the
@@ -76,15 +81,30 @@ MAX_DRAWS = 2000
 """Draws kept per chain by default (a longer round is thinned evenly to this many)."""
 
 DEFAULT_TUNING_ROUNDS = 4
+"""The most tuning rounds of a run with ``tuning_rounds="auto"``."""
+
+SETTLED_IMBALANCE = 0.25
+"""A run with ``tuning_rounds="auto"`` stops tuning after its second round, or a later one, that keeps
+the number of rungs and whose rungs lie within this many rung spacings of rejecting equally often
+(:func:`tempering.schedule_imbalance`): tuning again would move the schedule by less than its noise."""
 
 
-def tuning_rounds_for(num_warmup: int | None, scans_per_chunk: int) -> int:
+def tuning_rounds_for(num_warmup: int | None, scans_per_chunk: int) -> int | str:
     """The number of tuning rounds (``scans_per_chunk`` * 2^r scans each) that covers ``num_warmup``
-    scans; :data:`DEFAULT_TUNING_ROUNDS` for None."""
+    scans; "auto" for None."""
     if num_warmup is None:
-        return DEFAULT_TUNING_ROUNDS
+        return "auto"
     num_warmup = check_positive_int(num_warmup, "num_warmup", minimum=0)
     return math.ceil(math.log2(num_warmup / scans_per_chunk + 1))
+
+
+def check_tuning_rounds(tuning_rounds) -> int | str:
+    """``"auto"`` or an integer number of tuning rounds >= 0."""
+    if isinstance(tuning_rounds, str):
+        if tuning_rounds != "auto":
+            raise ValueError(f"tuning_rounds: expected 'auto' or an integer >= 0, got {tuning_rounds!r}")
+        return tuning_rounds
+    return check_positive_int(tuning_rounds, "tuning_rounds", minimum=0)
 
 
 def check_temperatures(n_temperatures) -> int | str:
@@ -218,7 +238,7 @@ def sample(
     n_temperatures="auto",
     max_temperatures: int = 32,
     num_samples: int | None = None,
-    tuning_rounds: int = DEFAULT_TUNING_ROUNDS,
+    tuning_rounds: int | str = "auto",
     scans_per_chunk: int = 256,
     max_draws: int = MAX_DRAWS,
     target: ConvergenceTarget = ConvergenceTarget(),
@@ -232,7 +252,9 @@ def sample(
 
     ``n_temperatures``: rungs per chain, or "auto" (start at 8, then about 2 Lambda after each tuning
     round, at most ``max_temperatures``); 1 runs the kernel untempered. ``tuning_rounds``: rounds of
-    ``scans_per_chunk`` * 2^r scans (r = 0, 1, ...) that tune the schedule and are discarded.
+    ``scans_per_chunk`` * 2^r scans (r = 0, 1, ...) that tune the schedule and are discarded; "auto":
+    at most :data:`DEFAULT_TUNING_ROUNDS`, ending after the second or a later round that leaves the
+    schedule settled (:data:`SETTLED_IMBALANCE`).
     ``num_samples``: run exactly that many scans after tuning (no convergence stopping; ``max_seconds`` is
     ignored). ``max_draws``: draws kept per chain (thinned evenly). ``initial_states``: one kernel state
     per chain (leading axis ``num_chains``) where all of the chain's rungs start; by default each replica
@@ -248,7 +270,7 @@ def sample(
         "n_temperatures": check_temperatures(n_temperatures),
         "max_temperatures": check_positive_int(max_temperatures, "max_temperatures"),
         "num_samples": None if num_samples is None else check_positive_int(num_samples, "num_samples"),
-        "tuning_rounds": check_positive_int(tuning_rounds, "tuning_rounds", minimum=0),
+        "tuning_rounds": check_tuning_rounds(tuning_rounds),
         "scans_per_chunk": check_positive_int(scans_per_chunk, "scans_per_chunk"),
         "max_draws": check_positive_int(max_draws, "max_draws"),
         "target": target,
@@ -264,6 +286,8 @@ def sample(
         checkpoint, fingerprint(kernel, static, data, settings, initial_states)  # of the data on this host
     )
     data = tempering.replicate_data(data, mesh)
+    auto_rounds = settings["tuning_rounds"] == "auto"
+    max_rounds = DEFAULT_TUNING_ROUNDS if auto_rounds else settings["tuning_rounds"]
     start, compile_start = time.perf_counter(), compile_seconds()
     saved = None if writer is None else writer.load()
     if saved is None:
@@ -275,13 +299,13 @@ def sample(
     else:
         start -= saved["elapsed"]
         schedule, ladder = saved["schedule"], tempering.Ladder(*saved["ladder"])
-        first_round = saved["round_index"] if saved["stage"] == "tuning" else settings["tuning_rounds"]
+        first_round = saved["round_index"] if saved["stage"] == "tuning" else max_rounds
     ladder = tempering.shard_ladder(ladder, mesh)
     bar = progress.bar(progress_bar, description, unit=" scans")
     deadline = None if num_samples is not None or target.max_seconds is None else start + target.max_seconds
     cut = None
     try:
-        for round_index in range(first_round, settings["tuning_rounds"]):
+        for round_index in range(first_round, max_rounds):
             partial = _saved_chunks(saved) if round_index == first_round else None
             ladder, statistics, outputs, interrupted = _run_round(
                 kernel, static, data, ladder, schedule, settings["scans_per_chunk"] * 2**round_index, settings, bar,
@@ -292,7 +316,12 @@ def sample(
                     raise KeyboardInterrupt  # before the first chunk ended: no draws to keep
                 cut = (statistics, outputs)  # the tuning draws so far are the result
                 break
-            schedule, ladder = _retuned(ladder, schedule, statistics, settings)
+            tuned, ladder = _retuned(ladder, schedule, statistics, settings)
+            settled = (auto_rounds and round_index >= 1 and len(tuned) == len(schedule)
+                       and tempering.schedule_imbalance(statistics) <= SETTLED_IMBALANCE)
+            schedule = tuned
+            if settled:
+                break
             if deadline is not None and time.perf_counter() > deadline:
                 break  # the budget ended while tuning: sample what is left (one chunk) and say so
         resume = saved if saved is not None and saved["stage"] == "sampling" else None
@@ -360,7 +389,7 @@ def _retuned(ladder, schedule, statistics, settings):
 
 
 def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline=None, partial=None,
-               on_chunk=None):
+               on_chunk=None, finished=None):
     """Up to ``n_scans`` scans in chunks, stopping early at ``deadline`` (a perf_counter time) or at a
     KeyboardInterrupt (the chunk it cuts is dropped, the ladder stays after the last whole chunk); returns
     the ladder, the round's statistics (None when no chunk ran), the chunks' outputs and whether it was
@@ -368,7 +397,8 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
     the chunk before it runs only the scans that fit, at least one (the same compiled program runs any
     count up to a chunk), so a round that reaches the deadline ends within about a scan of it.
     ``partial``: (statistics, outputs) of the round's chunks already run (from a checkpoint);
-    ``on_chunk(ladder, statistics, outputs)`` is called after every chunk."""
+    ``on_chunk(ladder, statistics, outputs)`` is called after every chunk; ``finished(outputs)`` True ends
+    the round after a chunk."""
     chunk = settings["scans_per_chunk"]
     chunk_statistics, outputs = partial or ([], [])
     done = sum(int(c.n_scans) for c in chunk_statistics)
@@ -394,8 +424,43 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
             bar.update(size)
         if deadline is not None and time.perf_counter() > deadline:
             break
+        if finished is not None and done < n_scans and finished(outputs):
+            break
     statistics = tempering.combine(chunk_statistics) if chunk_statistics else None
     return ladder, statistics, outputs, interrupted
+
+
+def _verdict(windows, settings, interrupted=False):
+    """The first of ``windows`` (each a list of chunk outputs) whose thinned summaries meet the target, else
+    the last: (that window, its diagnostics table, (worst R-hat, worst ESS), converged); an interrupted
+    run is never converged."""
+    target: ConvergenceTarget = settings["target"]
+    for kept in windows:
+        summaries, _ = _thinned([output[1] for output in kept], settings["max_draws"])
+        table = diagnose(summaries)
+        rhat, ess = worst(table)
+        converged = rhat <= target.target_rhat and ess >= target.min_ess and not interrupted
+        if converged:
+            break
+    return kept, table, (rhat, ess), converged
+
+
+def _converged_so_far(previous, settings, bar, n_rungs, passed):
+    """A sampling round's ``finished`` test (:func:`_run_round`): the round's draws so far, joined to the
+    round before it (``previous``: its (statistics, outputs), or None), meet the target; a passing verdict
+    (:func:`_verdict`) is appended to ``passed``. The progress bar shows the worst R-hat and ESS after
+    every chunk."""
+
+    def finished(outputs):
+        window = outputs if previous is None else previous[1] + outputs
+        verdict = _verdict([window], settings)
+        if bar is not None:
+            bar.set_postfix_str(f"K={n_rungs} R-hat={verdict[2][0]:.3f} ESS={verdict[2][1]:.0f}")
+        if verdict[3]:
+            passed.append(verdict)
+        return verdict[3]
+
+    return finished
 
 
 def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut=None,
@@ -417,12 +482,16 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
         if cut is None:
             saver = _saver(writer, start, stage="sampling", n_scans=n_scans, schedule=schedule,
                            previous=None if previous is None else (tuple(previous[0]), previous[1]))
+            passed = []  # the verdict that ended the round after a chunk
+            finished = None if fixed is not None else _converged_so_far(
+                previous, settings, bar, len(schedule), passed
+            )
             ladder, statistics, outputs, interrupted = _run_round(
-                kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline, partial, saver
+                kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline, partial, saver, finished
             )
             partial = None
         else:
-            (statistics, outputs), interrupted = cut, True
+            (statistics, outputs), interrupted, passed = cut, True, []
         if statistics is None:  # interrupted before this round's first chunk ended: keep the round before
             if previous is None:
                 raise KeyboardInterrupt
@@ -430,16 +499,12 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
         scans_run = statistics.n_scans
         out_of_time = deadline is not None and time.perf_counter() > deadline
         # the draws judged (and kept): this round joined to the one before it, else this round alone; a
-        # round cut short by the budget or an interruption is always joined to the one before it
-        cut_short = (out_of_time or interrupted) and scans_run < n_scans
+        # round cut short (converged after a chunk, or by the budget or an interruption) is always joined
+        # to the one before it
         joined = [] if previous is None else [previous[1] + outputs]
-        for kept in (joined or [outputs]) if cut_short else [*joined, outputs]:
-            (records, summaries, swap_accept), thin = _thinned(kept, settings["max_draws"])
-            table = diagnose(summaries)
-            rhat, ess = worst(table)
-            converged = rhat <= target.target_rhat and ess >= target.min_ess and not interrupted
-            if converged:
-                break
+        windows = (joined or [outputs]) if scans_run < n_scans else [*joined, outputs]
+        kept, table, (rhat, ess), converged = passed[0] if passed else _verdict(windows, settings, interrupted)
+        (records, summaries, swap_accept), thin = _thinned(kept, settings["max_draws"])
         if bar is not None:
             bar.set_postfix_str(f"K={len(schedule)} R-hat={rhat:.3f} ESS={ess:.0f}")
         if fixed is not None or converged or out_of_time or interrupted:

@@ -80,6 +80,55 @@ def test_tuned_schedule_equalises_rejection():
     assert [tempering.rungs_for_barrier(b) for b in (0.1, 1.0, 4.0, 6.0, 40.0)] == [2, 2, 8, 16, 32]
 
 
+def test_schedule_imbalance_measures_unequal_rejection_in_rung_spacings():
+    def imbalance(rejection):
+        return tempering.schedule_imbalance(tempering.RoundStatistics(
+            rejection=np.asarray(rejection, float), attempts=np.full(len(rejection), 100.0),
+            log_stepping_stone=np.zeros((2, len(rejection))), batch_scans=np.ones(2), round_trips=0, n_scans=1,
+        ))
+
+    assert imbalance([30.0, 30.0, 30.0]) == 0.0
+    # cumulative barrier 0, 90, 100, 100 of 100: rung 1 sits at 2.7 spacings instead of 1
+    assert imbalance([90.0, 10.0, 0.0]) == pytest.approx(1.7)
+    assert imbalance([]) == 0.0 and imbalance([0.0, 0.0]) == 0.0
+
+
+@pytest.mark.parametrize(
+    "tuning_rounds, imbalances, rungs, tuning_scans",
+    [
+        # settled at the second round (the first is never trusted): tuning ends there
+        ("auto", [0.0], [8], 3),
+        # unsettled at the second round, settled at the third
+        ("auto", [0.9, 0.1], [8], 7),
+        # never settled: the four rounds of "auto"
+        ("auto", [0.9], [8], 15),
+        # settled rejection, but the number of rungs changes every round (8 -> 4 -> 8 -> ...)
+        ("auto", [0.0], [4, 8], 15),
+        # a fixed number of rounds is always run whole
+        (3, [0.0], [8], 7),
+    ],
+    ids=["settled", "settled late", "unsettled", "rungs change", "fixed"],
+)
+def test_auto_tuning_ends_once_the_schedule_settles(bimodal, monkeypatch, tuning_rounds, imbalances, rungs,
+                                                      tuning_scans):
+    """Tuning rounds of 1, 2, 4, 8 chunks; the measured imbalance and the number of rungs asked for are
+    stubbed call by call (the values cycling)."""
+    calls = {"imbalance": 0, "rungs": 0}
+
+    def stub(name, values):
+        def value(*_, **__):
+            calls[name] += 1
+            return values[(calls[name] - 1) % len(values)]
+
+        return value
+
+    monkeypatch.setattr(tempering, "schedule_imbalance", stub("imbalance", imbalances))
+    monkeypatch.setattr(tempering, "rungs_for_barrier", stub("rungs", rungs))
+    result = convergence.sample(toy.KERNEL, toy.LatticeStatic(12), bimodal[1], num_chains=2, seed=0,
+                                tuning_rounds=tuning_rounds, scans_per_chunk=8, num_samples=8, progress_bar=False)
+    assert result.n_scans == 8 * tuning_scans + 8
+
+
 def test_untempered_chains_disagree_and_say_so(bimodal):
     """One rung: chains started in different modes stay there; the run warns with its numbers. (A short
     budget: however fast the machine, few enough scans run that no chain crosses to the other mode.)"""
@@ -160,6 +209,8 @@ def test_extend_continues_from_the_last_state(bimodal):
         ({"n_temperatures": "many"}, "n_temperatures"),
         ({"num_samples": 0}, "num_samples"),
         ({"scans_per_chunk": 2.5}, "scans_per_chunk"),
+        ({"tuning_rounds": "some"}, "tuning_rounds"),
+        ({"tuning_rounds": -1}, "tuning_rounds"),
     ],
 )
 def test_bad_arguments_are_named(bimodal, options, argument):
@@ -180,36 +231,45 @@ def test_bad_convergence_targets_are_named(options, argument):
 ROUND = 32  # scans in the first sampling round; rounds double
 
 
-def stubbed_diagnose(passing_draw_counts):
-    """A ``convergence.diagnose`` whose verdict depends only on how many draws per chain it is given:
-    R-hat 1 and ESS 1000 for a count in ``passing_draw_counts`` or for a round of 16 alone (so that a run
-    judged otherwise ends, and fails the test, instead of running on), else R-hat 2; and the counts it saw."""
+def stubbed_diagnose(passing_call):
+    """A ``convergence.diagnose`` that passes (R-hat 1, ESS 1000) at its ``passing_call``-th call (from 0)
+    and fails (R-hat 2) at every other; and the numbers of draws per chain it was given, call by call."""
     seen = []
 
     def diagnose(summaries):
-        n_draws = next(iter(summaries.values())).shape[1]
-        seen.append(n_draws)
-        return {"x": (1.0, 1000.0) if n_draws in {*passing_draw_counts, 16 * ROUND} else (2.0, 1000.0)}
+        seen.append(next(iter(summaries.values())).shape[1])
+        return {"x": (1.0, 1000.0) if len(seen) - 1 == passing_call else (2.0, 1000.0)}
 
     return diagnose, seen
 
 
+R = ROUND
+# the windows judged, call by call, with chunks of one first round (R scans; rounds double): round 1 alone
+# (R); round 2 joined to round 1 after its first chunk (2R), then at its end joined (3R) and alone (2R);
+# round 3 joined after each of its first three chunks (3R, 4R, 5R), then at its end joined (6R) and alone (4R)
+WINDOWS = [R, 2 * R, 3 * R, 2 * R, 3 * R, 4 * R, 5 * R, 6 * R, 4 * R]
+
+
 @pytest.mark.parametrize(
-    "passing, judged, kept",
+    "passing_call, kept, scans",
     [
-        # the second round joined to the first passes: stop there with both rounds' draws
-        ({3 * ROUND}, [ROUND, 3 * ROUND], 3 * ROUND),
+        # the second round joined to the first passes at its end: stop there with both rounds' draws
+        (2, 3 * R, 3 * R),
+        # the third round joined to the second passes after two of its four chunks: stop there
+        (5, 4 * R, 5 * R),
         # the third round joined to the second fails (the second still held the approach), alone it passes
-        ({4 * ROUND}, [ROUND, 3 * ROUND, 2 * ROUND, 6 * ROUND, 4 * ROUND], 4 * ROUND),
+        (8, 4 * R, 7 * R),
     ],
-    ids=["joined", "alone"],
+    ids=["joined", "after a chunk", "alone"],
 )
-def test_a_round_is_judged_joined_to_the_round_before_or_else_alone(bimodal, monkeypatch, passing, judged, kept):
-    diagnose, seen = stubbed_diagnose(passing)
+def test_a_round_is_judged_after_every_chunk_joined_to_the_round_before_or_at_its_end_alone(
+    bimodal, monkeypatch, passing_call, kept, scans
+):
+    diagnose, seen = stubbed_diagnose(passing_call)
     monkeypatch.setattr(convergence, "diagnose", diagnose)
     static = toy.LatticeStatic(int(bimodal[1].log_prior.shape[0]))
     result = convergence.sample(toy.KERNEL, static, bimodal[1], num_chains=2, n_temperatures=3, tuning_rounds=0,
                                 scans_per_chunk=ROUND, target=convergence.ConvergenceTarget(max_seconds=None),
                                 progress_bar=False)
-    assert seen == judged
-    assert result.converged and result.records["x"].shape[1] == kept
+    assert seen == WINDOWS[: passing_call + 1]
+    assert result.converged and result.records["x"].shape[1] == kept and result.n_scans == scans
