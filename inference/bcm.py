@@ -243,7 +243,9 @@ class BCMResult(convergence.TemperedResult):
         row folded in, (M, S): phi fixed at its posterior mean given the best chain's last state,
         phi_sj(v) = (g_sj(v) + n_{s,.,j,v}) / (sum_v g_sj(v) + n_{s,.,j,.}) with that state's prototypes
         and omega in g, and pi_m from :func:`fold_in_mixture_weights` (``seed`` and each row's values draw its
-        key, so a row's weights do not depend on the other rows or their order), in that state's labels.
+        key, so a row's weights do not depend on the other rows or their order), that state's clusters
+        matched to the best draw's by shared tokens (tempering swaps and split-merge moves may relabel them
+        between the two).
         """
         alpha_s = np.asarray(self.target[1].pi_concentration)  # (S,), from the model file
         if X is None:
@@ -259,7 +261,9 @@ class BCMResult(convergence.TemperedResult):
         token_log_likelihood = log_phi.transpose(1, 2, 0)[np.arange(n_features), codes]  # (M, P, S)
         weights = fold_in_mixture_weights(observation_keys(seed, codes), jnp.asarray(token_log_likelihood, jnp.float32),
                                           alpha_s)  # fmt: skip
-        return np.asarray(weights)
+        final_counts = self._final.row_counts[self.best_chain][None, None]
+        order = _alignment(final_counts, self._row_counts[self.best_chain, self.best_draw])[0, 0]
+        return np.asarray(weights)[:, order]
 
     def dominant_cluster(self) -> np.ndarray:
         """(chain, draw, N): the cluster holding most of each observation's tokens."""

@@ -14,10 +14,10 @@ posterior, beta = 0 the prior. :func:`step` runs five blocks, each leaving that 
 2. whole observations (:func:`_row_swap_block`): a Metropolis move per observation swapping two cluster
    labels on all its tokens. With alpha small, eq. (1) almost never moves one token of an observation out
    of its dominant cluster, so without this move an observation started in a wrong cluster stays there;
-3. groups of observations (:func:`_split_merge_block`): a restricted-Gibbs split-merge move (Jain and Neal
-   2004) adapted to the fixed S: it re-partitions the observations of k clusters among them (e.g. merges
-   two clusters and splits a third in one move, which single-observation moves cannot do), proposing the
-   partition up to relabelling; the omega and prototypes of those clusters are summed out of its
+3. groups of observations (:func:`_split_merge_block`), on every ``split_merge_every``-th sweep: a
+   restricted-Gibbs split-merge move (Jain and Neal 2004) adapted to the fixed S: it re-partitions the
+   observations of k clusters among them (e.g. merges two clusters and splits a third in one move, which
+   single-observation moves cannot do), proposing the partition up to relabelling; the omega and prototypes of those clusters are summed out of its
    Metropolis-Hastings ratio and then redrawn from their conditionals;
 4. all omega_sj at once by eq. (2), tempered: log-odds = prior log-odds + beta * evidence difference;
 5. all prototypes at once: log p(p_s = i) = prior logit + beta * sum_j T[s, j, x_ij] with
@@ -59,13 +59,18 @@ from interpretable_zoo.models import bcm
 
 DEFAULT_SPLIT_MERGE_CLUSTERS = 3
 DEFAULT_LAUNCH_SCANS = 2
+DEFAULT_SPLIT_MERGE_EVERY = 4
+"""Sweeps per split-merge move: the move costs about four sweeps of the other blocks (recipes, S = 4), and
+tempering already carries states between modes, so that running it on every fourth sweep mixes more per
+second (``benchmarks/RESULTS.md``, convergence_bcm_recipes)."""
 
 
 class BCMStatic(NamedTuple):
     """Shapes and switches of a BCM target (hashable; equal for two fits of the same shapes).
 
     split_merge_clusters: k, the number of clusters the split-merge move re-partitions (0: no move);
-    launch_scans: restricted Gibbs scans building its launch state.
+    launch_scans: restricted Gibbs scans building its launch state; split_merge_every: the move runs on
+    the sweeps whose count (``BCMTargetState.sweeps``) is a multiple of it.
     """
 
     n_obs: int
@@ -74,6 +79,7 @@ class BCMStatic(NamedTuple):
     n_clusters: int
     split_merge_clusters: int
     launch_scans: int
+    split_merge_every: int
 
 
 class BCMData(NamedTuple):
@@ -103,7 +109,8 @@ class BCMTargetState(NamedTuple):
     z (N, P), omega (S, P), prototype (S,) int32; row_counts (N, S) tokens of observation i in cluster s;
     cell_counts (P * V, S) tokens of feature j with value v in cluster s (row j * V + v); log_prior =
     log p(omega) + log p(prototype) + log p(z) and log_likelihood = log p(x | z, omega, prototype), both
-    normalised.
+    normalised; sweeps: the sweeps run from this state's start (int32), which pick those with a
+    split-merge move.
     """
 
     z: jax.Array
@@ -113,6 +120,7 @@ class BCMTargetState(NamedTuple):
     cell_counts: jax.Array
     log_prior: jax.Array
     log_likelihood: jax.Array
+    sweeps: jax.Array
 
 
 class BCMInfo(NamedTuple):
@@ -243,20 +251,22 @@ def make_target(
     *,
     split_merge_clusters: int = DEFAULT_SPLIT_MERGE_CLUSTERS,
     launch_scans: int = DEFAULT_LAUNCH_SCANS,
+    split_merge_every: int = DEFAULT_SPLIT_MERGE_EVERY,
 ) -> tuple[BCMStatic, BCMData]:
     """The target of :func:`bcm.collapsed_model` (arguments as there) as (static, data).
 
     ``x`` may be a traced array (e.g. under ``jax.vmap`` over data sets) when ``n_values`` is given.
     ``split_merge_clusters``: k of the split-merge move (at most S; 0 turns it off); ``launch_scans``: its
-    restricted Gibbs scans before the proposal."""
+    restricted Gibbs scans before the proposal; ``split_merge_every``: sweeps per move (1: every sweep)."""
     if priors is not None and not isinstance(priors, bcm.Priors):
         raise ValueError(f"priors: expected interpretable_zoo.models.bcm.Priors, got {type(priors).__name__}")
     priors = priors or bcm.Priors()
     if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)) or n_clusters < 1:
         raise ValueError(f"n_clusters: expected a positive integer, got {n_clusters!r}")
-    for name, value in (("split_merge_clusters", split_merge_clusters), ("launch_scans", launch_scans)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-            raise ValueError(f"{name}: expected a non-negative integer, got {value!r}")
+    for name, value, least in (("split_merge_clusters", split_merge_clusters, 0), ("launch_scans", launch_scans, 0),
+                               ("split_merge_every", split_merge_every, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            raise ValueError(f"{name}: expected an integer >= {least}, got {value!r}")
     x, n_values = _check_codes(x, n_values)
     n_obs, n_features = x.shape
     n_clusters = int(n_clusters)
@@ -268,7 +278,8 @@ def make_target(
     log_beta_prior = _log_beta_from_table(table, g_offsets, g_total_offsets, np.zeros_like(g_offsets))
     rows, cols = _wrapped_diagonals(n_obs, n_features)
     k = min(int(split_merge_clusters), n_clusters)
-    static = BCMStatic(n_obs, n_features, n_vals, n_clusters, k if k >= 2 else 0, int(launch_scans))
+    static = BCMStatic(n_obs, n_features, n_vals, n_clusters, k if k >= 2 else 0, int(launch_scans),
+                       int(split_merge_every))
     data = BCMData(
         x=jnp.asarray(x, jnp.int32),
         value_mask=jax.device_put(mask),
@@ -345,12 +356,12 @@ def state_from_params(static: BCMStatic, data: BCMData, omega, prototype, z) -> 
     """The replica state of the given omega (S, P), prototype (S,) and z (N, P), counts and log terms computed."""
     omega, prototype, z = (jnp.asarray(value, jnp.int32) for value in (omega, prototype, z))
     row_counts, cell_counts = _counts(static, data, z)
-    return _with_log_terms(static, data, z, omega, prototype, row_counts, cell_counts)
+    return _with_log_terms(static, data, z, omega, prototype, row_counts, cell_counts, jnp.zeros((), jnp.int32))
 
 
-def _with_log_terms(static, data, z, omega, prototype, row_counts, cell_counts):
+def _with_log_terms(static, data, z, omega, prototype, row_counts, cell_counts, sweeps):
     log_prior, log_likelihood = _log_target_parts(static, data, omega, prototype, row_counts, cell_counts)
-    return BCMTargetState(z, omega, prototype, row_counts, cell_counts, log_prior, log_likelihood)
+    return BCMTargetState(z, omega, prototype, row_counts, cell_counts, log_prior, log_likelihood, sweeps)
 
 
 def init(static: BCMStatic, data: BCMData, key) -> BCMTargetState:
@@ -817,8 +828,8 @@ def _omega_and_prototype_blocks(static: BCMStatic, data: BCMData, key, beta, ome
 
 def step(static: BCMStatic, data: BCMData, states: BCMTargetState, keys, betas) -> tuple[BCMTargetState, BCMInfo]:
     """One sweep of B replicas (every field of ``states`` with a leading axis B; ``keys`` (B,), ``betas``
-    (B,) in [0, 1]): all z (eq. (1)), a swap move per observation, a split-merge move, all omega (eq. (2)),
-    all prototypes. Replica b leaves p_prior * p_likelihood ** betas[b] invariant, and gets exactly the
+    (B,) in [0, 1]): all z (eq. (1)), a swap move per observation, a split-merge move (on the sweeps
+    :class:`BCMStatic` says), all omega (eq. (2)), all prototypes. Replica b leaves p_prior * p_likelihood ** betas[b] invariant, and gets exactly the
     draws it would get in a batch of its own. Returns the new states and what the moves did (B,)."""
     betas = jnp.asarray(betas, jnp.result_type(float))
     split = jax.vmap(lambda key: jax.random.split(key, 4))(keys)
@@ -828,16 +839,28 @@ def step(static: BCMStatic, data: BCMData, states: BCMTargetState, keys, betas) 
         static, data, key_rows, betas, states.omega, states.prototype, z, row_counts, cell_counts
     )
     states = states._replace(z=z, row_counts=row_counts, cell_counts=cell_counts)
+    unmoved = (z, states.omega, states.prototype, row_counts, cell_counts, jnp.zeros(len(keys), bool))
     if static.split_merge_clusters:
-        z, omega, prototype, row_counts, cell_counts, accepted = jax.vmap(
-            lambda key, beta, state: _split_merge_block(static, data, key, beta, state)
-        )(key_split_merge, betas, states)
+        due = states.sweeps % static.split_merge_every == 0  # (B,), the same for every replica of a ladder
+
+        def split_merge(_):
+            moved = jax.vmap(lambda key, beta, state: _split_merge_block(static, data, key, beta, state))(
+                key_split_merge, betas, states
+            )
+            return jax.tree.map(lambda new, old: jnp.where(due.reshape(-1, *[1] * (new.ndim - 1)), new, old),
+                                moved, unmoved)
+
+        z, omega, prototype, row_counts, cell_counts, accepted = jax.lax.cond(
+            due.any(), split_merge, lambda _: unmoved, None
+        )
     else:
-        omega, prototype, accepted = states.omega, states.prototype, jnp.zeros(len(keys), bool)
+        z, omega, prototype, row_counts, cell_counts, accepted = unmoved
     omega, prototype = jax.vmap(lambda key, beta, o, p, c: _omega_and_prototype_blocks(static, data, key, beta, o, p, c))(
         key_blocks, betas, omega, prototype, cell_counts
     )
-    states = jax.vmap(lambda *args: _with_log_terms(static, data, *args))(z, omega, prototype, row_counts, cell_counts)
+    states = jax.vmap(lambda *args: _with_log_terms(static, data, *args))(
+        z, omega, prototype, row_counts, cell_counts, states.sweeps + 1
+    )
     return states, BCMInfo(jnp.asarray(swap_acceptance, jnp.float32), accepted.astype(jnp.float32))
 
 
@@ -848,7 +871,7 @@ BCMState = namedtuple(
     "BCMState",
     [
         "params", "row_counts", "cell_counts", "potential_energy", "log_likelihood", "accept_prob",
-        "split_merge_accepted", "sorted_cluster_size", "rng_key",
+        "split_merge_accepted", "sorted_cluster_size", "sweeps", "rng_key",
     ],
 )
 BCMState.__doc__ = """State of :class:`BCMGibbs`: NumPyro's view of a :class:`BCMTargetState` at beta = 1 and of the
@@ -857,7 +880,8 @@ BCMState.__doc__ = """State of :class:`BCMGibbs`: NumPyro's view of a :class:`BC
 params: {"omega": (S, P), "prototype": (S,), "z": (N, P)} int32; row_counts, cell_counts as in
 :class:`BCMTargetState`; potential_energy: -(log_prior + log_likelihood); log_likelihood; accept_prob: the share of
 observations whose swap move was accepted in the last sweep (1 at the start); split_merge_accepted: 1 if
-the last split-merge move was accepted; sorted_cluster_size: tokens per cluster, largest first (label-free).
+the last split-merge move was accepted; sorted_cluster_size: tokens per cluster, largest first (label-free);
+sweeps: as in :class:`BCMTargetState`.
 """
 
 
@@ -867,7 +891,7 @@ def _to_numpyro(state: BCMTargetState, info: BCMInfo, rng_key) -> BCMState:
     potential = -(state.log_prior + state.log_likelihood)
     return BCMState(
         params, state.row_counts, state.cell_counts, potential, state.log_likelihood, info.swap_acceptance,
-        info.split_merge_accepted, sizes, rng_key,
+        info.split_merge_accepted, sizes, state.sweeps, rng_key,
     )
 
 
@@ -875,7 +899,7 @@ def _from_numpyro(state: BCMState) -> BCMTargetState:
     params = state.params
     return BCMTargetState(
         params["z"], params["omega"], params["prototype"], state.row_counts, state.cell_counts,
-        -state.potential_energy - state.log_likelihood, state.log_likelihood,
+        -state.potential_energy - state.log_likelihood, state.log_likelihood, state.sweeps,
     )
 
 
@@ -910,15 +934,17 @@ class BCMGibbs(MCMCKernel):
     observation i in cluster ``init_labels[i]``, followed by one omega and one prototype update given
     those clusters; else the start is a draw from the prior (:func:`init`). With vectorized chains,
     ``init_labels`` (num_chains, N) gives each chain its own start. ``init_params`` given to ``run``
-    ({"omega", "prototype", "z"}) override both. ``split_merge_clusters`` and ``launch_scans``: as in
-    :func:`make_target`.
+    ({"omega", "prototype", "z"}) override both. ``split_merge_clusters``, ``launch_scans`` and
+    ``split_merge_every``: as in :func:`make_target`.
     """
 
     sample_field = "params"
 
-    def __init__(self, init_labels=None, *, split_merge_clusters=DEFAULT_SPLIT_MERGE_CLUSTERS, launch_scans=DEFAULT_LAUNCH_SCANS):
+    def __init__(self, init_labels=None, *, split_merge_clusters=DEFAULT_SPLIT_MERGE_CLUSTERS,
+                 launch_scans=DEFAULT_LAUNCH_SCANS, split_merge_every=DEFAULT_SPLIT_MERGE_EVERY):
         self._init_labels = None if init_labels is None else np.asarray(init_labels, np.int32)
-        self._options = {"split_merge_clusters": split_merge_clusters, "launch_scans": launch_scans}
+        self._options = {"split_merge_clusters": split_merge_clusters, "launch_scans": launch_scans,
+                         "split_merge_every": split_merge_every}
 
     @property
     def model(self):

@@ -297,12 +297,17 @@ def test_tempered_sweeps_keep_counts_and_log_terms_current():
         np.testing.assert_allclose(states.log_likelihood, fresh.log_likelihood, rtol=1e-6)
 
 
-def test_each_replica_gets_the_same_draws_whatever_the_other_replicas():
+@pytest.mark.parametrize("ours_sweeps, others_sweeps", [(0, 0), (0, 1), (1, 0)],
+                         ids=["all with split-merge", "ours alone with it", "others alone with it"])
+def test_each_replica_gets_the_same_draws_whatever_the_other_replicas(ours_sweeps, others_sweeps):
     """The stacked count tables of a batch of replicas isolate them: a replica moved to another position
-    in the batch, beside other states at other temperatures, gets exactly the same draws."""
+    in the batch, beside other states at other temperatures, gets exactly the same draws; also when its
+    sweep runs the split-merge move and theirs does not, or the other way round."""
     static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)
     states = jit_init(static, data, jax.random.split(jax.random.PRNGKey(4), 8))
     others = jit_init(static, data, jax.random.split(jax.random.PRNGKey(7), 8))
+    states, others = (group._replace(sweeps=jnp.full(8, sweeps, jnp.int32))
+                      for group, sweeps in ((states, ours_sweeps), (others, others_sweeps)))
     keys = jax.random.split(jax.random.PRNGKey(5), 8)
     first, _ = jit_step(static, data, states, keys, BETAS)
     kept = np.arange(8) % 2 == 0  # replicas 0, 2, 4, 6 kept, the others replaced and all rolled by 3
@@ -314,7 +319,7 @@ def test_each_replica_gets_the_same_draws_whatever_the_other_replicas():
         static, data, jax.tree.map(mixed, states, others), mixed(keys, jax.random.split(jax.random.PRNGKey(8), 8)),
         mixed(BETAS, BETAS[::-1]),
     )
-    for name in ("z", "omega", "prototype", "row_counts", "cell_counts", "log_prior", "log_likelihood"):
+    for name in ("z", "omega", "prototype", "row_counts", "cell_counts", "log_prior", "log_likelihood", "sweeps"):
         np.testing.assert_array_equal(np.roll(getattr(second, name), -3, axis=0)[kept], getattr(first, name)[kept])
 
 

@@ -280,13 +280,17 @@ def test_smiley_faces_planted_subspaces_are_recovered(demo):
 
 
 def test_transform_folds_in_new_rows_like_the_posterior_of_training_rows(demo):
-    """Folding the training faces back in gives nearly their posterior-mean mixture weights."""
+    """Folding the training faces back in gives nearly their posterior-mean mixture weights, in the same
+    clusters. A face the posterior splits between two clusters (no weight above 0.8) is folded in from one
+    state, whose clusters hold it on one side or the other, so the argmax is compared on the others."""
     faces, result = demo
     folded, stored = result.transform(faces.X), result.transform()
     assert folded.shape == stored.shape == (240, 3)
     np.testing.assert_allclose(folded.sum(1), 1.0, rtol=1e-5)
     assert np.abs(folded - stored).mean() < 0.05
-    assert np.mean(folded.argmax(1) == stored.argmax(1)) >= 0.95
+    decided = stored.max(1) >= 0.8
+    assert decided.mean() >= 0.8
+    assert np.mean(folded[decided].argmax(1) == stored[decided].argmax(1)) >= 0.95
 
 
 def test_demo_text_has_the_explanation_and_r_hat(demo):

@@ -105,7 +105,8 @@ def test_untempered_split_merge_fails_on_the_tempered_target():
 
 @functools.cache
 def tempered_draws():
-    """Whole sweeps (split-merge on) on X_TINY: chains 0-3 at beta = 0.4, chains 4-7 at beta = 0."""
+    """Whole sweeps (split-merge on every fourth, the default) on X_TINY: chains 0-3 at beta = 0.4, chains
+    4-7 at beta = 0."""
     static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)
     return run_chains(static, data, jax.random.PRNGKey(2), jnp.array([0.4] * 4 + [0.0] * 4), 200, 2000)
 
@@ -184,3 +185,25 @@ def test_summaries_are_sorted_cluster_sizes_and_subspace_size():
 def test_make_target_names_bad_arguments(arguments, name):
     with pytest.raises(ValueError, match=name):
         make_target(*arguments)
+
+
+@pytest.mark.parametrize("every", [0, 1.5, True])
+def test_make_target_names_a_bad_split_merge_period(every):
+    with pytest.raises(ValueError, match="split_merge_every"):
+        make_target(X_TINY, N_CLUSTERS, split_merge_every=every)
+
+
+def test_split_merge_runs_on_every_kth_sweep_only():
+    """With split_merge_every=3, sweeps 0, 3, 6, ... of a replica run the move; the others accept none.
+    At beta = 0 (the prior) most proposals are accepted, so the due sweeps show acceptances."""
+    static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS, split_merge_every=3)
+    states = jit_init(static, data, jax.random.split(jax.random.PRNGKey(11), 8))
+    accepted = []
+    for i in range(9):
+        states, info = jit_step(static, data, states, jax.random.split(jax.random.PRNGKey(i), 8), jnp.zeros(8))
+        accepted.append(np.asarray(info.split_merge_accepted))
+    accepted = np.array(accepted)  # (sweep, replica)
+    due = np.arange(9) % 3 == 0
+    assert accepted[~due].sum() == 0
+    assert accepted[due].mean() > 0.3
+    np.testing.assert_array_equal(states.sweeps, np.full(8, 9))
