@@ -60,9 +60,11 @@ from interpretable_zoo.models import bcm
 DEFAULT_SPLIT_MERGE_CLUSTERS = 3
 DEFAULT_LAUNCH_SCANS = 2
 DEFAULT_SPLIT_MERGE_EVERY = 4
-"""Sweeps per split-merge move: the move costs about four sweeps of the other blocks (recipes, S = 4), and
-tempering already carries states between modes, so that running it on every fourth sweep mixes more per
-second (``benchmarks/RESULTS.md``, convergence_bcm_recipes)."""
+"""Sweeps per split-merge move. The move costs about four sweeps of the other blocks (recipes, S = 4), and
+tempering also carries states between modes. On recipes at default settings, 120 s, seeds 1-4, a move every
+fourth sweep left worst R-hat 1.17, 1.48, 1.21, 1.21 (bulk ESS 42, 9, 16, 14) against 1.40, 1.87, 1.36,
+1.77 (ESS 15, 7, 16, 11) with a move every sweep; in one 150 s run, every eighth sweep and no move at all
+did worse than every fourth."""
 
 
 class BCMStatic(NamedTuple):
