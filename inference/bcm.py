@@ -397,7 +397,8 @@ def fit_bcm(
     digits scheme), or a (num_chains, N) array, one start per chain. ``n_values``: for integer codes, the
     number of values V_j of each feature (P,) or one number for all, e.g. 7 for every pixel of 7-bin digits;
     by default 1 + the largest code seen (at least 2), and then a code as large as the number of
-    observations is refused as a coding mistake (more categories than observations). ``progress_bar``: None shows it outside CI.
+    observations is refused as a coding mistake (more categories than observations). ``progress_bar``:
+    None shows it outside CI.
     ``devices``: the chains split over several devices (None: as many as divide ``num_chains``; an
     integer or a list of devices; :func:`tempering.chain_mesh`); the draws do not depend on it.
     ``checkpoint``: a file path or ``inference.checkpoint.Checkpoint(path, every_seconds)``: the run saves its

@@ -17,8 +17,9 @@ posterior, beta = 0 the prior. :func:`step` runs five blocks, each leaving that 
 3. groups of observations (:func:`_split_merge_block`), on every ``split_merge_every``-th sweep: a
    restricted-Gibbs split-merge move (Jain and Neal 2004) adapted to the fixed S: it re-partitions the
    observations of k clusters among them (e.g. merges two clusters and splits a third in one move, which
-   single-observation moves cannot do), proposing the partition up to relabelling; the omega and prototypes of those clusters are summed out of its
-   Metropolis-Hastings ratio and then redrawn from their conditionals;
+   single-observation moves cannot do), proposing the partition up to relabelling; the omega and
+   prototypes of those clusters are summed out of its Metropolis-Hastings ratio and then redrawn from
+   their conditionals;
 4. all omega_sj at once by eq. (2), tempered: log-odds = prior log-odds + beta * evidence difference;
 5. all prototypes at once: log p(p_s = i) = prior logit + beta * sum_j T[s, j, x_ij] with
    T[s, j, v] = log B(g(v, omega_sj) + n_sj) - log B(g(v, omega_sj)).
@@ -831,8 +832,9 @@ def _omega_and_prototype_blocks(static: BCMStatic, data: BCMData, key, beta, ome
 def step(static: BCMStatic, data: BCMData, states: BCMTargetState, keys, betas) -> tuple[BCMTargetState, BCMInfo]:
     """One sweep of B replicas (every field of ``states`` with a leading axis B; ``keys`` (B,), ``betas``
     (B,) in [0, 1]): all z (eq. (1)), a swap move per observation, a split-merge move (on the sweeps
-    :class:`BCMStatic` says), all omega (eq. (2)), all prototypes. Replica b leaves p_prior * p_likelihood ** betas[b] invariant, and gets exactly the
-    draws it would get in a batch of its own. Returns the new states and what the moves did (B,)."""
+    :class:`BCMStatic` says), all omega (eq. (2)), all prototypes. Replica b leaves
+    p_prior * p_likelihood ** betas[b] invariant, and gets exactly the draws it would get in a batch of its
+    own. Returns the new states and what the moves did (B,)."""
     betas = jnp.asarray(betas, jnp.result_type(float))
     split = jax.vmap(lambda key: jax.random.split(key, 4))(keys)
     key_z, key_rows, key_split_merge, key_blocks = (split[:, i] for i in range(4))
