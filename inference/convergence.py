@@ -404,7 +404,9 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
     done = sum(int(c.n_scans) for c in chunk_statistics)
     interrupted = False
     seconds_per_scan = None
-    while done < n_scans:
+    # a checkpoint is written before the chunk's ``finished`` test: a run resumed from it repeats the test
+    finished_already = bool(outputs) and finished is not None and done < n_scans and finished(outputs)
+    while done < n_scans and not finished_already:
         size = min(chunk, n_scans - done)
         if deadline is not None and seconds_per_scan is not None:
             size = max(1, min(size, math.floor((deadline - time.perf_counter()) / seconds_per_scan)))

@@ -123,3 +123,44 @@ def test_a_checkpoint_of_other_settings_is_refused(monkeypatch, tmp_path):
         convergence.sample(toy.KERNEL, STATIC, DATA, seed=2, checkpoint=path, **options)
     with pytest.raises(ValueError, match="^checkpoint: every_seconds"):
         Checkpoint(path, every_seconds=-1)
+
+
+def scripted_diagnose(verdicts, killed=None):
+    """A ``convergence.diagnose`` answering its calls in turn from ``verdicts``: "pass" (R-hat 1, ESS 1000),
+    "fail" (R-hat 2) or "kill" (raises ``killed``, as a process dying in the test would)."""
+    calls = iter(verdicts)
+
+    def diagnose(summaries):
+        verdict = next(calls)
+        if verdict == "kill":
+            raise killed
+        return {"x": (1.0 if verdict == "pass" else 2.0, 1000.0)}
+
+    return diagnose
+
+
+def test_a_run_stopped_between_a_checkpoint_and_its_convergence_test_resumes_to_the_same_end(monkeypatch, tmp_path):
+    """Sampling rounds of 1 and 2 chunks; the test after the 1st chunk of round 2 passes, so the run ends
+    there. A run that dies in that test (its checkpoint already written after the chunk) resumes by
+    repeating the test on the chunks it restored: it runs no chunk and ends where the whole run did."""
+    options = dict(tuning_rounds=0, seed=9, target=convergence.ConvergenceTarget(max_seconds=None), **OPTIONS)
+    monkeypatch.setattr(convergence, "diagnose", scripted_diagnose(["fail", "pass"]))
+    whole = convergence.sample(toy.KERNEL, STATIC, DATA, **options)
+    assert whole.converged and whole.n_scans == 2 * CHUNK
+
+    class Killed(Exception):
+        pass
+
+    path = tmp_path / "run.ckpt"
+    monkeypatch.setattr(convergence, "diagnose", scripted_diagnose(["fail", "kill"], Killed))
+    with pytest.raises(Killed):
+        convergence.sample(toy.KERNEL, STATIC, DATA, checkpoint=Checkpoint(path, every_seconds=0), **options)
+    assert path.exists()
+    monkeypatch.setattr(convergence, "diagnose", scripted_diagnose(["pass"]))
+    calls = []
+    run_scans = tempering.run_scans
+    monkeypatch.setattr(tempering, "run_scans", lambda *a, **k: calls.append(None) or run_scans(*a, **k))
+    resumed = convergence.sample(toy.KERNEL, STATIC, DATA, checkpoint=Checkpoint(path, every_seconds=0), **options)
+    assert calls == [] and resumed.converged and resumed.n_scans == whole.n_scans
+    np.testing.assert_array_equal(resumed.records["x"], whole.records["x"])
+    assert not path.exists()
