@@ -162,9 +162,9 @@ class BRLResult(convergence.TemperedResult):
         idata.posterior.attrs["antecedent_names"] = list(self.antecedent_names)  # what the indices in rules mean
         if len(self.run.schedule) > 1:  # where rung 0 of the path stands (brl_mh.reference_tables)
             capacity = self.target[0].capacity
-            mean = brl_mh.REFERENCE_LENGTH_SHARE * capacity
             idata.posterior.attrs["tempering_reference"] = (
-                f"the prior with list lengths Poisson({mean:g}) truncated to 0..{capacity}"
+                f"the prior with list lengths Poisson({brl_mh.reference_mean_length(capacity):g}) truncated to "
+                f"0..{capacity}"
             )
         return idata
 

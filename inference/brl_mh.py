@@ -233,14 +233,19 @@ REFERENCE_LENGTH_SHARE = 0.5
 """The tempering reference's mean list length, as a share of the capacity (:func:`reference_tables`)."""
 
 
+def reference_mean_length(capacity: int) -> float:
+    """The mean of the reference's Poisson length prior before truncation (:func:`reference_tables`)."""
+    return REFERENCE_LENGTH_SHARE * capacity
+
+
 def reference_tables(prior: brl.PriorTables, capacity: int) -> brl.PriorTables:
     """The tempering reference r (module docstring): the model file's prior ``prior`` with its length
-    prior replaced by Poisson(REFERENCE_LENGTH_SHARE * capacity) truncated to 0..capacity, so that r is
+    prior replaced by Poisson(:func:`reference_mean_length`) truncated to 0..capacity, so that r is
     normalised. Its own Poisson, not the model file's length hook: an edited hook moves the posterior,
     never the reference. Only the path between the rungs depends on r: the posterior rung is exact
     whatever r."""
     lengths = np.arange(capacity + 1)
-    weights = lengths * np.log(REFERENCE_LENGTH_SHARE * capacity) - gammaln(lengths + 1.0)
+    weights = lengths * np.log(reference_mean_length(capacity)) - gammaln(lengths + 1.0)
     return prior._replace(length=jax.device_put((weights - logsumexp(weights)).astype(np.float32)))
 
 

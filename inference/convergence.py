@@ -404,9 +404,11 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
     done = sum(int(c.n_scans) for c in chunk_statistics)
     interrupted = False
     seconds_per_scan = None
-    # a checkpoint is written before the chunk's ``finished`` test: a run resumed from it repeats the test
-    finished_already = bool(outputs) and finished is not None and done < n_scans and finished(outputs)
-    while done < n_scans and not finished_already:
+    while done < n_scans:
+        # the test of the chunks so far, here rather than after the chunk: a checkpoint is written before
+        # it, so a run resumed from one repeats it on the chunks it restored
+        if outputs and finished is not None and finished(outputs):
+            break
         size = min(chunk, n_scans - done)
         if deadline is not None and seconds_per_scan is not None:
             size = max(1, min(size, math.floor((deadline - time.perf_counter()) / seconds_per_scan)))
@@ -425,8 +427,6 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
         if bar is not None:
             bar.update(size)
         if deadline is not None and time.perf_counter() > deadline:
-            break
-        if finished is not None and done < n_scans and finished(outputs):
             break
     statistics = tempering.combine(chunk_statistics) if chunk_statistics else None
     return ladder, statistics, outputs, interrupted

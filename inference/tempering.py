@@ -325,11 +325,16 @@ def rungs_for_barrier(barrier: float, *, minimum: int = 2, maximum: int = 32) ->
     return int(min(maximum, max(minimum, 2 ** round(math.log2(wanted)))))
 
 
+def cumulative_barrier(statistics: RoundStatistics) -> np.ndarray:
+    """Lambda(beta_k) = sum_{j<k} r_j at each rung k of the round's schedule (K,), from 0 to Lambda."""
+    return np.concatenate([[0.0], np.cumsum(rejection_rates(statistics))])
+
+
 def schedule_imbalance(statistics: RoundStatistics) -> float:
     """How far a round's rungs are from rejecting equally often (the fixed point of the tuning, Syed et al.
     sec. 5.1): the largest distance, in rung spacings, between rung k and its place on the cumulative barrier,
     max_k |Lambda(beta_k) / Lambda * (K - 1) - k|; 0 with one rung or when no swap was rejected."""
-    cumulative = np.concatenate([[0.0], np.cumsum(rejection_rates(statistics))])
+    cumulative = cumulative_barrier(statistics)
     if cumulative[-1] <= 0.0:
         return 0.0
     return float(np.abs(cumulative / cumulative[-1] * (cumulative.size - 1) - np.arange(cumulative.size)).max())
@@ -339,7 +344,7 @@ def tuned_schedule(schedule, statistics: RoundStatistics, n_rungs: int) -> np.nd
     """``n_rungs`` inverse temperatures from 0 to 1 at equal steps of the cumulative barrier Lambda(beta)
     estimated from the round's rejection rates (Syed et al. Algorithm 4, piecewise-linear Lambda)."""
     schedule = np.asarray(schedule, dtype=np.float64)
-    cumulative = np.concatenate([[0.0], np.cumsum(rejection_rates(statistics))])
+    cumulative = cumulative_barrier(statistics)
     # a flat stretch (no rejection) carries no barrier; a tiny floor keeps Lambda strictly increasing
     cumulative = cumulative + 1e-9 * np.arange(cumulative.size)
     levels = np.linspace(0.0, cumulative[-1], n_rungs)
