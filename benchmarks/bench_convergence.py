@@ -40,10 +40,21 @@ def _describe(run, seconds: float) -> str:
     )
 
 
+def _untempered_wanted() -> bool:
+    """CONVERGENCE_UNTEMPERED=skip leaves out the untempered fits (half the time, for a short device lease)."""
+    choice = os.environ.get("CONVERGENCE_UNTEMPERED", "run")
+    if choice not in ("run", "skip"):
+        raise ValueError(f"CONVERGENCE_UNTEMPERED: expected 'run' or 'skip', got {choice!r}")
+    return choice == "run"
+
+
 def _row(case: str, settings: str, tempered_fit, plain_fit) -> Comparison:
     """One case: the default (tempered) fit, then the one-rung fit with the tempered fit's wall time."""
     tempered, seconds = _fit(tempered_fit)
-    print(f"{case}: tempered {seconds:.1f} s, {_describe(tempered.run, seconds)}; now the untempered fit", flush=True)
+    print(f"{case}: tempered {seconds:.1f} s, {_describe(tempered.run, seconds)}", flush=True)
+    if not _untempered_wanted():
+        notes = f"{settings}; tempered: {_describe(tempered.run, seconds)}; untempered: not run (CONVERGENCE_UNTEMPERED=skip)"
+        return Comparison(case, seconds, "untempered, same budget", None, notes)
     plain, plain_seconds = _fit(lambda: plain_fit(seconds))
     gain = (worst(tempered.run.diagnostics)[1] / seconds) / max(worst(plain.run.diagnostics)[1] / plain_seconds, 1e-9)
     notes = (
@@ -95,7 +106,8 @@ def _brl_seeds_row(case: str, X, y, **options) -> Comparison:
         "rung (plain Metropolis-Hastings) given the same wall time. Ours and peer columns: whole-fit wall "
         "times (mining and compilation included); ESS is the worst bulk ESS over the summaries; the ratio is "
         "of worst ESS per second; the tictactoe_seeds row fits the defaults with six seeds. CONVERGENCE_CASES "
-        "(comma-separated: titanic, tictactoe, tictactoe_seeds, mushroom, adult) narrows the cases."
+        "(comma-separated: titanic, tictactoe, tictactoe_seeds, mushroom, adult) narrows the cases; "
+        "CONVERGENCE_UNTEMPERED=skip leaves out the untempered fits."
     ),
 )
 def convergence_brl() -> list[Comparison]:
@@ -136,8 +148,8 @@ _BCM_DESCRIPTION = (
     "BCM at default settings (4 chains, non-reversible parallel tempering, collapsed Gibbs with the "
     "observation-swap and cluster split-merge moves, run until the log joint, sorted cluster sizes and "
     "number of subspace features reach R-hat <= 1.01 and bulk ESS >= 400, or 300 s) against the same "
-    "kernel with one rung given the same wall time. Columns as in convergence_brl. One benchmark per data "
-    "set (each row takes up to 10 minutes)."
+    "kernel with one rung given the same wall time (CONVERGENCE_UNTEMPERED=skip leaves it out). Columns as in "
+    "convergence_brl. One benchmark per data set (each row takes up to 10 minutes)."
 )
 
 

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from benchmarks import __main__ as benchmarks_main
@@ -92,3 +93,27 @@ def test_the_command_line_names_the_variables_that_narrow_a_run(monkeypatch):
     assert runner.command_line() == "python -m benchmarks -k convergence_brl"
     monkeypatch.setenv("CONVERGENCE_CASES", "titanic")
     assert runner.command_line() == "CONVERGENCE_CASES=titanic python -m benchmarks -k convergence_brl"
+
+
+def test_convergence_rows_leave_out_the_untempered_fit_only_when_asked(monkeypatch):
+    from benchmarks import bench_convergence
+
+    class Run:
+        diagnostics = {"log_joint": (1.0, 800.0)}
+        summaries = {"log_joint": np.zeros((4, 10))}
+        thin, seconds, log_evidence, log_evidence_se, n_temperatures, converged = 1, {"compile": 0.1}, 0.0, 0.1, 8, True
+
+    class Result:
+        run = Run()
+
+    plain_budgets = []
+    plain = lambda seconds: plain_budgets.append(seconds) or Result()  # noqa: E731
+    monkeypatch.setenv("CONVERGENCE_UNTEMPERED", "skip")
+    row = bench_convergence._row("case", "defaults", Result, plain)
+    assert plain_budgets == [] and row.peer_seconds is None and "untempered: not run" in row.notes
+    monkeypatch.delenv("CONVERGENCE_UNTEMPERED")
+    row = bench_convergence._row("case", "defaults", Result, plain)
+    assert len(plain_budgets) == 1 and row.peer_seconds is not None
+    monkeypatch.setenv("CONVERGENCE_UNTEMPERED", "no")
+    with pytest.raises(ValueError, match="CONVERGENCE_UNTEMPERED"):
+        bench_convergence._row("case", "defaults", Result, plain)
