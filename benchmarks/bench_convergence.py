@@ -36,7 +36,7 @@ def _describe(run, seconds: float) -> str:
     return (
         f"{chains} x {draws} draws (every {run.thin} scans), compile {run.seconds['compile']:.1f} s, "
         f"R-hat {rhat:.3f}, ESS {ess:.0f}, ESS/s {ess / seconds:.1f}, log Z {evidence}, K = {run.n_temperatures}, "
-        f"converged {run.converged}"
+        f"round trips per scan and chain {run.round_trip_rate:.4f}, converged {run.converged}"
     )
 
 

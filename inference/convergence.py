@@ -149,7 +149,7 @@ class TemperedRun:
     rung (the last sampling round, joined to the one before it when those converged, thinned to at most
     ``max_draws`` per chain); ``swap_accept`` (chain, draw);
     ``schedule`` the inverse temperatures; ``barrier`` Lambda; ``round_trip_rate`` round trips per scan
-    and chain; ``log_evidence`` +- ``log_evidence_se`` (stepping stone, NaN without tempering);
+    and chain in the last round; ``log_evidence`` +- ``log_evidence_se`` (stepping stone, NaN without tempering);
     ``diagnostics`` name -> (R-hat, bulk ESS); ``seconds`` {"total", "compile", "sampling"};
     ``ladder``, ``settings``: what :func:`extend` needs to continue."""
 
@@ -176,10 +176,11 @@ class TemperedRun:
     def message(self) -> str:
         rhat, ess = worst(self.diagnostics)
         state = "converged" if self.converged else "NOT converged"
+        trips = f" ({self.round_trip_rate:.3g} round trips per scan and chain)" if self.n_temperatures > 1 else ""
         return (
             f"{state}: worst R-hat {rhat:.3f}, worst bulk ESS {ess:.0f} over {self.summaries['log_joint'].shape[0]} "
             f"chains x {self.summaries['log_joint'].shape[1]} draws (every {self.thin} scans), "
-            f"{self.n_temperatures} temperatures"
+            f"{self.n_temperatures} temperatures{trips}"
         )
 
 

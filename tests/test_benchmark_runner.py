@@ -102,6 +102,7 @@ def test_convergence_rows_leave_out_the_untempered_fit_only_when_asked(monkeypat
         diagnostics = {"log_joint": (1.0, 800.0)}
         summaries = {"log_joint": np.zeros((4, 10))}
         thin, seconds, log_evidence, log_evidence_se, n_temperatures, converged = 1, {"compile": 0.1}, 0.0, 0.1, 8, True
+        round_trip_rate = 0.01
 
     class Result:
         run = Run()

@@ -139,6 +139,7 @@ def test_untempered_chains_disagree_and_say_so(bimodal):
                                    target=target, progress_bar=False)
     assert not stuck.converged
     assert stuck.diagnostics["x"][0] > 1.1
+    assert "round trips" not in stuck.message()
 
 
 def test_a_round_that_reaches_the_budget_stops_within_a_scan_of_it(bimodal, monkeypatch):
@@ -168,6 +169,7 @@ def test_auto_tempering_converges_and_stops(bimodal):
     result = convergence.sample(toy.KERNEL, toy.LatticeStatic(12), data, num_chains=4, seed=2, progress_bar=False,
                                 target=convergence.ConvergenceTarget(max_seconds=120.0))
     assert result.converged
+    assert result.round_trip_rate > 0 and f"({result.round_trip_rate:.3g} round trips per scan and chain)" in result.message()
     rhat, ess = convergence.worst(result.diagnostics)
     assert rhat <= 1.01 and ess >= 400
     assert 2 <= result.n_temperatures <= 8
