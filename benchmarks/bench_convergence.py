@@ -53,7 +53,8 @@ def _row(case: str, settings: str, tempered_fit, plain_fit) -> Comparison:
     tempered, seconds = _fit(tempered_fit)
     print(f"{case}: tempered {seconds:.1f} s, {_describe(tempered.run, seconds)}", flush=True)
     if not _untempered_wanted():
-        notes = f"{settings}; tempered: {_describe(tempered.run, seconds)}; untempered: not run (CONVERGENCE_UNTEMPERED=skip)"
+        notes = (f"{settings}; tempered: {_describe(tempered.run, seconds)}; "
+                 "untempered: not run (CONVERGENCE_UNTEMPERED=skip)")
         return Comparison(case, seconds, "untempered, same budget", None, notes)
     plain, plain_seconds = _fit(lambda: plain_fit(seconds))
     gain = (worst(tempered.run.diagnostics)[1] / seconds) / max(worst(plain.run.diagnostics)[1] / plain_seconds, 1e-9)

@@ -19,8 +19,10 @@ likelier to be judged converged on a chance dip (the reported R-hat and ESS are 
 draws). A fixed ``num_samples`` runs exactly that many scans after the tuning rounds instead.
 
 Scans run in compiled chunks of ``scans_per_chunk``; every chunk of a run, and of any later run of the
-same shapes, reuses one compiled program. When the budget ends a run, how far it got depends on the
-machine's speed; otherwise the same seed gives the same draws.
+same shapes, reuses one compiled program. A chunk that would end past the budget runs only the scans that
+fit at the pace measured so far, so a run ends within about a scan of ``max_seconds``; one whose budget
+ends while tuning then samples one whole chunk, to have draws to report. When the budget ends a run, how
+far it got depends on the machine's speed; otherwise the same seed gives the same draws.
 """
 
 from __future__ import annotations
@@ -305,12 +307,14 @@ def sample(
     bar = progress.bar(progress_bar, description, unit=" scans")
     deadline = None if num_samples is not None or target.max_seconds is None else start + target.max_seconds
     cut = None
+    pace = _Pace()
     try:
         for round_index in range(first_round, max_rounds):
             partial = _saved_chunks(saved) if round_index == first_round else None
             ladder, statistics, outputs, interrupted = _run_round(
                 kernel, static, data, ladder, schedule, settings["scans_per_chunk"] * 2**round_index, settings, bar,
                 deadline, partial, _saver(writer, start, stage="tuning", round_index=round_index, schedule=schedule),
+                pace=pace,
             )
             if interrupted:
                 if statistics is None:
@@ -324,10 +328,12 @@ def sample(
             if settled:
                 break
             if deadline is not None and time.perf_counter() > deadline:
-                break  # the budget ended while tuning: sample what is left (one chunk) and say so
+                break  # the budget ended while tuning: sample one chunk (the pace not applied) and say so
         resume = saved if saved is not None and saved["stage"] == "sampling" else None
+        if deadline is not None and time.perf_counter() > deadline:
+            pace = None
         return _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut,
-                                resume=resume, writer=writer)
+                                resume=resume, writer=writer, pace=pace)
     finally:
         if bar is not None:
             bar.close()
@@ -389,37 +395,52 @@ def _retuned(ladder, schedule, statistics, settings):
     return new_schedule, ladder
 
 
+class _Pace:
+    """Seconds per scan and rung of the last chunk run, carried from round to round (a retuned round may
+    have another number of rungs, and a scan costs about as much per rung)."""
+
+    def __init__(self):
+        self.seconds_per_rung_scan = None
+
+    def record(self, seconds: float, n_scans: int, n_rungs: int):
+        self.seconds_per_rung_scan = seconds / (n_scans * n_rungs)
+
+    def scans_that_fit(self, size: int, deadline, n_rungs: int) -> int:
+        """``size``, or fewer when a chunk of that size would end past ``deadline`` at this pace; at least 1."""
+        if deadline is None or self.seconds_per_rung_scan is None:
+            return size
+        left = deadline - time.perf_counter()
+        return max(1, min(size, math.floor(left / (self.seconds_per_rung_scan * n_rungs))))
+
+
 def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline=None, partial=None,
-               on_chunk=None, finished=None):
+               on_chunk=None, finished=None, *, pace: _Pace):
     """Up to ``n_scans`` scans in chunks, stopping early at ``deadline`` (a perf_counter time) or at a
     KeyboardInterrupt (the chunk it cuts is dropped, the ladder stays after the last whole chunk); returns
     the ladder, the round's statistics (None when no chunk ran), the chunks' outputs and whether it was
-    interrupted. After the round's first chunk, a chunk that would end past the deadline at the pace of
-    the chunk before it runs only the scans that fit, at least one (the same compiled program runs any
-    count up to a chunk), so a round that reaches the deadline ends within about a scan of it.
-    ``partial``: (statistics, outputs) of the round's chunks already run (from a checkpoint);
-    ``on_chunk(ladder, statistics, outputs)`` is called after every chunk; ``finished(outputs)`` True ends
-    the round after a chunk."""
+    interrupted. A chunk that would end past the deadline at the ``pace`` (updated here) of the chunk
+    before it, in this round or an earlier one, runs only the scans that fit, at least one (the same
+    compiled program runs any count up to a chunk), so a round that reaches the deadline ends within about
+    a scan of it. ``partial``: (statistics, outputs) of the round's chunks already run
+    (from a checkpoint); ``on_chunk(ladder, statistics, outputs)`` is called after every chunk;
+    ``finished(outputs)`` True ends the round after a chunk."""
     chunk = settings["scans_per_chunk"]
     chunk_statistics, outputs = partial or ([], [])
     done = sum(int(c.n_scans) for c in chunk_statistics)
     interrupted = False
-    seconds_per_scan = None
     while done < n_scans:
         # the test of the chunks so far, here rather than after the chunk: a checkpoint is written before
         # it, so a run resumed from one repeats it on the chunks it restored
         if outputs and finished is not None and finished(outputs):
             break
-        size = min(chunk, n_scans - done)
-        if deadline is not None and seconds_per_scan is not None:
-            size = max(1, min(size, math.floor((deadline - time.perf_counter()) / seconds_per_scan)))
+        size = pace.scans_that_fit(min(chunk, n_scans - done), deadline, len(schedule))
         began = time.perf_counter()
         try:
             ladder, statistics, output = tempering.run_scans(kernel, static, data, ladder, schedule, size, capacity=chunk)
         except KeyboardInterrupt:
             interrupted = True
             break
-        seconds_per_scan = (time.perf_counter() - began) / size
+        pace.record(time.perf_counter() - began, size, len(schedule))
         chunk_statistics.append(statistics)
         outputs.append(output)
         done += size
@@ -467,10 +488,12 @@ def _converged_so_far(previous, settings, bar, n_rungs, passed):
 
 
 def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut=None,
-                     resume=None, writer=None):
+                     resume=None, writer=None, pace=None):
     """Sampling rounds until converged, out of time or interrupted; ``cut``: (statistics, outputs) of an
     interrupted tuning round, which then are the result; ``resume``: a checkpoint saved while sampling,
-    ``writer``: the run's checkpoint writer (None: no checkpoints)."""
+    ``writer``: the run's checkpoint writer (None: no checkpoints); ``pace``: the :class:`_Pace` of the
+    tuning rounds (None: measured from the first chunk, which then runs whole)."""
+    pace = _Pace() if pace is None else pace
     target: ConvergenceTarget = settings["target"]
     fixed = settings["num_samples"]
     deadline = None if fixed is not None or target.max_seconds is None else start + target.max_seconds
@@ -490,7 +513,8 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
                 previous, settings, bar, len(schedule), passed
             )
             ladder, statistics, outputs, interrupted = _run_round(
-                kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline, partial, saver, finished
+                kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline, partial, saver, finished,
+                pace=pace,
             )
             partial = None
         else:

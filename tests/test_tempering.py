@@ -164,12 +164,34 @@ def test_a_round_that_reaches_the_budget_stops_within_a_scan_of_it(bimodal, monk
     assert stuck.n_scans == 3706 and clock[0] == pytest.approx(37.06)
 
 
+def test_the_pace_of_one_round_trims_the_first_chunk_of_the_next(bimodal, monkeypatch):
+    """On a clock that moves 0.01 s per scan, tuning rounds of 100 and 200 scans and a budget of 1.555 s:
+    the second round's first chunk runs the 55 scans that fit at the first round's pace and one more,
+    not 100 (to 2.0 s); the budget having ended while tuning, sampling runs one whole chunk (100)."""
+    clock = [0.0]
+    run_scans = tempering.run_scans
+
+    def scans_on_the_clock(kernel, static, data, ladder, schedule, n_scans, **options):
+        clock[0] += 0.01 * n_scans
+        return run_scans(kernel, static, data, ladder, schedule, n_scans, **options)
+
+    monkeypatch.setattr(tempering, "run_scans", scans_on_the_clock)
+    monkeypatch.setattr(convergence, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    _, data, _, _ = bimodal
+    with pytest.warns(UserWarning, match="NOT converged"):
+        stuck = convergence.sample(toy.KERNEL, toy.LatticeStatic(12), data, num_chains=4, seed=0, n_temperatures=1,
+                                   tuning_rounds=2, scans_per_chunk=100, progress_bar=False,
+                                   target=convergence.ConvergenceTarget(max_seconds=1.555))  # fmt: skip
+    assert stuck.n_scans == 100 + 56 + 100
+
+
 def test_auto_tempering_converges_and_stops(bimodal):
     _, data, _, _ = bimodal
     result = convergence.sample(toy.KERNEL, toy.LatticeStatic(12), data, num_chains=4, seed=2, progress_bar=False,
                                 target=convergence.ConvergenceTarget(max_seconds=120.0))
     assert result.converged
-    assert result.round_trip_rate > 0 and f"({result.round_trip_rate:.3g} round trips per scan and chain)" in result.message()
+    assert result.round_trip_rate > 0
+    assert f"({result.round_trip_rate:.3g} round trips per scan and chain)" in result.message()
     rhat, ess = convergence.worst(result.diagnostics)
     assert rhat <= 1.01 and ess >= 400
     assert 2 <= result.n_temperatures <= 8
