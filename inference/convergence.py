@@ -20,9 +20,10 @@ draws). A fixed ``num_samples`` runs exactly that many scans after the tuning ro
 
 Scans run in compiled chunks of ``scans_per_chunk``; every chunk of a run, and of any later run of the
 same shapes, reuses one compiled program. A chunk that would end past the budget runs only the scans that
-fit at the pace measured so far, so a run ends within about a scan of ``max_seconds``; one whose budget
-ends while tuning then samples one whole chunk, to have draws to report. When the budget ends a run, how
-far it got depends on the machine's speed; otherwise the same seed gives the same draws.
+fit at the pace measured so far, so a run ends within about a scan of ``max_seconds``. Tuning ends once it
+has used ``TUNING_SHARE`` of the budget (the schedule so far is a valid one), leaving the rest to sampling.
+When the budget ends a run, how far it got depends on the machine's speed; otherwise the same seed gives
+the same draws.
 """
 
 from __future__ import annotations
@@ -84,6 +85,11 @@ MAX_DRAWS = 2000
 
 DEFAULT_TUNING_ROUNDS = 4
 """The most tuning rounds of a run with ``tuning_rounds="auto"``."""
+
+TUNING_SHARE = 0.5
+"""The share of ``max_seconds`` that the tuning rounds may use; the rest is left to sampling (as Stan's
+default gives warm-up as many iterations as sampling), so a run whose budget is too short to tune fully
+still samples long enough for its R-hat and ESS to say so."""
 
 SETTLED_IMBALANCE = 0.25
 """A run with ``tuning_rounds="auto"`` stops tuning after its second round, or a later one, that keeps
@@ -306,6 +312,7 @@ def sample(
     ladder = tempering.shard_ladder(ladder, mesh)
     bar = progress.bar(progress_bar, description, unit=" scans")
     deadline = None if num_samples is not None or target.max_seconds is None else start + target.max_seconds
+    tuning_deadline = None if deadline is None else start + TUNING_SHARE * target.max_seconds
     cut = None
     pace = _Pace()
     try:
@@ -313,8 +320,8 @@ def sample(
             partial = _saved_chunks(saved) if round_index == first_round else None
             ladder, statistics, outputs, interrupted = _run_round(
                 kernel, static, data, ladder, schedule, settings["scans_per_chunk"] * 2**round_index, settings, bar,
-                deadline, partial, _saver(writer, start, stage="tuning", round_index=round_index, schedule=schedule),
-                pace=pace,
+                tuning_deadline, partial,
+                _saver(writer, start, stage="tuning", round_index=round_index, schedule=schedule), pace=pace,
             )
             if interrupted:
                 if statistics is None:
@@ -327,11 +334,11 @@ def sample(
             schedule = tuned
             if settled:
                 break
-            if deadline is not None and time.perf_counter() > deadline:
-                break  # the budget ended while tuning: sample one chunk (the pace not applied) and say so
+            if tuning_deadline is not None and time.perf_counter() > tuning_deadline:
+                break  # tuning's share of the budget ended: sample with the schedule so far
         resume = saved if saved is not None and saved["stage"] == "sampling" else None
         if deadline is not None and time.perf_counter() > deadline:
-            pace = None
+            pace = None  # a chunk of tuning ran past the whole budget: sample one chunk, to have draws
         return _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut,
                                 resume=resume, writer=writer, pace=pace)
     finally:

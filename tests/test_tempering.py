@@ -164,10 +164,12 @@ def test_a_round_that_reaches_the_budget_stops_within_a_scan_of_it(bimodal, monk
     assert stuck.n_scans == 3706 and clock[0] == pytest.approx(37.06)
 
 
-def test_the_pace_of_one_round_trims_the_first_chunk_of_the_next(bimodal, monkeypatch):
-    """On a clock that moves 0.01 s per scan, tuning rounds of 100 and 200 scans and a budget of 1.555 s:
-    the second round's first chunk runs the 55 scans that fit at the first round's pace and one more,
-    not 100 (to 2.0 s); the budget having ended while tuning, sampling runs one whole chunk (100)."""
+def test_tuning_keeps_to_its_share_of_the_budget_and_the_pace_carries_over(bimodal, monkeypatch):
+    """On a clock that moves 0.01 s per scan, tuning rounds of 100 and 200 scans, chunks of 100 and a
+    budget of 3.555 s: tuning stops at its share (1.7775 s), the second round's first chunk cut at the
+    first round's pace to the 77 scans that fit, and one more; sampling then runs a round of 100 and, of
+    the next, 77 + 1 scans, so the run keeps 178 draws of 356 scans. Without the share tuning would take
+    300 scans and leave 56 draws; without the carried pace the run would end at 400 scans."""
     clock = [0.0]
     run_scans = tempering.run_scans
 
@@ -181,8 +183,9 @@ def test_the_pace_of_one_round_trims_the_first_chunk_of_the_next(bimodal, monkey
     with pytest.warns(UserWarning, match="NOT converged"):
         stuck = convergence.sample(toy.KERNEL, toy.LatticeStatic(12), data, num_chains=4, seed=0, n_temperatures=1,
                                    tuning_rounds=2, scans_per_chunk=100, progress_bar=False,
-                                   target=convergence.ConvergenceTarget(max_seconds=1.555))  # fmt: skip
-    assert stuck.n_scans == 100 + 56 + 100
+                                   target=convergence.ConvergenceTarget(max_seconds=3.555))  # fmt: skip
+    assert stuck.n_scans == 100 + 78 + 100 + 78
+    assert stuck.summaries["log_joint"].shape == (4, 178)
 
 
 def test_auto_tempering_converges_and_stops(bimodal):
