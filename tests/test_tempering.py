@@ -142,11 +142,9 @@ def test_untempered_chains_disagree_and_say_so(bimodal):
     assert "round trips" not in stuck.message()
 
 
-def test_a_round_that_reaches_the_budget_stops_within_a_scan_of_it(bimodal, monkeypatch):
-    """On a clock that moves 0.01 s per scan and only while scanning, an untempered run (it never
-    converges) with a budget of 37.055 s: rounds of 100, 100, 200, ..., 1600 scans end at 32 s, and the
-    round of 3200 runs five chunks of 100, the 5 scans that fit and the one that crosses the deadline, not
-    a sixth chunk of 100 (to 38 s)."""
+def _untempered_run_on_a_scripted_clock(bimodal, monkeypatch, tuning_rounds: int, max_seconds: float):
+    """An untempered run (it never converges) in chunks of 100 scans, on a clock that moves 0.01 s per scan
+    and only while scanning; returns the run and the clock's final time."""
     clock = [0.0]
     run_scans = tempering.run_scans
 
@@ -159,31 +157,26 @@ def test_a_round_that_reaches_the_budget_stops_within_a_scan_of_it(bimodal, monk
     _, data, _, _ = bimodal
     with pytest.warns(UserWarning, match="NOT converged"):
         stuck = convergence.sample(toy.KERNEL, toy.LatticeStatic(12), data, num_chains=4, seed=0, n_temperatures=1,
-                                   tuning_rounds=1, scans_per_chunk=100, progress_bar=False,
-                                   target=convergence.ConvergenceTarget(max_seconds=37.055))  # fmt: skip
-    assert stuck.n_scans == 3706 and clock[0] == pytest.approx(37.06)
+                                   tuning_rounds=tuning_rounds, scans_per_chunk=100, progress_bar=False,
+                                   target=convergence.ConvergenceTarget(max_seconds=max_seconds))  # fmt: skip
+    return stuck, clock[0]
+
+
+def test_a_round_that_reaches_the_budget_stops_within_a_scan_of_it(bimodal, monkeypatch):
+    """A budget of 37.055 s: rounds of 100, 100, 200, ..., 1600 scans end at 32 s, and the round of 3200
+    runs five chunks of 100, the 5 scans that fit and the one that crosses the deadline, not a sixth chunk
+    of 100 (to 38 s)."""
+    stuck, seconds = _untempered_run_on_a_scripted_clock(bimodal, monkeypatch, tuning_rounds=1, max_seconds=37.055)
+    assert stuck.n_scans == 3706 and seconds == pytest.approx(37.06)
 
 
 def test_tuning_keeps_to_its_share_of_the_budget_and_the_pace_carries_over(bimodal, monkeypatch):
-    """On a clock that moves 0.01 s per scan, tuning rounds of 100 and 200 scans, chunks of 100 and a
-    budget of 3.555 s: tuning stops at its share (1.7775 s), the second round's first chunk cut at the
-    first round's pace to the 77 scans that fit, and one more; sampling then runs a round of 100 and, of
-    the next, 77 + 1 scans, so the run keeps 178 draws of 356 scans. Without the share tuning would take
-    300 scans and leave 56 draws; without the carried pace the run would end at 400 scans."""
-    clock = [0.0]
-    run_scans = tempering.run_scans
-
-    def scans_on_the_clock(kernel, static, data, ladder, schedule, n_scans, **options):
-        clock[0] += 0.01 * n_scans
-        return run_scans(kernel, static, data, ladder, schedule, n_scans, **options)
-
-    monkeypatch.setattr(tempering, "run_scans", scans_on_the_clock)
-    monkeypatch.setattr(convergence, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
-    _, data, _, _ = bimodal
-    with pytest.warns(UserWarning, match="NOT converged"):
-        stuck = convergence.sample(toy.KERNEL, toy.LatticeStatic(12), data, num_chains=4, seed=0, n_temperatures=1,
-                                   tuning_rounds=2, scans_per_chunk=100, progress_bar=False,
-                                   target=convergence.ConvergenceTarget(max_seconds=3.555))  # fmt: skip
+    """Tuning rounds of 100 and 200 scans and a budget of 3.555 s: tuning stops at its share (1.7775 s),
+    the second round's first chunk cut at the first round's pace to the 77 scans that fit, and one more;
+    sampling then runs a round of 100 and, of the next, 77 + 1 scans, so the run keeps 178 draws of 356
+    scans. Without the share tuning would take 300 scans and leave 56 draws; without the carried pace the
+    run would end at 400 scans."""
+    stuck, _ = _untempered_run_on_a_scripted_clock(bimodal, monkeypatch, tuning_rounds=2, max_seconds=3.555)
     assert stuck.n_scans == 100 + 78 + 100 + 78
     assert stuck.summaries["log_joint"].shape == (4, 178)
 
