@@ -50,16 +50,17 @@ def _untempered_wanted() -> bool:
 
 def _row(case: str, settings: str, tempered_fit, plain_fit) -> Comparison:
     """One case: the default (tempered) fit, then the one-rung fit with the tempered fit's wall time."""
+    untempered_wanted = _untempered_wanted()  # a bad value is refused before the long fit, not after it
     tempered, seconds = _fit(tempered_fit)
-    print(f"{case}: tempered {seconds:.1f} s, {_describe(tempered.run, seconds)}", flush=True)
-    if not _untempered_wanted():
-        notes = (f"{settings}; tempered: {_describe(tempered.run, seconds)}; "
-                 "untempered: not run (CONVERGENCE_UNTEMPERED=skip)")
+    tempered_text = _describe(tempered.run, seconds)
+    print(f"{case}: tempered {seconds:.1f} s, {tempered_text}", flush=True)
+    if not untempered_wanted:
+        notes = f"{settings}; tempered: {tempered_text}; untempered: not run (CONVERGENCE_UNTEMPERED=skip)"
         return Comparison(case, seconds, "untempered, same budget", None, notes)
     plain, plain_seconds = _fit(lambda: plain_fit(seconds))
     gain = (worst(tempered.run.diagnostics)[1] / seconds) / max(worst(plain.run.diagnostics)[1] / plain_seconds, 1e-9)
     notes = (
-        f"{settings}; tempered: {_describe(tempered.run, seconds)}; untempered: {_describe(plain.run, plain_seconds)}; "
+        f"{settings}; tempered: {tempered_text}; untempered: {_describe(plain.run, plain_seconds)}; "
         f"worst-ESS/s ratio {gain:.1f}x"
     )
     return Comparison(case, seconds, "untempered, same budget", plain_seconds, notes)

@@ -338,7 +338,7 @@ def sample(
                 break  # tuning's share of the budget ended: sample with the schedule so far
         resume = saved if saved is not None and saved["stage"] == "sampling" else None
         if deadline is not None and time.perf_counter() > deadline:
-            pace = None  # a chunk of tuning ran past the whole budget: sample one chunk, to have draws
+            pace = _Pace()  # a tuning chunk ran past the whole budget: a fresh pace runs one whole chunk
         return _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut,
                                 resume=resume, writer=writer, pace=pace)
     finally:
@@ -428,9 +428,9 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
     interrupted. A chunk that would end past the deadline at the ``pace`` (updated here) of the chunk
     before it, in this round or an earlier one, runs only the scans that fit, at least one (the same
     compiled program runs any count up to a chunk), so a round that reaches the deadline ends within about
-    a scan of it. ``partial``: (statistics, outputs) of the round's chunks already run
-    (from a checkpoint); ``on_chunk(ladder, statistics, outputs)`` is called after every chunk;
-    ``finished(outputs)`` True ends the round after a chunk."""
+    a scan of it. ``partial``: (statistics, outputs) of the round's chunks already run (from a checkpoint);
+    ``on_chunk(ladder, statistics, outputs)`` is called after every chunk; ``finished(outputs)`` True ends
+    the round after a chunk."""
     chunk = settings["scans_per_chunk"]
     chunk_statistics, outputs = partial or ([], [])
     done = sum(int(c.n_scans) for c in chunk_statistics)
@@ -499,7 +499,8 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
     """Sampling rounds until converged, out of time or interrupted; ``cut``: (statistics, outputs) of an
     interrupted tuning round, which then are the result; ``resume``: a checkpoint saved while sampling,
     ``writer``: the run's checkpoint writer (None: no checkpoints); ``pace``: the :class:`_Pace` of the
-    tuning rounds (None: measured from the first chunk, which then runs whole)."""
+    tuning rounds (None, as for :func:`extend`: measured from the first chunk, which then
+    runs whole)."""
     pace = _Pace() if pace is None else pace
     target: ConvergenceTarget = settings["target"]
     fixed = settings["num_samples"]

@@ -116,5 +116,7 @@ def test_convergence_rows_leave_out_the_untempered_fit_only_when_asked(monkeypat
     row = bench_convergence._row("case", "defaults", Result, plain)
     assert len(plain_budgets) == 1 and row.peer_seconds is not None
     monkeypatch.setenv("CONVERGENCE_UNTEMPERED", "no")
+    tempered_fits = []
     with pytest.raises(ValueError, match="CONVERGENCE_UNTEMPERED"):
-        bench_convergence._row("case", "defaults", Result, plain)
+        bench_convergence._row("case", "defaults", lambda: tempered_fits.append(None) or Result(), plain)
+    assert tempered_fits == []  # refused before the long fit
