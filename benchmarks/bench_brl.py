@@ -22,6 +22,7 @@ from benchmarks.runner import Comparison, PeerUnavailable, benchmark, import_pee
 from interpretable_zoo.datasets import load_adult, load_mushroom, load_tictactoe, load_titanic, load_titanic_table
 from interpretable_zoo.inference import brl_mh, tempering
 from interpretable_zoo.inference.brl import KERNEL, BayesianRuleListClassifier
+from interpretable_zoo.inference.convergence import worst
 from interpretable_zoo.inference.rule_mining import fit_item_encoder, mine_antecedents, truth_table
 from interpretable_zoo.models import brl
 
@@ -198,11 +199,12 @@ def _metrics(y, probabilities):
 
 
 def _compare_on_folds(name, X, y, folds, items_for_imodels, min_support=0.1, ours_options=(), imodels_options=()) -> Comparison:
-    """Our classifier (BRL-point) and imodels' on the same folds: mean accuracy and AUC, total fit time.
-    Without ``items_for_imodels`` only ours runs."""
+    """Our classifier (BRL-point) and imodels' on the same folds: mean accuracy and AUC, total fit time, and
+    how many of our folds' fits converged (worst R-hat and bulk ESS over the folds). Without
+    ``items_for_imodels`` only ours runs."""
     imodels = _imodels() if items_for_imodels is not None else None
     ours_time = peer_time = 0.0
-    ours_scores, peer_scores = [], []
+    ours_scores, peer_scores, ours_runs = [], [], []
     for train, test in folds:
         start = time.perf_counter()
         with warnings.catch_warnings():
@@ -211,6 +213,7 @@ def _compare_on_folds(name, X, y, folds, items_for_imodels, min_support=0.1, our
             ours.fit(X.iloc[train], y[train])
         ours_time += time.perf_counter() - start
         ours_scores.append(_metrics(y[test], ours.predict_proba(X.iloc[test])[:, 1]))
+        ours_runs.append(ours.result_.run)
         if imodels is None:
             continue
         peer = imodels.BayesianRuleListClassifier(
@@ -223,10 +226,19 @@ def _compare_on_folds(name, X, y, folds, items_for_imodels, min_support=0.1, our
         peer_time += time.perf_counter() - start
         peer_scores.append(_metrics(y[test], peer.predict_proba(items_for_imodels[test])[:, 1]))
     ours_acc, ours_auc = np.mean(ours_scores, axis=0)
+    rhats, esses = zip(*(worst(run.diagnostics) for run in ours_runs))
+    convergence = (
+        f"ours converged on {sum(run.converged for run in ours_runs)} of {len(folds)} folds "
+        f"(worst R-hat {max(rhats):.3f}, worst bulk ESS {min(esses):.0f})"
+    )
     if imodels is None:
-        return Comparison(name, ours_time, "imodels", None, f"accuracy {ours_acc:.3f}, AUC {ours_auc:.3f} ({len(folds)} folds)")
+        notes = f"accuracy {ours_acc:.3f}, AUC {ours_auc:.3f} ({len(folds)} folds); {convergence}"
+        return Comparison(name, ours_time, "imodels", None, notes)
     peer_acc, peer_auc = np.mean(peer_scores, axis=0)
-    notes = f"accuracy {ours_acc:.3f} vs {peer_acc:.3f}; AUC {ours_auc:.3f} vs {peer_auc:.3f} ({len(folds)} folds)"
+    notes = (
+        f"accuracy {ours_acc:.3f} vs {peer_acc:.3f}; AUC {ours_auc:.3f} vs {peer_auc:.3f} ({len(folds)} folds); "
+        f"{convergence}"
+    )
     return Comparison(name, ours_time, "imodels", peer_time, notes)
 
 
@@ -303,7 +315,8 @@ def bench_adult() -> list[Comparison]:
     seconds = time.perf_counter() - start
     accuracy, auc = _metrics(adult.y[test], model.predict_proba(adult.X.iloc[test])[:, 1])
     n_antecedents = len(model.result_.antecedents)
-    return [Comparison("adult, 80/20 split", seconds, "none", None, f"accuracy {accuracy:.3f}, AUC {auc:.3f}, {n_antecedents} antecedents")]
+    notes = f"accuracy {accuracy:.3f}, AUC {auc:.3f}, {n_antecedents} antecedents; {model.result_.run.message()}"
+    return [Comparison("adult, 80/20 split", seconds, "none", None, notes)]
 
 
 @benchmark(
