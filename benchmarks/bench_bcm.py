@@ -35,10 +35,12 @@ def token_counts(codes: np.ndarray, n_values: int) -> np.ndarray:
     return counts
 
 
-def sweeps_per_second(codes, num_chains: int, sweeps: int = SWEEPS) -> float:
-    """Median time of ``sweeps`` sweeps of ``num_chains`` vectorized chains, as sweeps per second; every
-    sweep runs the split-merge move (fits run it on every fourth by default)."""
-    static, data = bcm_gibbs.make_target(codes, N_CLUSTERS, split_merge_every=1)
+def sweeps_per_second(codes, num_chains: int, sweeps: int = SWEEPS, split_merge: bool = True) -> float:
+    """Median time of ``sweeps`` sweeps of ``num_chains`` vectorized chains, as sweeps per second; with
+    ``split_merge`` the fits' schedule (a split-merge move on every ``DEFAULT_SPLIT_MERGE_EVERY``-th sweep),
+    without it none (the blocks that update single tokens and observations, and omega and prototypes)."""
+    static, data = bcm_gibbs.make_target(codes, N_CLUSTERS, split_merge_clusters=bcm_gibbs.DEFAULT_SPLIT_MERGE_CLUSTERS
+                                         if split_merge else 0)
     keys = jax.random.split(jax.random.PRNGKey(SEED), num_chains)
     state = jax.jit(jax.vmap(lambda key: bcm_gibbs.init(static, data, key)))(keys)
     betas = jnp.ones(num_chains)
@@ -57,10 +59,11 @@ def sweeps_per_second(codes, num_chains: int, sweeps: int = SWEEPS) -> float:
     description=(
         "USPS 700 x 256 (70 per digit, 7 bins), S = K = 10, 100 sweeps against `lda`'s collapsed Gibbs on the "
         "same N x P tokens. One BCM sweep (`bcm_gibbs.step` at inverse temperature 1) = eq. (1) for every "
-        "token, one whole-observation swap move per observation, one cluster split-merge move (on every sweep here; "
-        "fits run it on every fourth by default), all omega "
-        "(eq. (2)) and all prototypes; it counts as N x P token updates, all blocks included. Goal: ratio >= 1 "
-        "on CPU with one chain. Vectorized chains run as one scan over the stacked count tables. Convergence "
+        "token, one whole-observation swap move per observation, all omega (eq. (2)) and all prototypes, and "
+        "in the fits' schedule a cluster split-merge move on every fourth sweep; it counts as N x P token "
+        "updates, all blocks included. Goal: ratio >= 1 on CPU with one chain without the split-merge move "
+        "(the work of LDA's sweep and more); the rows with it show what a fit's sweep costs. Vectorized "
+        "chains run as one scan over the stacked count tables. Convergence "
         "(effective samples per second): `convergence_bcm_recipes`, `convergence_bcm_usps40`, `convergence_bcm_usps70`."
     ),
 )
@@ -69,23 +72,25 @@ def tokens_per_second() -> list[Comparison]:
     usps = load_usps_bcm(70)
     codes = usps.X
     tokens = codes.size
-    ours = SWEEPS / sweeps_per_second(codes, 1)
     counts = token_counts(codes, 7)
     peer = time_call(lambda: lda.LDA(n_topics=N_CLUSTERS, n_iter=SWEEPS, random_state=SEED, refresh=SWEEPS).fit(counts), repeat=3)
-    rows = [
-        Comparison(
-            f"{SWEEPS} sweeps, 1 chain, {tokens} tokens",
-            ours,
-            "lda (collapsed Gibbs LDA)",
-            peer,
-            f"ours {tokens * SWEEPS / ours / 1e6:.2f} M tokens/s, lda {tokens * SWEEPS / peer / 1e6:.2f} M tokens/s",
+    rows = []
+    for split_merge, schedule in ((False, "no split-merge"), (True, "split-merge every fourth sweep")):
+        ours = SWEEPS / sweeps_per_second(codes, 1, split_merge=split_merge)
+        rows.append(
+            Comparison(
+                f"{SWEEPS} sweeps, 1 chain, {tokens} tokens, {schedule}",
+                ours,
+                "lda (collapsed Gibbs LDA)",
+                peer,
+                f"ours {tokens * SWEEPS / ours / 1e6:.2f} M tokens/s, lda {tokens * SWEEPS / peer / 1e6:.2f} M tokens/s",
+            )
         )
-    ]
     for num_chains in (4, 16) if jax.default_backend() == "cpu" else (16, 256):
         rate = sweeps_per_second(codes, num_chains)
         rows.append(
             Comparison(
-                f"{SWEEPS} sweeps, {num_chains} vectorized chains",
+                f"{SWEEPS} sweeps, {num_chains} vectorized chains, split-merge every fourth sweep",
                 SWEEPS / rate,
                 "lda (1 chain)",
                 peer * num_chains,
