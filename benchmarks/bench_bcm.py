@@ -24,6 +24,8 @@ N_CLUSTERS = 10
 SWEEPS = 100
 SEED = 0
 DIGIT_SWEEPS = 1000
+DIGITS_PER_CLASS = (10, 40, 70)
+"""USPS observations per digit in the fig. 2 benchmarks, as in the paper's fig. 2b."""
 HALF_WRONG_CHAINS, TRUE_LABEL_CHAINS = 4, 2
 
 
@@ -39,8 +41,8 @@ def sweeps_per_second(codes, num_chains: int, sweeps: int = SWEEPS, split_merge:
     """Median time of ``sweeps`` sweeps of ``num_chains`` vectorized chains, as sweeps per second; with
     ``split_merge`` the fits' schedule (a split-merge move on every ``DEFAULT_SPLIT_MERGE_EVERY``-th sweep),
     without it none (the blocks that update single tokens and observations, and omega and prototypes)."""
-    static, data = bcm_gibbs.make_target(codes, N_CLUSTERS, split_merge_clusters=bcm_gibbs.DEFAULT_SPLIT_MERGE_CLUSTERS
-                                         if split_merge else 0)
+    split_merge_clusters = bcm_gibbs.DEFAULT_SPLIT_MERGE_CLUSTERS if split_merge else 0
+    static, data = bcm_gibbs.make_target(codes, N_CLUSTERS, split_merge_clusters=split_merge_clusters)
     keys = jax.random.split(jax.random.PRNGKey(SEED), num_chains)
     state = jax.jit(jax.vmap(lambda key: bcm_gibbs.init(static, data, key)))(keys)
     betas = jnp.ones(num_chains)
@@ -171,7 +173,7 @@ def usps_digits() -> list[Comparison]:
     from sklearn.svm import LinearSVC
 
     rows = []
-    for per_digit in (10, 40, 70):
+    for per_digit in DIGITS_PER_CLASS:
         usps = load_usps_bcm(per_digit, seed=SEED)
         held_out = load_usps_bcm(per_digit, split="test", seed=SEED)
         start = time.perf_counter()
@@ -244,7 +246,7 @@ def recipes() -> list[Comparison]:
     result = _default_fit(frame, 4)
     elapsed = time.perf_counter() - start
     accuracy = result.unsupervised_accuracy(data.y).mean(1)
-    log_joint = result.idata.posterior["log_joint"].values.mean(1)
+    log_joint = result.run.summaries["log_joint"].mean(1)
     table = result.explain_frame(hide_value="0")
     prototypes = "; ".join(
         f"{row.prototype_name} ({data.target_names[data.y[row.prototype]]}, share {row.share:.2f}): {row.subspace}"
@@ -277,7 +279,7 @@ def recipes() -> list[Comparison]:
 )
 def usps_defaults() -> list[Comparison]:
     rows = []
-    for per_digit in (10, 40, 70):
+    for per_digit in DIGITS_PER_CLASS:
         usps = load_usps_bcm(per_digit, seed=SEED)
         start = time.perf_counter()
         result = _default_fit(usps.X, N_CLUSTERS, n_values=7)
