@@ -4,18 +4,23 @@ Proposals (Letham sec. 3, plus replace): insert a rule not in the list at one of
 delete one of the m rules, swap two of them, or replace one of them by a rule not in the list (same
 position). The move type is uniform over the moves possible at the current length (insert needs
 m < capacity, delete m >= 1, swap m >= 2, replace 1 <= m < |A|), so the move probabilities P_m
-change at the edges and enter the Hastings ratio. Every choice among n items is drawn exactly: the
-ticket t = floor(2^23 u) of a float32 uniform u (a multiple of 2^-23) picks item t mod n when
+change at the edges and enter the Hastings ratio. Every choice among n positions is drawn exactly:
+the ticket t = floor(2^23 u) of a float32 uniform u (a multiple of 2^-23) picks item t mod n when
 t < n floor(2^23 / n), and otherwise the proposal is the list itself (a null move, probability below
-n / 2^23), so each item has probability f(n) = floor(2^23 / n) / 2^23 (about 1 / n):
+n / 2^23), so each item has probability f(n) = floor(2^23 / n) / 2^23 (about 1 / n). The rule that
+an insert or replace puts in is drawn by tickets too: antecedent a holds T_a of the 2^23 tickets, so
+q(a) = T_a / 2^23, and a ticket past the last antecedent's, or one of a rule already in the list, is a
+null move. By default every antecedent holds floor(2^23 / |A|) tickets (a uniform choice); a fit may
+give the rules that its chains use more of them (:func:`learn_proposal`, from round to round of the
+run; the proposal is fixed within a round). Then
 
-    Q(insert a at p | m)  = P_m(insert) f(|A| - m) f(m + 1)
+    Q(insert a at p | m)  = P_m(insert) q(a) f(m + 1)
     Q(delete p | m)       = P_m(delete) f(m)
     Q(swap {i, j} | m)    = P_m(swap) 2 f(m) f(m - 1)
-    Q(replace p by a | m) = P_m(replace) f(m) f(|A| - m)
+    Q(replace p by a | m) = P_m(replace) f(m) q(a)
 
-with P_m = f(the number of moves possible at m). Replace and swap keep the length, so their ratio
-Q(d | d*) / Q(d* | d) is 1.
+with P_m = f(the number of moves possible at m); the ratio Q(d | d*) / Q(d* | d) is a table over
+(move, m) (:func:`log_hastings_table`) times q(removed rule) / q(added rule).
 
 Each antecedent's truth table over the samples and each class's label set are bit vectors (uint32
 words); a rule's captures are ``truth AND uncaught`` and its label counts population counts
@@ -112,7 +117,8 @@ class BRLData(NamedTuple):
     file's :class:`~models.brl.PriorTables`; likelihood: its :class:`~models.brl.LikelihoodTables`
     for the samples' count rounded up to a word bucket; log_hastings (5, capacity + 1):
     :func:`log_hastings_table`; reference: the tables of the
-    tempering reference (:func:`reference_tables`).
+    tempering reference (:func:`reference_tables`); ticket_bounds (antecedent_slots,) int32 and
+    log_rule_choice (antecedent_slots + 1,): the proposal's rule tickets (:func:`rule_choice_tables`).
     """
 
     truth_bits: jnp.ndarray
@@ -123,6 +129,8 @@ class BRLData(NamedTuple):
     likelihood: brl.LikelihoodTables
     log_hastings: jnp.ndarray
     reference: brl.PriorTables
+    ticket_bounds: jnp.ndarray
+    log_rule_choice: jnp.ndarray
 
 
 class BRLState(NamedTuple):
@@ -206,18 +214,20 @@ def move_log_probabilities(length, n_antecedents: int, capacity: int) -> np.ndar
 
 def log_proposal_probability(move: int, length, n_antecedents: int, capacity: int) -> np.ndarray:
     """log Q(d* | d) of one particular proposal of type ``move`` from lists of ``length`` rules (module
-    docstring); -inf where the move is impossible."""
+    docstring), without the factor q(a) of the rule an insert or replace puts in (:func:`mh_update` adds
+    it); -inf where the move is impossible."""
     m = np.asarray(length, dtype=np.float64)
     f = log_choice_probability
-    choice = [f(n_antecedents - m) + f(m + 1), f(m), np.log(2) + f(m) + f(m - 1), f(m) + f(n_antecedents - m)][move]
+    choice = [f(m + 1), f(m), np.log(2) + f(m) + f(m - 1), f(m)][move]
     with np.errstate(invalid="ignore"):
         log_q = move_log_probabilities(length, n_antecedents, capacity)[move] + choice
     return np.where(np.isnan(log_q), -np.inf, log_q)
 
 
 def log_hastings_table(n_antecedents: int, capacity: int) -> np.ndarray:
-    """(5, capacity + 1): log Q(d | d*) - log Q(d* | d) of each move type from each length (0 where the
-    move is impossible: it is never drawn; 0 for STAY)."""
+    """(5, capacity + 1): log Q(d | d*) - log Q(d* | d) of each move type from each length, the rules'
+    q factors left out (:func:`log_proposal_probability`); 0 where the move is impossible (it is never
+    drawn) and for STAY."""
     lengths = np.arange(capacity + 1)
     table = np.zeros((len(MOVES) + 1, capacity + 1))
     for move in MOVES:
@@ -227,6 +237,55 @@ def log_hastings_table(n_antecedents: int, capacity: int) -> np.ndarray:
         with np.errstate(invalid="ignore"):
             table[move] = np.where(np.isfinite(forward), reverse - forward, 0.0)
     return table
+
+
+UNIFORM_TICKET_SHARE = 0.5
+"""The share of the tickets that :func:`rule_choice_tables` spreads evenly over all antecedents whatever
+the weights, so that every rule stays reachable at a rate of at least half the uniform proposal's."""
+
+
+def rule_choice_tables(weights, n_antecedents: int, antecedent_slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ticket_bounds, log_rule_choice) of :class:`BRLData`: antecedent a holds T_a = floor(2^23 w_a)
+    tickets, w_a = 1 / |A| for ``weights`` None (the uniform choice), else the mixture
+    UNIFORM_TICKET_SHARE / |A| + (1 - UNIFORM_TICKET_SHARE) weights_a / sum(weights) of nonnegative
+    ``weights`` (|A|,); ticket_bounds[a] = T_0 + ... + T_a (padded antecedents hold none) and
+    log_rule_choice[a] = log q(a) = log(T_a / 2^23), with a last entry 0 read for "no rule" (index -1)."""
+    if n_antecedents > 2 ** (TICKET_BITS - 1):
+        raise ValueError(f"antecedents: at most {2 ** (TICKET_BITS - 1)} can be proposed exactly, got {n_antecedents}")
+    if weights is None:
+        share = np.full(n_antecedents, 1.0 / n_antecedents)
+    else:
+        weights = np.asarray(weights, dtype=np.float64)
+        if weights.shape != (n_antecedents,) or not np.all(np.isfinite(weights)) or np.any(weights < 0):
+            raise ValueError(f"rule weights: expected {n_antecedents} finite nonnegative numbers, got {weights!r}")
+        spread = weights / weights.sum() if weights.sum() > 0 else np.full(n_antecedents, 1.0 / n_antecedents)
+        share = UNIFORM_TICKET_SHARE / n_antecedents + (1.0 - UNIFORM_TICKET_SHARE) * spread
+    tickets = np.pad(np.floor(share * 2**TICKET_BITS).astype(np.int64), (0, antecedent_slots - n_antecedents))
+    log_choice = np.log(np.maximum(tickets, 1)) - TICKET_BITS * np.log(2)  # padded antecedents: never drawn
+    return np.cumsum(tickets).astype(np.int32), np.append(log_choice, 0.0).astype(np.float32)
+
+
+def learn_proposal(static: BRLStatic, data: BRLData, records: dict, states: BRLState, weights) -> np.ndarray:
+    """Rule weights (|A|,) after a round (``inference.tempering.TargetKernel``): the round's ``weights``
+    (None at first) plus each antecedent's share of the rules in the posterior rung's kept lists
+    (``records["rules"]``, (chain, draw, capacity)) and its share of the rules in every replica's final
+    list (``states``, all rungs), so that the proposal puts in the rules that the posterior and the rungs
+    on the way to it use. A uniform choice rarely finds one of the few rules of a good list among
+    thousands of antecedents; half of the tickets stay uniform (:data:`UNIFORM_TICKET_SHARE`)."""
+    n_antecedents = int(data.n_antecedents)
+    weights = np.zeros(n_antecedents) if weights is None else np.array(weights, dtype=np.float64)
+    for rules in (np.asarray(records["rules"]), np.asarray(states.rules)):
+        listed = rules[rules >= 0]
+        if listed.size:
+            weights += np.bincount(listed, minlength=n_antecedents)[:n_antecedents] / listed.size
+    return weights
+
+
+def with_proposal(static: BRLStatic, data: BRLData, weights) -> BRLData:
+    """``data`` whose proposal draws the rule of an insert or replace by ``weights`` (|A|,) mixed with the
+    uniform choice (:func:`rule_choice_tables`); the target is unchanged."""
+    bounds, log_choice = rule_choice_tables(weights, int(data.n_antecedents), static.antecedent_slots)
+    return data._replace(ticket_bounds=jax.device_put(bounds), log_rule_choice=jax.device_put(log_choice))
 
 
 REFERENCE_LENGTH_SHARE = 0.5
@@ -306,6 +365,7 @@ def make_target(
     truth = np.pad(pack_bits(table.T, n_words), ((0, slots + 1 - n_antecedents), (0, 0)))
     prior = brl.prior_tables(cardinalities, priors, capacity)
     reference = reference_tables(prior, capacity)
+    ticket_bounds, log_rule_choice = rule_choice_tables(None, n_antecedents, slots)
     with jax.ensure_compile_time_eval():  # concrete tables even when called under a trace (e.g. pmap)
         data = BRLData(
             truth_bits=jax.device_put(truth),
@@ -316,6 +376,8 @@ def make_target(
             likelihood=brl.likelihood_tables(priors.alpha_vector(n_classes), 32 * _words(n_samples)),
             log_hastings=jax.device_put(log_hastings_table(n_antecedents, capacity)),
             reference=reference,
+            ticket_bounds=jax.device_put(ticket_bounds),
+            log_rule_choice=jax.device_put(log_rule_choice),
         )
     return static, data
 
@@ -333,14 +395,16 @@ def _exact_index(u, count):
     return ticket % count, ticket < count * (2**TICKET_BITS // count)
 
 
-def propose(uniforms, rules, length, n_antecedents):
+def propose(uniforms, rules, length, n_antecedents, ticket_bounds):
     """Draw a move for one padded list from four float32 uniforms in [0, 1); returns (move, new_rules,
-    new_length).
+    new_length, added, removed): the rule an insert or replace puts in and the rule a delete or replace
+    takes out (-1 for none).
 
     The move type is the k-th of the feasible ones (insert, delete, swap, replace in that order; see
-    the module docstring, capacity ``rules.shape[0]``), then the rule and positions uniformly: a rule
-    not in the list among antecedents 0..n_antecedents-1 (may be traced) for insert and replace. A draw
-    that falls past its last whole multiple of tickets makes the move STAY (the list unchanged).
+    the module docstring, capacity ``rules.shape[0]``), then the positions uniformly and, for insert and
+    replace, the rule by its tickets (``ticket_bounds``, :func:`rule_choice_tables`); a drawn rule that
+    is already in the list, or a draw that falls past its last whole multiple of tickets, makes the
+    move STAY (the list unchanged).
     """
     capacity = rules.shape[0]
     positions = jnp.arange(capacity)
@@ -349,11 +413,10 @@ def propose(uniforms, rules, length, n_antecedents):
     k, move_drawn = _exact_index(uniforms[0], feasible.sum())
     move = jnp.sum(jnp.cumsum(feasible) <= k)
 
-    # the rank-th antecedent not in the list: a listed s is below it iff s - #(listed below s) <= rank
+    rule_ticket = (uniforms[1] * 2**TICKET_BITS).astype(jnp.int32)  # exact: u is a multiple of 2^-23
+    new_rule = jnp.searchsorted(ticket_bounds, rule_ticket, side="right").astype(rules.dtype)
     listed = positions < length
-    listed_below = (listed[None, :] & (rules[None, :] < rules[:, None])).sum(axis=1)
-    rank, rank_drawn = _exact_index(uniforms[1], n_antecedents - length)
-    new_rule = rank + jnp.sum(listed & (rules - listed_below <= rank))
+    rule_drawn = (rule_ticket < ticket_bounds[-1]) & ~jnp.any(listed & (rules == new_rule))
 
     insert_at, insert_drawn = _exact_index(uniforms[2], length + 1)
     chosen, chosen_drawn = _exact_index(uniforms[2], length)  # the rule deleted or replaced, or a swap's first
@@ -361,8 +424,8 @@ def propose(uniforms, rules, length, n_antecedents):
     other = other + (other >= chosen)
     drawn = move_drawn & jnp.select(
         [move == INSERT, move == DELETE, move == SWAP],
-        [rank_drawn & insert_drawn, chosen_drawn, chosen_drawn & other_drawn],
-        rank_drawn & chosen_drawn,
+        [rule_drawn & insert_drawn, chosen_drawn, chosen_drawn & other_drawn],
+        rule_drawn & chosen_drawn,
     )
     move = jnp.where(drawn, move, STAY)
     # every position reads one position of the old list (the capacity-th is the padding -1)
@@ -371,7 +434,9 @@ def propose(uniforms, rules, length, n_antecedents):
     source = jnp.select([move == INSERT, move == DELETE, move == SWAP], [inserted, deleted, swapped], positions)
     gets_new_rule = ((move == INSERT) & (positions == insert_at)) | ((move == REPLACE) & (positions == chosen))
     new_rules = jnp.where(gets_new_rule, new_rule, jnp.append(rules, -1)[source]).astype(rules.dtype)
-    return move, new_rules, length + jnp.asarray(LENGTH_CHANGE, jnp.int32)[move]
+    added = jnp.where((move == INSERT) | (move == REPLACE), new_rule, -1)
+    removed = jnp.where((move == DELETE) | (move == REPLACE), jnp.append(rules, -1)[chosen], -1)
+    return move, new_rules, length + jnp.asarray(LENGTH_CHANGE, jnp.int32)[move], added, removed
 
 
 SEQUENTIAL_PREFIX_ROWS = 32
@@ -439,12 +504,15 @@ def mh_update(static: BRLStatic, data: BRLData, state: BRLState, uniforms, beta)
     """One Metropolis-Hastings step with the exact Hastings ratio, targeting r(d)^(1 - beta) (p(d)
     p(y | d))^beta (module docstring), driven by ``uniforms`` (UNIFORMS_PER_STEP,) in [0, 1); returns
     the new state and the acceptance probability."""
-    move, new_rules, new_length = propose(uniforms[:4], state.rules, state.length, data.n_antecedents)
+    move, new_rules, new_length, added, removed = propose(
+        uniforms[:4], state.rules, state.length, data.n_antecedents, data.ticket_bounds
+    )
     proposal = list_state(static, data, new_rules, new_length)
     log_ratio = (
         (1.0 - beta) * (proposal.log_reference - state.log_reference)
         + beta * (proposal.log_prior + proposal.log_likelihood - state.log_prior - state.log_likelihood)
         + data.log_hastings[move, state.length]
+        + data.log_rule_choice[removed] - data.log_rule_choice[added]
     )  # fmt: skip
     accept_prob = jnp.minimum(1.0, jnp.exp(log_ratio))
     accept = uniforms[4] < accept_prob

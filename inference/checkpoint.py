@@ -60,7 +60,8 @@ def fingerprint(kernel, static, data, settings: dict, initial_states=None) -> st
     kept draws, convergence target)."""
     digest = hashlib.sha256()
     for function in kernel:
-        digest.update(f"{function.__module__}.{function.__qualname__};".encode())
+        name = "None" if function is None else f"{function.__module__}.{function.__qualname__}"
+        digest.update(f"{name};".encode())
     digest.update(repr(static).encode())
     for leaf in jax.tree.leaves((data, initial_states)):
         leaf = np.asarray(leaf)
@@ -152,7 +153,7 @@ def load_result(path):
         >>> iz.save_result(result, "titanic_brl.pkl")
         >>> loaded = iz.load_result("titanic_brl.pkl")  # predicts, explains and extends as before
         >>> print(loaded.explain().splitlines()[0])
-        if age=adult and not sex=female then y=1 probability ...% (...%-...%)
+        if sex=female and not class=3rd then y=1 probability ...% (...%-...%)
         >>> loaded.predict(X[:2])
         array([0, 0])
     """

@@ -1,7 +1,8 @@
 """Run a target kernel under parallel tempering until its chains agree (or a time budget ends).
 
 The run is a sequence of rounds of doubling length, as in Pigeons.jl: the first ``tuning_rounds`` adapt
-the tempering schedule (and, with ``n_temperatures="auto"``, the number of rungs) and are discarded (by
+the tempering schedule (and, with ``n_temperatures="auto"``, the number of rungs, and the kernel's
+proposal when it learns one: ``TargetKernel.learn_proposal``) and are discarded (by
 default up to four, fewer once a round finds the schedule settled: its rungs reject about equally
 often); each later round runs with the schedule tuned on the round before it, and is itself a valid MCMC
 run started where the previous one stopped. After every chunk of a sampling round the label-free
@@ -159,7 +160,8 @@ class TemperedRun:
     ``schedule`` the inverse temperatures; ``barrier`` Lambda; ``round_trip_rate`` round trips per scan
     and chain in the last round; ``log_evidence`` +- ``log_evidence_se`` (stepping stone, NaN without tempering);
     ``diagnostics`` name -> (R-hat, bulk ESS); ``seconds`` {"total", "compile", "sampling"};
-    ``ladder``, ``settings``: what :func:`extend` needs to continue."""
+    ``ladder``, ``settings``, ``proposal`` (the kernel's learned proposal that the last round ran with,
+    None for a kernel that learns none): what :func:`extend` needs to continue."""
 
     records: dict
     summaries: dict
@@ -176,6 +178,7 @@ class TemperedRun:
     seconds: dict
     ladder: object = field(repr=False)
     settings: dict = field(repr=False)
+    proposal: object = field(default=None, repr=False)
 
     @property
     def n_temperatures(self) -> int:
@@ -294,7 +297,7 @@ def sample(
     writer = None if checkpoint is None else CheckpointWriter(
         checkpoint, fingerprint(kernel, static, data, settings, initial_states)  # of the data on this host
     )
-    data = tempering.replicate_data(data, mesh)
+    base_data = data
     auto_rounds = settings["tuning_rounds"] == "auto"
     max_rounds = DEFAULT_TUNING_ROUNDS if auto_rounds else settings["tuning_rounds"]
     start, compile_start = time.perf_counter(), compile_seconds()
@@ -304,11 +307,13 @@ def sample(
         schedule = tempering.default_schedule(n_rungs)
         keys = tempering.chain_keys(settings["seed"], num_chains)
         ladder = tempering.initial_ladder(kernel, static, data, keys, n_rungs, initial_states)
-        first_round = 0
+        first_round, proposal = 0, None
     else:
         start -= saved["elapsed"]
         schedule, ladder = saved["schedule"], tempering.Ladder(*saved["ladder"])
         first_round = saved["round_index"] if saved["stage"] == "tuning" else max_rounds
+        proposal = saved["proposal"]
+    data = _with_proposal(kernel, static, base_data, proposal, mesh)
     ladder = tempering.shard_ladder(ladder, mesh)
     bar = progress.bar(progress_bar, description, unit=" scans")
     deadline = None if num_samples is not None or target.max_seconds is None else start + target.max_seconds
@@ -321,13 +326,16 @@ def sample(
             ladder, statistics, outputs, interrupted = _run_round(
                 kernel, static, data, ladder, schedule, settings["scans_per_chunk"] * 2**round_index, settings, bar,
                 tuning_deadline, partial,
-                _saver(writer, start, stage="tuning", round_index=round_index, schedule=schedule), pace=pace,
+                _saver(writer, start, stage="tuning", round_index=round_index, schedule=schedule, proposal=proposal),
+                pace=pace,
             )
             if interrupted:
                 if statistics is None:
                     raise KeyboardInterrupt  # before the first chunk ended: no draws to keep
                 cut = (statistics, outputs)  # the tuning draws so far are the result
                 break
+            proposal = _learned_proposal(kernel, static, base_data, outputs, ladder, settings, proposal)
+            data = _with_proposal(kernel, static, base_data, proposal, mesh)
             tuned, ladder = _retuned(ladder, schedule, statistics, settings)
             settled = (auto_rounds and round_index >= 1 and len(tuned) == len(schedule)
                        and tempering.schedule_imbalance(statistics) <= SETTLED_IMBALANCE)
@@ -340,10 +348,27 @@ def sample(
         if deadline is not None and time.perf_counter() > deadline:
             pace = _Pace()  # a tuning chunk ran past the whole budget: a fresh pace runs one whole chunk
         return _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut,
-                                resume=resume, writer=writer, pace=pace)
+                                resume=resume, writer=writer, pace=pace, proposal=proposal)
     finally:
         if bar is not None:
             bar.close()
+
+
+def _with_proposal(kernel, static, data, proposal, mesh):
+    """The kernel's data with a learned ``proposal`` in place of the one it holds (None: ``data`` as
+    given), copied to every device."""
+    if proposal is not None:
+        data = kernel.with_proposal(static, data, proposal)
+    return tempering.replicate_data(data, mesh)
+
+
+def _learned_proposal(kernel, static, data, outputs, ladder, settings, proposal):
+    """The kernel's proposal after a round (its chunks' ``outputs`` and final ``ladder``) with
+    ``proposal`` in force; ``proposal`` unchanged for a kernel that learns none."""
+    if kernel.learn_proposal is None:
+        return proposal
+    records, _ = _thinned([output[0] for output in outputs], settings["max_draws"])
+    return kernel.learn_proposal(static, data, records, jax.tree.map(tempering.to_host, ladder.states), proposal)
 
 
 def _saved_chunks(saved):
@@ -376,11 +401,13 @@ def extend(run: TemperedRun, kernel: tempering.TargetKernel, static, data, *, nu
         settings["target"] = target
     if progress_bar is not None:
         settings["progress_bar"] = progress_bar
-    data = tempering.replicate_data(data, tempering.chain_mesh(settings["num_chains"], settings["devices"]))
+    mesh = tempering.chain_mesh(settings["num_chains"], settings["devices"])
+    data = _with_proposal(kernel, static, data, run.proposal, mesh)
     start, compile_start = time.perf_counter(), compile_seconds()
     bar = progress.bar(settings["progress_bar"], settings["description"], unit=" scans")
     try:
-        return _sampling_rounds(kernel, static, data, run.ladder, run.schedule, settings, start, compile_start, bar)
+        return _sampling_rounds(kernel, static, data, run.ladder, run.schedule, settings, start, compile_start, bar,
+                                proposal=run.proposal)
     finally:
         if bar is not None:
             bar.close()
@@ -495,13 +522,14 @@ def _converged_so_far(previous, settings, bar, n_rungs, passed):
 
 
 def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut=None,
-                     resume=None, writer=None, pace=None):
+                     resume=None, writer=None, pace=None, proposal=None):
     """Sampling rounds until converged, out of time or interrupted; ``cut``: (statistics, outputs) of an
     interrupted tuning round, which then are the result; ``resume``: a checkpoint saved while sampling,
     ``writer``: the run's checkpoint writer (None: no checkpoints); ``pace``: the :class:`_Pace` of the
     tuning rounds (None, as for :func:`extend`: measured from the first chunk, which then
-    runs whole)."""
+    runs whole); ``proposal``: the kernel's learned proposal, which ``data`` already holds."""
     pace = _Pace() if pace is None else pace
+    mesh = tempering.chain_mesh(settings["num_chains"], settings["devices"])
     target: ConvergenceTarget = settings["target"]
     fixed = settings["num_samples"]
     deadline = None if fixed is not None or target.max_seconds is None else start + target.max_seconds
@@ -514,7 +542,7 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
             previous = (tempering.RoundStatistics(*resume["previous"][0]), list(resume["previous"][1]))
     while True:
         if cut is None:
-            saver = _saver(writer, start, stage="sampling", n_scans=n_scans, schedule=schedule,
+            saver = _saver(writer, start, stage="sampling", n_scans=n_scans, schedule=schedule, proposal=proposal,
                            previous=None if previous is None else (tuple(previous[0]), previous[1]))
             passed = []  # the verdict that ended the round after a chunk
             finished = None if fixed is not None else _converged_so_far(
@@ -545,6 +573,8 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
         if fixed is not None or converged or out_of_time or interrupted:
             break
         schedule, ladder = _retuned(ladder, schedule, statistics, {**settings, "n_temperatures": len(schedule)})
+        proposal = _learned_proposal(kernel, static, data, outputs, ladder, settings, proposal)
+        data = _with_proposal(kernel, static, data, proposal, mesh)
         previous, n_scans = (statistics, outputs), 2 * n_scans
     barrier = tempering.communication_barrier(statistics) if len(schedule) > 1 else 0.0
     evidence, evidence_se = tempering.log_evidence(statistics)
@@ -566,6 +596,7 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
         seconds={"total": total, "compile": compiling, "sampling": total - compiling},
         ladder=ladder,
         settings=settings,
+        proposal=proposal,
     )
     if writer is not None and not interrupted:
         writer.remove()

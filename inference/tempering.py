@@ -37,7 +37,8 @@ state as in blackjax), ``summaries(static, data, states)`` (label-free scalars p
 ``record(static, data, states)`` (what a kept draw stores). A state has fields ``log_prior`` and
 ``log_likelihood`` (and ``log_reference`` on a path from a reference). ``static`` is hashable and holds
 shapes only; ``data`` is a pytree of arrays holding the observations and the model file's prior and
-likelihood tables, so one compiled program serves every fit of the same shapes.
+likelihood tables, so one compiled program serves every fit of the same shapes. A kernel may also
+have its proposal adapted from round to round (``learn_proposal`` and ``with_proposal``, :class:`TargetKernel`).
 
 Every chain's random stream comes from its own key, ``fold_in(seed key, chain index)``: chain c gets the
 same draws whatever the number of chains run beside it, and on whichever device it runs: with several
@@ -69,12 +70,20 @@ def path_log_likelihood(states):
 
 
 class TargetKernel(NamedTuple):
-    """The four pure functions of a sampler that the engine runs (see the module docstring)."""
+    """The four pure functions of a sampler that the engine runs (see the module docstring), and optionally
+    a proposal that the engine adapts between rounds (``inference.convergence``): ``learn_proposal(static,
+    data, records, states, proposal) -> proposal`` (small NumPy arrays) from a round's posterior-rung
+    records (name -> (chain, draw, ...)), the final states of all replicas and the proposal the round
+    ran with (None at first), and ``with_proposal(static, data, proposal) -> data``, the data (same
+    shapes) whose ``step`` proposes with it. The proposal is fixed within a round, so each round is an
+    MCMC run of a fixed kernel started where the one before stopped; the target never depends on it."""
 
     init: Callable
     step: Callable
     summaries: Callable
     record: Callable
+    learn_proposal: Callable | None = None
+    with_proposal: Callable | None = None
 
 
 class Ladder(NamedTuple):

@@ -27,9 +27,15 @@ def exact_choice(n):
     return (TICKETS // n) / TICKETS
 
 
-def neighbours(rules, n_antecedents, capacity):
+def uniform_tickets(n_antecedents):
+    return np.full(n_antecedents, TICKETS // n_antecedents)
+
+
+def neighbours(rules, n_antecedents, capacity, tickets=None):
     """Brute force Q(. | d): every list one move away with its proposal probability (module docstring),
-    and d itself with the probability of a null move."""
+    and d itself with the probability of a null move; antecedent a holds ``tickets[a]`` of the 2^23
+    tickets of the rule choice (uniform by default)."""
+    tickets = uniform_tickets(n_antecedents) if tickets is None else tickets
     m = len(rules)
     unused = [a for a in range(n_antecedents) if a not in rules]
     outcomes = {
@@ -47,9 +53,11 @@ def neighbours(rules, n_antecedents, capacity):
     for move in moves:
         for outcome in outcomes[move]:
             # an exact draw of the move type, then of each of its choices (two for insert, replace, swap)
-            choices = {"insert": lambda: exact_choice(len(unused)) * exact_choice(m + 1),
+            added = [a for a in outcome if a not in rules]
+            rule_choice = tickets[added[0]] / TICKETS if added else 1.0
+            choices = {"insert": lambda: rule_choice * exact_choice(m + 1),
                        "delete": lambda: exact_choice(m), "swap": lambda: 2 * exact_choice(m) * exact_choice(m - 1),
-                       "replace": lambda: exact_choice(m) * exact_choice(len(unused))}[move]()  # fmt: skip
+                       "replace": lambda: exact_choice(m) * rule_choice}[move]()  # fmt: skip
             q[outcome] = q.get(outcome, 0.0) + exact_choice(len(moves)) * choices
     q[rules] = q.get(rules, 0.0) + 1.0 - sum(q.values())  # null moves
     return q
@@ -78,50 +86,84 @@ EDGE_CASES = [  # (list, |A|, capacity): empty, one rule, middle, one short of f
 ]  # fmt: skip
 
 
+def skewed_weights(n_antecedents):
+    """Rule weights far from uniform (antecedent a weighs (a + 1)^3), as a fit may learn them."""
+    return (np.arange(n_antecedents) + 1.0) ** 3
+
+
+def rule_tickets(weights, n_antecedents):
+    """T_a of :func:`brl_mh.rule_choice_tables` for ``weights`` (None: uniform), from its ticket bounds."""
+    bounds, _ = brl_mh.rule_choice_tables(weights, n_antecedents, n_antecedents)
+    return np.diff(bounds, prepend=0)
+
+
+def added_and_removed(old, new):
+    added = [a for a in new if a not in old]
+    removed = [a for a in old if a not in new]
+    return (added[0] if added else -1), (removed[0] if removed else -1)
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["uniform", "weighted"])
 @pytest.mark.parametrize("rules, n_antecedents, capacity", EDGE_CASES)
-def test_proposal_probabilities_forward_and_reverse_at_every_edge(rules, n_antecedents, capacity):
-    forward = neighbours(rules, n_antecedents, capacity)
-    assert 0 <= forward[rules] < 1e-5  # null moves: tickets past the last whole multiple
+def test_proposal_probabilities_forward_and_reverse_at_every_edge(rules, n_antecedents, capacity, weighted):
+    weights = skewed_weights(n_antecedents) if weighted else None
+    tickets = rule_tickets(weights, n_antecedents)
+    _, log_rule_choice = brl_mh.rule_choice_tables(weights, n_antecedents, n_antecedents)
+    forward = neighbours(rules, n_antecedents, capacity, tickets)
+    assert tickets.sum() <= TICKETS and tickets.min() >= TICKETS * brl_mh.UNIFORM_TICKET_SHARE // n_antecedents
     hastings = brl_mh.log_hastings_table(n_antecedents, capacity)
     for new_rules, q in forward.items():
         if new_rules == rules:
             continue
         move = move_of(rules, new_rules)
+        added, removed = added_and_removed(rules, new_rules)
         log_q = brl_mh.log_proposal_probability(move, len(rules), n_antecedents, capacity)
+        log_q += math.log(tickets[added] / TICKETS) if added >= 0 else 0.0
         assert float(log_q) == pytest.approx(math.log(q), rel=1e-12)
-        reverse = neighbours(new_rules, n_antecedents, capacity)[rules]
+        reverse = neighbours(new_rules, n_antecedents, capacity, tickets)[rules]
         reverse_move = brl_mh.REVERSE_MOVE[move]
         log_q_reverse = brl_mh.log_proposal_probability(reverse_move, len(new_rules), n_antecedents, capacity)
+        log_q_reverse += math.log(tickets[removed] / TICKETS) if removed >= 0 else 0.0
         assert float(log_q_reverse) == pytest.approx(math.log(reverse), rel=1e-12)
-        # the kernel reads the ratio from its table
-        assert hastings[move, len(rules)] == pytest.approx(math.log(reverse / q))
+        # the kernel reads the ratio from its table and the rules' log q
+        kernel_ratio = hastings[move, len(rules)] + log_rule_choice[removed] - log_rule_choice[added]
+        assert kernel_ratio == pytest.approx(math.log(reverse / q), rel=1e-6, abs=1e-5)
     moves_drawn = {move_of(rules, new_rules) for new_rules in forward if new_rules != rules}
     for move in set(brl_mh.MOVES) - moves_drawn:
         assert brl_mh.log_proposal_probability(move, len(rules), n_antecedents, capacity) == -np.inf
 
 
-draw_proposals = jax.jit(jax.vmap(brl_mh.propose, in_axes=(0, None, None, None)))
+draw_proposals = jax.jit(jax.vmap(brl_mh.propose, in_axes=(0, None, None, None, None)))
 
 
+@pytest.mark.parametrize("weighted", [False, True], ids=["uniform", "weighted"])
 @pytest.mark.parametrize("rules, n_antecedents, capacity", EDGE_CASES)
-def test_proposals_are_drawn_with_those_probabilities(rules, n_antecedents, capacity):
-    forward = neighbours(rules, n_antecedents, capacity)
-    outcomes = [outcome for outcome in forward if outcome != rules]  # null moves: too rare to count here
+def test_proposals_are_drawn_with_those_probabilities(rules, n_antecedents, capacity, weighted):
+    weights = skewed_weights(n_antecedents) if weighted else None
+    slots = 8  # padded antecedents beyond n_antecedents hold no tickets
+    bounds, _ = brl_mh.rule_choice_tables(weights, n_antecedents, slots)
+    forward = neighbours(rules, n_antecedents, capacity, rule_tickets(weights, n_antecedents))
+    outcomes = [outcome for outcome in forward if outcome != rules]
     n_draws = 20000
     uniforms = jax.random.uniform(jax.random.PRNGKey(len(rules) + 7 * capacity), (n_draws, 4))
     padded = jnp.array(list(rules) + [-1] * (capacity - len(rules)), jnp.int32)
-    proposals = draw_proposals(uniforms, padded, jnp.int32(len(rules)), jnp.int32(n_antecedents))
-    moves, new_rules, new_lengths = (np.asarray(a) for a in proposals)
+    proposals = draw_proposals(uniforms, padded, jnp.int32(len(rules)), jnp.int32(n_antecedents), jnp.asarray(bounds))
+    moves, new_rules, new_lengths, added, removed = (np.asarray(a) for a in proposals)
     drawn = [tuple(r[:m]) for r, m in zip(new_rules.tolist(), new_lengths.tolist())]
     assert set(drawn) <= {*outcomes, rules}  # in particular no antecedent beyond n_antecedents
     assert all(move == (brl_mh.STAY if d == rules else move_of(rules, d)) for move, d in zip(moves[:500], drawn[:500]))
+    assert all((a, r) == (added_and_removed(rules, d) if d != rules else (a, r))
+               for a, r, d in zip(added[:500].tolist(), removed[:500].tolist(), drawn[:500]))
     assert all((r[m:] == -1).all() for r, m in zip(new_rules, new_lengths))
-    counts = np.array([drawn.count(o) for o in outcomes])
-    expected = counts.sum() * np.array([forward[o] for o in outcomes]) / (1 - forward[rules])
-    if len(outcomes) > 1:
-        assert stats.chisquare(counts, expected).pvalue > 1e-4
+    # every outcome and the null move (a listed rule drawn, or a ticket past the last whole multiple)
+    counts = np.array([drawn.count(o) for o in [*outcomes, rules]])
+    expected = n_draws * np.array([forward[o] for o in [*outcomes, rules]])
+    possible = expected > 0
+    assert counts[~possible].sum() == 0
+    if possible.sum() > 1:
+        assert stats.chisquare(counts[possible], expected[possible]).pvalue > 1e-4
     else:
-        assert counts[0] == counts.sum()
+        assert counts[possible].sum() == n_draws
 
 
 # ---------------------------------------------------------------- exactness against enumeration
@@ -183,6 +225,22 @@ def test_kernel_matches_the_enumerated_posterior_and_a_wrong_ratio_fails(priors,
     assert result.passed(alpha=1e-3), result
     wrong_data = data._replace(log_hastings=hastings_table_with(monkeypatch, wrong))
     result = gof_against_enumeration(sample_replicas(static, wrong_data, jax.random.PRNGKey(11), POSTERIOR), priors)
+    assert not result.passed(alpha=1e-3), result
+
+
+def test_rules_drawn_by_learned_weights_match_the_enumerated_posterior_and_an_uncorrected_ratio_fails():
+    """Insert and replace draw the rule by far-from-uniform weights (:func:`brl_mh.with_proposal`), at the
+    posterior and at a tempered rung; the control draws by the weights but computes the ratio as if the
+    choice were uniform."""
+    static, data = target(brl.Priors())
+    weighted = brl_mh.with_proposal(static, data, skewed_weights(len(CARDINALITIES)))
+    betas = jnp.where(jnp.arange(N_REPLICAS) % 2 == 0, 0.3 * POSTERIOR, POSTERIOR)
+    draws = sample_replicas(static, weighted, jax.random.PRNGKey(13), betas)
+    for first, beta in ((0, 0.3), (1, 1.0)):
+        result = gof_against_enumeration(jax.tree.map(lambda x: x[first::2], draws), brl.Priors(), beta)
+        assert result.passed(alpha=1e-3), (beta, result)
+    uncorrected = weighted._replace(log_rule_choice=data.log_rule_choice)
+    result = gof_against_enumeration(sample_replicas(static, uncorrected, jax.random.PRNGKey(13), POSTERIOR), brl.Priors())
     assert not result.passed(alpha=1e-3), result
 
 

@@ -86,28 +86,34 @@ def stop_after_calls(monkeypatch, n: int) -> type[Exception]:
     return Killed
 
 
+KERNELS = {"fixed-proposal": (toy.KERNEL, DATA), "learned-proposal": (toy.LEARNING_KERNEL, toy.jump_data(DATA))}
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("stop_at", [2, 3, 4, 6], ids=["second-tuning-round", "mid-tuning-round", "sampling", "mid-sampling"])
-def test_a_run_stopped_and_resumed_from_its_checkpoint_gives_the_same_draws(monkeypatch, tmp_path, stop_at):
+def test_a_run_stopped_and_resumed_from_its_checkpoint_gives_the_same_draws(monkeypatch, tmp_path, stop_at, kernel):
     """Two tuning rounds (1 then 2 chunks: calls 1, 2-3) and 3 sampling chunks (calls 4-6), stopped at the
     start or in the middle of a tuning round or of sampling: resuming from the checkpoint runs only the
-    chunks not yet run and gives the draws, schedule and ladder of the run done in one go, and removes the
-    checkpoint."""
+    chunks not yet run and gives the draws, schedule, ladder and learned proposal of the run done in one
+    go, and removes the checkpoint."""
+    kernel, data = KERNELS[kernel]
     options = dict(tuning_rounds=2, num_samples=3 * CHUNK, seed=7, **OPTIONS)
-    whole = convergence.sample(toy.KERNEL, STATIC, DATA, **options)
+    whole = convergence.sample(kernel, STATIC, data, **options)
     path = tmp_path / "run.ckpt"
     checkpoint = Checkpoint(path, every_seconds=0)
     killed = stop_after_calls(monkeypatch, stop_at)
     with pytest.raises(killed):
-        convergence.sample(toy.KERNEL, STATIC, DATA, checkpoint=checkpoint, **options)
+        convergence.sample(kernel, STATIC, data, checkpoint=checkpoint, **options)
     assert path.exists()
     monkeypatch.undo()
     calls = []
     run_scans = tempering.run_scans
     monkeypatch.setattr(tempering, "run_scans", lambda *a, **k: calls.append(None) or run_scans(*a, **k))
-    resumed = convergence.sample(toy.KERNEL, STATIC, DATA, checkpoint=checkpoint, **options)
+    resumed = convergence.sample(kernel, STATIC, data, checkpoint=checkpoint, **options)
     assert len(calls) == 6 - (stop_at - 1)  # only the chunks the stopped run had not finished
     np.testing.assert_array_equal(resumed.records["x"], whole.records["x"])
     np.testing.assert_array_equal(resumed.schedule, whole.schedule)
+    assert resumed.proposal == whole.proposal
     np.testing.assert_array_equal(resumed.ladder.rng_key, whole.ladder.rng_key)
     assert resumed.n_scans == whole.n_scans and not path.exists()
 

@@ -220,6 +220,38 @@ def test_extend_continues_from_the_last_state(bimodal):
     np.testing.assert_array_equal(longer.records["x"], np.swapaxes(np.asarray(direct[2][0]["x"]), 0, 1))
 
 
+def test_a_learned_proposal_reaches_the_kernel_keeps_the_posterior_exact_and_is_carried_to_extend(bimodal,
+                                                                                                    monkeypatch):
+    """A kernel whose proposal the engine adapts from round to round (toy LEARNING_KERNEL: the share of
+    two-site jumps): every round runs with what the rounds before it taught, extend continues with the
+    run's last one, and the posterior rung still matches the exact posterior."""
+    static, data, exact, _ = bimodal
+    shares, learned = [], []
+    run_scans, learn = tempering.run_scans, toy.LEARNING_KERNEL.learn_proposal
+
+    def recording_learn(*args):
+        learned.append(learn(*args))
+        return learned[-1]
+
+    kernel = toy.LEARNING_KERNEL._replace(learn_proposal=recording_learn)
+    monkeypatch.setattr(tempering, "run_scans", lambda k, st, d, *a, **kw: shares.append(float(d.jump_share))
+                        or run_scans(k, st, d, *a, **kw))
+    run = convergence.sample(kernel, static, toy.jump_data(data), seed=0, **FIXED)
+    chunks = -(-FIXED["num_samples"] // FIXED["scans_per_chunk"])
+    # tuning rounds of 1 and 2 chunks, then the sampling round: each with the share the round before taught
+    assert len(learned) == 2 and len(set(learned)) == 2
+    assert shares == [0.0] + 2 * [pytest.approx(learned[0])] + chunks * [pytest.approx(learned[1])]
+    assert run.proposal == learned[-1] and 0.1 <= run.proposal <= 0.55
+    result = exact_gof_test(run.records["x"], exact, statistics={
+        "left mode": (np.arange(exact.size) < exact.size / 2).astype(float),
+        "x": np.arange(exact.size, dtype=float),
+    })
+    assert result.p_value > 0.01, result
+    shares.clear()
+    longer = convergence.extend(run, kernel, static, toy.jump_data(data), num_samples=FIXED["scans_per_chunk"])
+    assert shares == [pytest.approx(run.proposal)] and longer.proposal == run.proposal
+
+
 @pytest.mark.parametrize(
     "options, argument",
     [

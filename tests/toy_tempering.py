@@ -85,3 +85,61 @@ def bimodal(n_sites: int = 12, slope: float = 3.0, report_scale: float = 1.0, ti
     log_evidence = np.logaddexp.reduce(log_joint)
     data = LatticeData(jnp.asarray(log_prior), jnp.asarray(log_likelihood), jnp.asarray(report_scale))
     return LatticeStatic(n_sites), data, np.exp(log_joint - log_evidence), float(log_evidence)
+
+
+class JumpData(NamedTuple):
+    """The lattice's data and the share of proposals that jump two sites instead of one (the proposal that
+    :data:`LEARNING_KERNEL` learns; every share leaves each tempered posterior invariant)."""
+
+    lattice: LatticeData
+    jump_share: jnp.ndarray  # ()
+
+
+def _jump_step_one(static, data, state, key, beta):
+    key_move, key_jump, key_accept = random.split(key, 3)
+    distance = jnp.where(random.uniform(key_jump) < data.jump_share, 2, 1)
+    proposal = state.x + distance * jnp.where(random.bernoulli(key_move), 1, -1)
+    inside = (proposal >= 0) & (proposal < static.n_sites)
+    proposal = jnp.clip(proposal, 0, static.n_sites - 1)
+    lattice = data.lattice
+    log_ratio = (lattice.log_prior[proposal] - lattice.log_prior[state.x]) + beta * (
+        lattice.log_likelihood[proposal] - lattice.log_likelihood[state.x]
+    )
+    accept = inside & (jnp.log(random.uniform(key_accept)) < log_ratio)
+    return _state(lattice, jnp.where(accept, proposal, state.x)), accept
+
+
+def learn_jump_share(static, data, records, states, share):
+    """The next round's jump share, from the round's posterior-rung draws (their share right of the
+    middle) and the replicas' final sites: any deterministic function of them tests the engine's plumbing."""
+    right = float(np.mean(np.asarray(records["x"]) >= static.n_sites // 2))
+    return np.float32(0.1 + 0.4 * right + 0.05 * float(np.mean(np.asarray(states.x) % 2)))
+
+
+def _jump_init(static, data, key):
+    return init(static, data.lattice, key)
+
+
+def _jump_step(static, data, states, keys, betas):
+    return jax.vmap(lambda s, k, b: _jump_step_one(static, data, s, k, b))(states, keys, betas)
+
+
+def _jump_summaries(static, data, states):
+    return summaries(static, data.lattice, states)
+
+
+def _jump_record(static, data, states):
+    return record(static, data.lattice, states)
+
+
+def with_jump_share(static, data, share):
+    return data._replace(jump_share=jnp.asarray(share, jnp.float32))
+
+
+LEARNING_KERNEL = TargetKernel(_jump_init, _jump_step, _jump_summaries, _jump_record, learn_jump_share, with_jump_share)
+"""The lattice kernel with a proposal adapted from round to round (:class:`JumpData`)."""
+
+
+def jump_data(data: LatticeData) -> JumpData:
+    """``data`` for :data:`LEARNING_KERNEL`, no jumps before the first round has taught a share."""
+    return JumpData(data, jnp.zeros((), jnp.float32))
