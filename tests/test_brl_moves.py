@@ -228,6 +228,22 @@ def test_kernel_matches_the_enumerated_posterior_and_a_wrong_ratio_fails(priors,
     assert not result.passed(alpha=1e-3), result
 
 
+def test_learned_weights_add_each_rounds_shares_of_the_rules_used():
+    """A round's weights: each antecedent's share of the rules in the posterior rung's lists plus its share
+    in the replicas' final lists, added to the weights the round ran with; half the tickets stay uniform."""
+    static, data = target(brl.Priors())
+    pad = [-1] * (CAPACITY - 2)
+    records = {"rules": np.array([[[0, 2, *pad], [2, -1, *pad]]])}  # (chain, draw, capacity): 0, 2, 2
+    states = brl_mh.BRLState(np.array([[4, -1, *pad], [-1, -1, *pad]]), *[np.zeros(2)] * 4)
+    weights = brl_mh.learn_proposal(static, data, records, states, None)
+    np.testing.assert_allclose(weights, [1 / 3, 0, 2 / 3, 0, 1])
+    np.testing.assert_allclose(brl_mh.learn_proposal(static, data, records, states, weights), 2 * weights)
+    tickets = np.diff(np.asarray(brl_mh.with_proposal(static, data, weights).ticket_bounds), prepend=0)
+    share = brl_mh.UNIFORM_TICKET_SHARE / 5 + (1 - brl_mh.UNIFORM_TICKET_SHARE) * weights / weights.sum()
+    np.testing.assert_array_equal(tickets[:5], np.floor(share * TICKETS))
+    assert not tickets[5:].any()  # padded antecedents are never proposed
+
+
 def test_rules_drawn_by_learned_weights_match_the_enumerated_posterior_and_an_uncorrected_ratio_fails():
     """Insert and replace draw the rule by far-from-uniform weights (:func:`brl_mh.with_proposal`), at the
     posterior and at a tempered rung; the control draws by the weights but computes the ratio as if the
