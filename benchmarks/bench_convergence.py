@@ -103,12 +103,13 @@ def _brl_seeds_row(case: str, X, y, **options) -> Comparison:
     description=(
         "BRL at default settings (4 chains, non-reversible parallel tempering from a reference -- the prior with "
         "lists of mean length half the longest -- with an adapted schedule, insert/"
-        "delete/swap/replace moves, run until every label-free summary -- log posterior, list length, mean "
+        "delete/swap/replace moves (the rules proposed by weights learned from round to round), run until every label-free summary -- log posterior, list length, mean "
         "cardinality -- reaches R-hat <= 1.01 and bulk ESS >= 400, or 60 s) against the same kernel with one "
         "rung (plain Metropolis-Hastings) given the same wall time. Ours and peer columns: whole-fit wall "
         "times (mining and compilation included); ESS is the worst bulk ESS over the summaries; the ratio is "
-        "of worst ESS per second; the tictactoe_seeds row fits the defaults with six seeds. CONVERGENCE_CASES "
-        "(comma-separated: titanic, tictactoe, tictactoe_seeds, mushroom, adult) narrows the cases; "
+        "of worst ESS per second; the tictactoe_seeds and mushroom_seeds rows fit the defaults with six seeds. "
+        "CONVERGENCE_CASES (comma-separated: titanic, tictactoe, tictactoe_seeds, mushroom, mushroom_seeds, adult) "
+        "narrows the cases; "
         "CONVERGENCE_UNTEMPERED=skip leaves out the untempered fits."
     ),
 )
@@ -120,6 +121,8 @@ def convergence_brl() -> list[Comparison]:
                                                   "(median wall time)", *_xy(load_tictactoe()),
                                                   negations=False, max_cardinality=3),
         "mushroom": lambda: _brl_row("BRL, mushroom", *_xy(load_mushroom()), min_support=0.3),
+        "mushroom_seeds": lambda: _brl_seeds_row(f"BRL, mushroom, defaults with seeds {SEEDS[0]}-{SEEDS[-1]} "
+                                                 "(median wall time)", *_xy(load_mushroom()), min_support=0.3),
         "adult": lambda: _brl_row("BRL, adult", *_xy(load_adult())),
     }
     chosen = os.environ.get("CONVERGENCE_CASES")
