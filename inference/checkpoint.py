@@ -2,7 +2,7 @@
 
 A run given ``checkpoint=`` writes its state after a chunk of scans at most every ``every_seconds``: where
 it is (tuning round r, or the sampling round of n scans), the ladder (every replica's state and random
-key), the schedule, and the chunks of the current round (and, when sampling, of the round before it). A
+key), the schedule, the kernel's learned proposal (if any), and the chunks of the current round (and, when sampling, of the round before it). A
 later call with the same checkpoint, kernel, data and settings resumes there: the chunks from then on
 are the ones the uninterrupted run computes, so the same seed gives the same draws whether a run went in
 one go or was stopped (Ctrl-C, a killed process) and resumed. A finished run removes its checkpoint. A

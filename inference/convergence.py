@@ -1,11 +1,12 @@
 """Run a target kernel under parallel tempering until its chains agree (or a time budget ends).
 
 The run is a sequence of rounds of doubling length, as in Pigeons.jl: the first ``tuning_rounds`` adapt
-the tempering schedule (and, with ``n_temperatures="auto"``, the number of rungs, and the kernel's
-proposal when it learns one: ``TargetKernel.learn_proposal``) and are discarded (by
+the tempering schedule (and, with ``n_temperatures="auto"``, the number of rungs) and are discarded (by
 default up to four, fewer once a round finds the schedule settled: its rungs reject about equally
 often); each later round runs with the schedule tuned on the round before it, and is itself a valid MCMC
-run started where the previous one stopped. After every chunk of a sampling round the label-free
+run started where the previous one stopped. A kernel that learns its proposal
+(``TargetKernel.learn_proposal``) runs every round, tuning or sampling, with the proposal that the rounds
+before it taught; within a round it is fixed. After every chunk of a sampling round the label-free
 summaries of the posterior rung (the log joint and the kernel's summaries) are checked: the run stops
 when every one has rank-normalised split R-hat <= ``target_rhat`` and bulk ESS >= ``min_ess`` (Vehtari et
 al. 2021; ArviZ's formulas) over the draws of the round so far joined to the sampling round before it
