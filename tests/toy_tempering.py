@@ -47,9 +47,8 @@ def init(static, data, key):
     return _state(data, random.randint(key, (), 0, static.n_sites))
 
 
-def _step_one(static, data, state, key, beta):
-    key_move, key_accept = random.split(key)
-    proposal = state.x + jnp.where(random.bernoulli(key_move), 1, -1)
+def _metropolis(static, data, state, proposal, key_accept, beta):
+    """Accept or reject a move to site ``proposal`` (rejected off the lattice) at inverse temperature beta."""
     inside = (proposal >= 0) & (proposal < static.n_sites)
     proposal = jnp.clip(proposal, 0, static.n_sites - 1)
     log_ratio = (data.log_prior[proposal] - data.log_prior[state.x]) + beta * (
@@ -57,6 +56,11 @@ def _step_one(static, data, state, key, beta):
     )
     accept = inside & (jnp.log(random.uniform(key_accept)) < log_ratio)
     return _state(data, jnp.where(accept, proposal, state.x)), accept
+
+
+def _step_one(static, data, state, key, beta):
+    key_move, key_accept = random.split(key)
+    return _metropolis(static, data, state, state.x + jnp.where(random.bernoulli(key_move), 1, -1), key_accept, beta)
 
 
 def step(static, data, states, keys, betas):
@@ -99,14 +103,7 @@ def _jump_step_one(static, data, state, key, beta):
     key_move, key_jump, key_accept = random.split(key, 3)
     distance = jnp.where(random.uniform(key_jump) < data.jump_share, 2, 1)
     proposal = state.x + distance * jnp.where(random.bernoulli(key_move), 1, -1)
-    inside = (proposal >= 0) & (proposal < static.n_sites)
-    proposal = jnp.clip(proposal, 0, static.n_sites - 1)
-    lattice = data.lattice
-    log_ratio = (lattice.log_prior[proposal] - lattice.log_prior[state.x]) + beta * (
-        lattice.log_likelihood[proposal] - lattice.log_likelihood[state.x]
-    )
-    accept = inside & (jnp.log(random.uniform(key_accept)) < log_ratio)
-    return _state(lattice, jnp.where(accept, proposal, state.x)), accept
+    return _metropolis(static, data.lattice, state, proposal, key_accept, beta)
 
 
 def learn_jump_share(static, data, records, states, share):
