@@ -298,7 +298,6 @@ def sample(
     writer = None if checkpoint is None else CheckpointWriter(
         checkpoint, fingerprint(kernel, static, data, settings, initial_states)  # of the data on this host
     )
-    base_data = data
     auto_rounds = settings["tuning_rounds"] == "auto"
     max_rounds = DEFAULT_TUNING_ROUNDS if auto_rounds else settings["tuning_rounds"]
     start, compile_start = time.perf_counter(), compile_seconds()
@@ -314,7 +313,7 @@ def sample(
         schedule, ladder = saved["schedule"], tempering.Ladder(*saved["ladder"])
         first_round = saved["round_index"] if saved["stage"] == "tuning" else max_rounds
         proposal = saved["proposal"]
-    data = _with_proposal(kernel, static, base_data, proposal, mesh)
+    data = _with_proposal(kernel, static, data, proposal, mesh)
     ladder = tempering.shard_ladder(ladder, mesh)
     bar = progress.bar(progress_bar, description, unit=" scans")
     deadline = None if num_samples is not None or target.max_seconds is None else start + target.max_seconds
@@ -335,8 +334,7 @@ def sample(
                     raise KeyboardInterrupt  # before the first chunk ended: no draws to keep
                 cut = (statistics, outputs)  # the tuning draws so far are the result
                 break
-            proposal = _learned_proposal(kernel, static, base_data, outputs, ladder, settings, proposal)
-            data = _with_proposal(kernel, static, base_data, proposal, mesh)
+            proposal, data = _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh)
             tuned, ladder = _retuned(ladder, schedule, statistics, settings)
             settled = (auto_rounds and round_index >= 1 and len(tuned) == len(schedule)
                        and tempering.schedule_imbalance(statistics) <= SETTLED_IMBALANCE)
@@ -363,13 +361,14 @@ def _with_proposal(kernel, static, data, proposal, mesh):
     return tempering.replicate_data(data, mesh)
 
 
-def _learned_proposal(kernel, static, data, outputs, ladder, settings, proposal):
-    """The kernel's proposal after a round (its chunks' ``outputs`` and final ``ladder``) with
-    ``proposal`` in force; ``proposal`` unchanged for a kernel that learns none."""
+def _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh):
+    """(proposal, data) for the next round: what a round (its chunks' ``outputs`` and final ``ladder``),
+    run with ``proposal`` on ``data``, teaches the kernel; both unchanged for a kernel that learns none."""
     if kernel.learn_proposal is None:
-        return proposal
+        return proposal, data
     records, _ = _thinned([output[0] for output in outputs], settings["max_draws"])
-    return kernel.learn_proposal(static, data, records, jax.tree.map(tempering.to_host, ladder.states), proposal)
+    proposal = kernel.learn_proposal(static, data, records, jax.tree.map(tempering.to_host, ladder.states), proposal)
+    return proposal, _with_proposal(kernel, static, data, proposal, mesh)
 
 
 def _saved_chunks(saved):
@@ -574,8 +573,7 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
         if fixed is not None or converged or out_of_time or interrupted:
             break
         schedule, ladder = _retuned(ladder, schedule, statistics, {**settings, "n_temperatures": len(schedule)})
-        proposal = _learned_proposal(kernel, static, data, outputs, ladder, settings, proposal)
-        data = _with_proposal(kernel, static, data, proposal, mesh)
+        proposal, data = _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh)
         previous, n_scans = (statistics, outputs), 2 * n_scans
     barrier = tempering.communication_barrier(statistics) if len(schedule) > 1 else 0.0
     evidence, evidence_se = tempering.log_evidence(statistics)

@@ -152,7 +152,7 @@ def test_proposals_are_drawn_with_those_probabilities(rules, n_antecedents, capa
     drawn = [tuple(r[:m]) for r, m in zip(new_rules.tolist(), new_lengths.tolist())]
     assert set(drawn) <= {*outcomes, rules}  # in particular no antecedent beyond n_antecedents
     assert all(move == (brl_mh.STAY if d == rules else move_of(rules, d)) for move, d in zip(moves[:500], drawn[:500]))
-    assert all((a, r) == (added_and_removed(rules, d) if d != rules else (a, r))
+    assert all((a, r) == (added_and_removed(rules, d) if d != rules else (-1, -1))  # a null move changes no rule
                for a, r, d in zip(added[:500].tolist(), removed[:500].tolist(), drawn[:500]))
     assert all((r[m:] == -1).all() for r, m in zip(new_rules, new_lengths))
     # every outcome and the null move (a listed rule drawn, or a ticket past the last whole multiple)
