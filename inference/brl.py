@@ -160,11 +160,11 @@ class BRLResult(convergence.TemperedResult):
             log_likelihood=pointwise,
         )
         idata.posterior.attrs["antecedent_names"] = list(self.antecedent_names)  # what the indices in rules mean
-        if len(self.run.schedule) > 1:  # where rung 0 of the path stands (brl_mh.reference_tables)
+        if len(self.run.schedule) > 1:  # where rung 0 of the path stands (brl_mh.log_reference_density)
             capacity = self.target[0].capacity
             idata.posterior.attrs["tempering_reference"] = (
-                f"the prior with list lengths Poisson({brl_mh.reference_mean_length(capacity):g}) truncated to "
-                f"0..{capacity}"
+                f"list lengths Poisson({brl_mh.reference_mean_length(capacity):g}) truncated to 0..{capacity}, "
+                "rules drawn without replacement by the learned rule weights"
             )
         return idata
 

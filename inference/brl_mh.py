@@ -37,14 +37,23 @@ The log target is :func:`models.brl.log_prior_from_tables` +
 adds instead of evaluating log Gamma.
 
 Tempered, a replica at inverse temperature beta targets r(d)^(1 - beta) (p(d) p(y | d))^beta, the path
-from a reference r to the posterior (``interpretable_zoo.inference.tempering``): r is the model file's
-prior with its length prior replaced by a Poisson of mean capacity / 2 truncated to 0..capacity
-(:func:`reference_tables`). Lists of different lengths are separated by the prior as much as by the
+from a reference r to the posterior (``interpretable_zoo.inference.tempering``). The reference draws a
+length from a Poisson of mean capacity / 2 truncated to 0..capacity, then the rules one after the other
+without replacement, antecedent a with probability proportional to w_a:
+
+    r(d) = Pois(m) prod_{j<m} w_{a_j} / (1 - w_{a_0} - ... - w_{a_{j-1}}),    sum_a w_a = 1
+
+(:func:`log_reference_density`). Lists of different lengths are separated by the prior as much as by the
 likelihood: on tic-tac-toe the lists of the eight lines of three o's (predicting the loss) and of the
 eight lines of x's (the win) hold different chains, and moving between them passes through lists of
 some 16 rules, which the length prior (mean 3) alone makes e^-15 times less likely than 8 rules at every
 rung when only the likelihood is tempered. The rungs near the reference hold long lists, where both
-kinds meet.
+kinds meet. The rule weights w start uniform and then follow the learned proposal's weights, with a
+smaller uniform share (:func:`reference_rule_tables`): among thousands of antecedents, lists of uniformly
+drawn rules explain the labels so much worse than the posterior's few rules that the path crosses a
+sharp transition (on mushroom the path log-likelihood jumps from -295 to -85 between two rungs), which
+a reference that already favours the rules the chains use removes. Only the path depends on w: every
+rung's target is normalised whatever w, and the posterior rung is exact.
 
 The kernel is four pure functions (:func:`make_target`, :func:`init`, :func:`step`,
 :func:`summaries`) over a hashable :class:`BRLStatic` (sizes and switches) and a :class:`BRLData` of
@@ -116,9 +125,11 @@ class BRLData(NamedTuple):
     (antecedent_slots,): c - 1 of each antecedent; n_antecedents: |A| (int scalar); prior: the model
     file's :class:`~models.brl.PriorTables`; likelihood: its :class:`~models.brl.LikelihoodTables`
     for the samples' count rounded up to a word bucket; log_hastings (5, capacity + 1):
-    :func:`log_hastings_table`; reference: the tables of the
-    tempering reference (:func:`reference_tables`); ticket_bounds (antecedent_slots,) int32 and
-    log_rule_choice (antecedent_slots + 1,): the proposal's rule tickets (:func:`rule_choice_tables`).
+    :func:`log_hastings_table`; reference_length (capacity + 1,) and reference_rule_choice
+    (antecedent_slots + 1,): the tempering reference's log length probabilities
+    (:func:`reference_length_table`) and log rule weights (:func:`reference_rule_tables`); ticket_bounds
+    (antecedent_slots,) int32 and log_rule_choice (antecedent_slots + 1,): the proposal's rule tickets
+    (:func:`rule_choice_tables`).
     """
 
     truth_bits: jnp.ndarray
@@ -128,14 +139,16 @@ class BRLData(NamedTuple):
     prior: brl.PriorTables
     likelihood: brl.LikelihoodTables
     log_hastings: jnp.ndarray
-    reference: brl.PriorTables
+    reference_length: jnp.ndarray
+    reference_rule_choice: jnp.ndarray
     ticket_bounds: jnp.ndarray
     log_rule_choice: jnp.ndarray
 
 
 class BRLState(NamedTuple):
     """One replica: the padded list (``rules`` (capacity,) with -1 after ``length``), its log prior, log
-    likelihood and log reference density (:func:`reference_tables`)."""
+    likelihood and log reference density (:func:`log_reference_density`, re-evaluated at every
+    :func:`step`, since the reference follows the learned weights)."""
 
     rules: jnp.ndarray
     length: jnp.ndarray
@@ -244,6 +257,18 @@ UNIFORM_TICKET_SHARE = 0.5
 the weights, so that every rule stays reachable at a rate of at least half the uniform proposal's."""
 
 
+def _mixed_shares(weights, n_antecedents: int, uniform_share: float) -> np.ndarray:
+    """(|A|,) probabilities summing to 1: uniform for ``weights`` None, else ``uniform_share`` / |A| +
+    (1 - ``uniform_share``) weights_a / sum(weights) of nonnegative ``weights`` (|A|,)."""
+    if weights is None:
+        return np.full(n_antecedents, 1.0 / n_antecedents)
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.shape != (n_antecedents,) or not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValueError(f"rule weights: expected {n_antecedents} finite nonnegative numbers, got {weights!r}")
+    spread = weights / weights.sum() if weights.sum() > 0 else np.full(n_antecedents, 1.0 / n_antecedents)
+    return uniform_share / n_antecedents + (1.0 - uniform_share) * spread
+
+
 def rule_choice_tables(weights, n_antecedents: int, antecedent_slots: int) -> tuple[np.ndarray, np.ndarray]:
     """(ticket_bounds, log_rule_choice) of :class:`BRLData`: antecedent a holds T_a = floor(2^23 w_a)
     tickets, w_a = 1 / |A| for ``weights`` None (the uniform choice), else the mixture
@@ -252,14 +277,7 @@ def rule_choice_tables(weights, n_antecedents: int, antecedent_slots: int) -> tu
     log_rule_choice[a] = log q(a) = log(T_a / 2^23), with a last entry 0 read for "no rule" (index -1)."""
     if n_antecedents > 2 ** (TICKET_BITS - 1):
         raise ValueError(f"antecedents: at most {2 ** (TICKET_BITS - 1)} can be proposed exactly, got {n_antecedents}")
-    if weights is None:
-        share = np.full(n_antecedents, 1.0 / n_antecedents)
-    else:
-        weights = np.asarray(weights, dtype=np.float64)
-        if weights.shape != (n_antecedents,) or not np.all(np.isfinite(weights)) or np.any(weights < 0):
-            raise ValueError(f"rule weights: expected {n_antecedents} finite nonnegative numbers, got {weights!r}")
-        spread = weights / weights.sum() if weights.sum() > 0 else np.full(n_antecedents, 1.0 / n_antecedents)
-        share = UNIFORM_TICKET_SHARE / n_antecedents + (1.0 - UNIFORM_TICKET_SHARE) * spread
+    share = _mixed_shares(weights, n_antecedents, UNIFORM_TICKET_SHARE)
     tickets = np.pad(np.floor(share * 2**TICKET_BITS).astype(np.int64), (0, antecedent_slots - n_antecedents))
     log_choice = np.log(np.maximum(tickets, 1)) - TICKET_BITS * np.log(2)  # padded antecedents: never drawn
     return np.cumsum(tickets).astype(np.int32), np.append(log_choice, 0.0).astype(np.float32)
@@ -283,29 +301,58 @@ def learn_proposal(static: BRLStatic, data: BRLData, records: dict, states: BRLS
 
 def with_proposal(static: BRLStatic, data: BRLData, weights) -> BRLData:
     """``data`` whose proposal draws the rule of an insert or replace by ``weights`` (|A|,) mixed with the
-    uniform choice (:func:`rule_choice_tables`); the target is unchanged."""
-    bounds, log_choice = rule_choice_tables(weights, int(data.n_antecedents), static.antecedent_slots)
-    return data._replace(ticket_bounds=jax.device_put(bounds), log_rule_choice=jax.device_put(log_choice))
+    uniform choice (:func:`rule_choice_tables`), and whose tempering reference draws its rules by the same
+    weights (:func:`reference_rule_tables`); the posterior is unchanged."""
+    n_antecedents, slots = int(data.n_antecedents), static.antecedent_slots
+    bounds, log_choice = rule_choice_tables(weights, n_antecedents, slots)
+    return data._replace(
+        ticket_bounds=jax.device_put(bounds),
+        log_rule_choice=jax.device_put(log_choice),
+        reference_rule_choice=jax.device_put(reference_rule_tables(weights, n_antecedents, slots)),
+    )
 
 
 REFERENCE_LENGTH_SHARE = 0.5
-"""The tempering reference's mean list length, as a share of the capacity (:func:`reference_tables`)."""
+"""The tempering reference's mean list length, as a share of the capacity (:func:`reference_length_table`)."""
+
+REFERENCE_UNIFORM_SHARE = 0.1
+"""The share of the reference's rule weights spread evenly over all antecedents (:func:`reference_rule_tables`).
+On mushroom (60 s, seeds 1, 2, 4, 6) 0.1 left worst R-hat 1.013, 1.015, 1.012 and converged; 0.5 (the
+proposal's share) 1.037, 1.037, -, 1.045; 0.02 gave 1.102 and 1.015 (seeds 1, 2)."""
 
 
 def reference_mean_length(capacity: int) -> float:
-    """The mean of the reference's Poisson length prior before truncation (:func:`reference_tables`)."""
+    """The mean of the reference's Poisson length prior before truncation (:func:`reference_length_table`)."""
     return REFERENCE_LENGTH_SHARE * capacity
 
 
-def reference_tables(prior: brl.PriorTables, capacity: int) -> brl.PriorTables:
-    """The tempering reference r (module docstring): the model file's prior ``prior`` with its length
-    prior replaced by Poisson(:func:`reference_mean_length`) truncated to 0..capacity, so that r is
-    normalised. Its own Poisson, not the model file's length hook: an edited hook moves the posterior,
-    never the reference. Only the path between the rungs depends on r: the posterior rung is exact
-    whatever r."""
+def reference_length_table(capacity: int) -> np.ndarray:
+    """(capacity + 1,) float32: log Poisson(:func:`reference_mean_length`) probabilities truncated to
+    0..capacity and normalised. The reference's own Poisson, not the model file's length hook: an edited
+    hook moves the posterior, never the reference."""
     lengths = np.arange(capacity + 1)
     weights = lengths * np.log(reference_mean_length(capacity)) - gammaln(lengths + 1.0)
-    return prior._replace(length=jax.device_put((weights - logsumexp(weights)).astype(np.float32)))
+    return (weights - logsumexp(weights)).astype(np.float32)
+
+
+def reference_rule_tables(weights, n_antecedents: int, antecedent_slots: int) -> np.ndarray:
+    """(antecedent_slots + 1,) float32: log w_a, the reference's rule weights (module docstring), summing
+    to 1 over the antecedents: uniform for ``weights`` None, else REFERENCE_UNIFORM_SHARE / |A| + (1 -
+    REFERENCE_UNIFORM_SHARE) weights_a / sum(weights); padded antecedents -inf, and a last entry 0 read
+    for "no rule" (index -1)."""
+    share = _mixed_shares(weights, n_antecedents, REFERENCE_UNIFORM_SHARE)
+    padded = np.full(antecedent_slots - n_antecedents, -np.inf)
+    return np.concatenate([np.log(share), padded, [0.0]]).astype(np.float32)
+
+
+def log_reference_density(static: BRLStatic, data: BRLData, rules, length):
+    """log r(d) of a padded list (module docstring): the length's log probability plus, rule after rule,
+    log w_a - log(1 - the weights of the rules before it)."""
+    listed = jnp.arange(static.capacity) < length
+    log_w = jnp.where(listed, data.reference_rule_choice[jnp.where(listed, rules, -1)], 0.0)
+    w = jnp.where(listed, jnp.exp(log_w), 0.0)
+    left = jnp.maximum(1.0 - (jnp.cumsum(w) - w), jnp.finfo(w.dtype).tiny)  # the weight not yet drawn
+    return data.reference_length[length] + jnp.where(listed, log_w - jnp.log(left), 0.0).sum()
 
 
 def _check_target(truth_table, cardinalities, n_classes, y, capacity):
@@ -364,7 +411,6 @@ def make_target(
     slots, n_words = static.antecedent_slots, static.n_words
     truth = np.pad(pack_bits(table.T, n_words), ((0, slots + 1 - n_antecedents), (0, 0)))
     prior = brl.prior_tables(cardinalities, priors, capacity)
-    reference = reference_tables(prior, capacity)
     ticket_bounds, log_rule_choice = rule_choice_tables(None, n_antecedents, slots)
     with jax.ensure_compile_time_eval():  # concrete tables even when called under a trace (e.g. pmap)
         data = BRLData(
@@ -375,7 +421,8 @@ def make_target(
             prior=prior,
             likelihood=brl.likelihood_tables(priors.alpha_vector(n_classes), 32 * _words(n_samples)),
             log_hastings=jax.device_put(log_hastings_table(n_antecedents, capacity)),
-            reference=reference,
+            reference_length=jax.device_put(reference_length_table(capacity)),
+            reference_rule_choice=jax.device_put(reference_rule_tables(None, n_antecedents, slots)),
             ticket_bounds=jax.device_put(ticket_bounds),
             log_rule_choice=jax.device_put(log_rule_choice),
         )
@@ -478,16 +525,13 @@ def label_counts(data: BRLData, rules, length):
 
 
 def list_state(static: BRLStatic, data: BRLData, rules, length) -> BRLState:
-    """The :class:`BRLState` of a given padded list: its log prior and log reference density from the
-    model file's prior tables and the reference's, its log likelihood from the likelihood tables."""
+    """The :class:`BRLState` of a given padded list: its log prior from the model file's prior tables, its
+    log likelihood from the likelihood tables, its log reference density (:func:`log_reference_density`)."""
     rules, length = jnp.asarray(rules, jnp.int32), jnp.asarray(length, jnp.int32)
     rule_cardinality = data.cardinality_index[jnp.maximum(rules, 0)]
-    log_prior, log_reference = (
-        brl.log_prior_from_tables(tables, rule_cardinality, length, static.cardinalities_can_run_out)
-        for tables in (data.prior, data.reference)
-    )
+    log_prior = brl.log_prior_from_tables(data.prior, rule_cardinality, length, static.cardinalities_can_run_out)
     log_likelihood = brl.log_marginal_likelihood_from_tables(data.likelihood, label_counts(data, rules, length))
-    return BRLState(rules, length, log_prior, log_likelihood, log_reference)
+    return BRLState(rules, length, log_prior, log_likelihood, log_reference_density(static, data, rules, length))
 
 
 def init(static: BRLStatic, data: BRLData, key) -> BRLState:
@@ -524,6 +568,8 @@ def _replica_steps(static: BRLStatic, data: BRLData, state: BRLState, key, beta)
         return mh_update(static, data, replica, uniforms, beta)
 
     uniforms = random.uniform(key, (static.steps_per_call * UNIFORMS_PER_STEP,)).reshape(-1, UNIFORMS_PER_STEP)
+    # the reference of data, which may have changed since the state was evaluated (a new round's weights)
+    state = state._replace(log_reference=log_reference_density(static, data, state.rules, state.length))
     state, accept_probs = lax.scan(one, state, uniforms)
     return state, BRLInfo(accept_probs.mean())
 

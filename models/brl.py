@@ -24,8 +24,8 @@ Editing priors: the fast sampler follows :class:`Priors` (its defaults too) and 
 :func:`rule_list_prior` instead of a hook, theta's Dirichlet changed in :func:`model` alone, or an edit of
 :func:`log_prior` (a derived evaluation: edit the hooks). Check an edit by fitting (the check runs on
 every fit) and by the enumeration tests of the edited model, as in tests/test_prior_edits.py. The
-tempered rungs start from a reference built from these tables with the length prior replaced
-(``inference.brl_mh.reference_tables``); it shapes only the path, never the posterior.
+tempered rungs start from a reference of their own (``inference.brl_mh.log_reference_density``); it
+shapes only the path, never the posterior.
 """
 
 from __future__ import annotations

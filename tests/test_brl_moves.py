@@ -11,7 +11,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
-from test_brl_sampler import CARDINALITIES, gof_against_enumeration, tiny_problem
+from test_brl_sampler import (
+    CARDINALITIES,
+    all_lists,
+    exact_log_joint,
+    gof_against_enumeration,
+    reference_rule_weights,
+    tiny_problem,
+)
 
 from interpretable_zoo.inference import brl_mh
 from interpretable_zoo.models import brl
@@ -238,10 +245,45 @@ def test_learned_weights_add_each_rounds_shares_of_the_rules_used():
     weights = brl_mh.learn_proposal(static, data, records, states, None)
     np.testing.assert_allclose(weights, [1 / 3, 0, 2 / 3, 0, 1])
     np.testing.assert_allclose(brl_mh.learn_proposal(static, data, records, states, weights), 2 * weights)
-    tickets = np.diff(np.asarray(brl_mh.with_proposal(static, data, weights).ticket_bounds), prepend=0)
+    learned = brl_mh.with_proposal(static, data, weights)
+    tickets = np.diff(np.asarray(learned.ticket_bounds), prepend=0)
     share = brl_mh.UNIFORM_TICKET_SHARE / 5 + (1 - brl_mh.UNIFORM_TICKET_SHARE) * weights / weights.sum()
     np.testing.assert_array_equal(tickets[:5], np.floor(share * TICKETS))
     assert not tickets[5:].any()  # padded antecedents are never proposed
+    reference = np.exp(np.asarray(learned.reference_rule_choice, np.float64))  # the reference's rule weights
+    np.testing.assert_allclose(reference[:5], reference_rule_weights(5, weights), rtol=1e-6)
+    np.testing.assert_array_equal(reference[5:-1], 0.0)
+
+
+@pytest.mark.parametrize("weights", [None, "skewed"])
+def test_reference_density_sums_to_one_over_every_list(weights):
+    """r(d) over all 326 lists of at most 5 of the 5 antecedents sums to 1, with uniform and with learned
+    rule weights, and equals the formula written out in ``test_brl_sampler.exact_log_joint`` (beta = 0)."""
+    static, data = target(brl.Priors())
+    rule_weights = None if weights is None else skewed_weights(len(CARDINALITIES))
+    if rule_weights is not None:
+        data = brl_mh.with_proposal(static, data, rule_weights)
+    lists = all_lists(len(CARDINALITIES), CAPACITY)
+    rules, lengths = jnp.asarray(lists["rules"]), jnp.asarray(lists["length"])
+    log_r = jax.vmap(partial(brl_mh.log_reference_density, static, data))(rules, lengths)
+    assert float(np.exp(np.asarray(log_r, np.float64)).sum()) == pytest.approx(1.0, abs=1e-5)
+    truth_table, y = tiny_problem()
+    exact = exact_log_joint(truth_table, y, 2, brl.Priors(), CAPACITY, beta=0.0, rule_weights=rule_weights)
+    np.testing.assert_allclose(log_r, jax.vmap(lambda r, m: exact({"rules": r, "length": m}))(rules, lengths), atol=1e-5)
+
+
+def test_a_step_re_evaluates_the_reference_of_states_from_an_earlier_round():
+    """States evaluated with the uniform reference, then stepped with data holding learned weights (a new
+    round's): every replica's log reference density is that of the new reference, moved or not."""
+    static, data = target(brl.Priors())
+    learned = brl_mh.with_proposal(static, data, skewed_weights(len(CARDINALITIES)))
+    states = jax.vmap(partial(brl_mh.init, static, data))(jax.random.split(jax.random.PRNGKey(2), N_REPLICAS))
+    stepped, _ = brl_mh.step(static, learned, states, jax.random.split(jax.random.PRNGKey(3), N_REPLICAS), POSTERIOR)
+    expected = jax.vmap(partial(brl_mh.log_reference_density, static, learned))(stepped.rules, stepped.length)
+    np.testing.assert_allclose(stepped.log_reference, expected, rtol=1e-6)
+    unchanged = np.asarray((stepped.rules == states.rules).all(axis=1))
+    assert unchanged.any()  # some replicas kept their list (a rejection), so only the refresh can mend them
+    assert not np.allclose(np.asarray(states.log_reference)[unchanged], np.asarray(expected)[unchanged])
 
 
 def test_rules_drawn_by_learned_weights_match_the_enumerated_posterior_and_an_uncorrected_ratio_fails():
@@ -249,27 +291,30 @@ def test_rules_drawn_by_learned_weights_match_the_enumerated_posterior_and_an_un
     posterior and at a tempered rung; the control draws by the weights but computes the ratio as if the
     choice were uniform."""
     static, data = target(brl.Priors())
-    weighted = brl_mh.with_proposal(static, data, skewed_weights(len(CARDINALITIES)))
+    weights = skewed_weights(len(CARDINALITIES))
+    weighted = brl_mh.with_proposal(static, data, weights)
     betas = jnp.where(jnp.arange(N_REPLICAS) % 2 == 0, 0.3 * POSTERIOR, POSTERIOR)
     draws = sample_replicas(static, weighted, jax.random.PRNGKey(13), betas)
     for first, beta in ((0, 0.3), (1, 1.0)):
-        result = gof_against_enumeration(jax.tree.map(lambda x: x[first::2], draws), brl.Priors(), beta)
+        result = gof_against_enumeration(jax.tree.map(lambda x: x[first::2], draws), brl.Priors(), beta, weights)
         assert result.passed(alpha=1e-3), (beta, result)
     uncorrected = weighted._replace(log_rule_choice=data.log_rule_choice)
     result = gof_against_enumeration(sample_replicas(static, uncorrected, jax.random.PRNGKey(13), POSTERIOR), brl.Priors())
     assert not result.passed(alpha=1e-3), result
 
 
-def test_tempered_replicas_match_the_enumerated_tempered_posterior_and_the_prior_path_fails():
+def test_tempered_replicas_match_the_enumerated_tempered_posterior_and_another_reference_fails():
     """One batch with replicas at beta = 0.3 and at 1: each follows r(d)^(1 - beta) (p(d) p(y | d))^beta,
-    r the reference. The control takes the prior as the reference (the prior kept whole, the likelihood
-    tempered): the same posterior rung, another rung 0.3."""
+    r the reference. The control runs with a reference of learned weights (the proposal left uniform)
+    against the uniform reference's enumeration: the same posterior rung, another rung 0.3."""
     betas = jnp.where(jnp.arange(N_REPLICAS) % 2 == 0, 0.3 * POSTERIOR, POSTERIOR)
     static, data = target(brl.Priors())
     draws = sample_replicas(static, data, jax.random.PRNGKey(5), betas)
     for first, beta in ((0, 0.3), (1, 1.0)):
         result = gof_against_enumeration(jax.tree.map(lambda x: x[first::2], draws), brl.Priors(), beta)
         assert result.passed(alpha=1e-3), (beta, result)
-    draws = sample_replicas(static, data._replace(reference=data.prior), jax.random.PRNGKey(5), 0.3 * POSTERIOR)
+    other_reference = brl_mh.with_proposal(static, data, skewed_weights(len(CARDINALITIES))).reference_rule_choice
+    draws = sample_replicas(static, data._replace(reference_rule_choice=other_reference), jax.random.PRNGKey(5),
+                            0.3 * POSTERIOR)
     result = gof_against_enumeration(draws, brl.Priors(), 0.3)
     assert not result.passed(alpha=1e-3), result

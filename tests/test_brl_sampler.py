@@ -54,19 +54,33 @@ def random_params(rng, n_draws, capacity, alpha):
     return params
 
 
-def exact_log_joint(truth_table, y, n_classes, priors, capacity, beta=1.0):
+def reference_rule_weights(n_antecedents, rule_weights=None):
+    """The reference's w_a: uniform, or REFERENCE_UNIFORM_SHARE spread evenly and the rest by ``rule_weights``."""
+    if rule_weights is None:
+        return np.full(n_antecedents, 1.0 / n_antecedents)
+    share = brl_mh.REFERENCE_UNIFORM_SHARE
+    return share / n_antecedents + (1 - share) * np.asarray(rule_weights, float) / np.sum(rule_weights)
+
+
+def exact_log_joint(truth_table, y, n_classes, priors, capacity, beta=1.0, rule_weights=None):
     """(1 - beta) log r(d) + beta (log p(d) + log p(y | d)) from the model file's formulas, r the
-    tempering reference: the prior with Poisson(capacity / 2) lengths truncated to 0..capacity."""
+    tempering reference: a Poisson(capacity / 2) length truncated to 0..capacity, then the rules drawn
+    one after the other without replacement by the weights of :func:`reference_rule_weights`."""
     lengths = np.arange(capacity + 1)
     mean = capacity / 2
     reference_length = jnp.asarray(stats.poisson.logpmf(lengths, mean) - stats.poisson.logcdf(capacity, mean))
+    w = jnp.asarray(reference_rule_weights(truth_table.shape[1], rule_weights))
 
     def log_joint(state):
         rule_counts, default_counts = brl.capture_counts(truth_table, y, n_classes, state["rules"], state["length"])
         alpha = priors.alpha_vector(n_classes)
         log_prior = brl.log_prior(state["rules"], state["length"], CARDINALITIES, priors, capacity)
-        length_terms = reference_length[state["length"]] - brl.log_length_prior(priors, capacity)[state["length"]]
-        log_reference = log_prior + length_terms
+        log_reference = reference_length[state["length"]]
+        drawn = 0.0
+        for j in range(capacity):
+            w_j = jnp.where(j < state["length"], w[jnp.maximum(state["rules"][j], 0)], 0.0)
+            log_reference += jnp.where(j < state["length"], jnp.log(w_j) - jnp.log(1.0 - drawn), 0.0)
+            drawn += w_j
         log_posterior = log_prior + brl.log_marginal_likelihood(rule_counts, default_counts, state["length"], alpha)
         return (1 - beta) * log_reference + beta * log_posterior
 
@@ -296,18 +310,19 @@ def run_on_tiny_problem(priors, seed, num_samples=3000, num_chains=16, steps_per
 
 
 @functools.cache
-def tiny_posterior(priors, beta):
+def tiny_posterior(priors, beta, rule_weights=None):
     """Every list of at most 5 rules on the tiny problem and its probability under rung beta's target
-    r(d)^(1 - beta) (p(d) p(y | d))^beta."""
+    r(d)^(1 - beta) (p(d) p(y | d))^beta, r's rules drawn by ``rule_weights`` (a tuple, or None: uniform)."""
     truth_table, y = tiny_problem()
     states = all_lists(5, 5)
     with enable_x64():
-        return states, enumerate_posterior(exact_log_joint(truth_table, y, 2, priors, 5, beta), states)
+        return states, enumerate_posterior(exact_log_joint(truth_table, y, 2, priors, 5, beta, rule_weights), states)
 
 
-def gof_against_enumeration(draws, priors, beta=1.0):
-    """The exact test of draws of lists of at most 5 rules on the tiny problem against rung beta's target."""
-    states, probs = tiny_posterior(priors, beta)
+def gof_against_enumeration(draws, priors, beta=1.0, rule_weights=None):
+    """The exact test of draws of lists of at most 5 rules on the tiny problem against rung beta's target
+    (the reference's rules drawn by ``rule_weights``, learned weights as :func:`brl_mh.with_proposal` takes)."""
+    states, probs = tiny_posterior(priors, beta, None if rule_weights is None else tuple(rule_weights))
     indices = state_index({"rules": draws["rules"], "length": draws["length"]}, states)
     rules, lengths = states["rules"], states["length"]
     statistics = {f"length={m}": (lengths == m) * 1.0 for m in range(6)}
