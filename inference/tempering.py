@@ -4,11 +4,12 @@ Doucet 2022, JRSS-B: "NRPT").
 Each chain runs K replicas of a target kernel at inverse temperatures 0 = beta_0 < ... < beta_{K-1} = 1,
 replica k targeting pi_k(x) proportional to p(x) L(x)^beta_k: the model file's prior kept whole and its
 likelihood tempered, so rung 0 is the prior and rung K-1 the posterior, and a prior edit reaches every
-rung. A kernel may instead start the path at a normalised reference distribution r built from the
-model file's prior (a state with a field ``log_reference``): pi_k(x) proportional to
-r(x)^(1 - beta_k) (p(x) L(x))^beta_k, the geometric path of Syed et al. sec. 2, which everywhere below
-reads log L as log p + log L - log r (:func:`path_log_likelihood`); the posterior rung, and the
-evidence, are unchanged.
+rung. A kernel may instead start the path at a normalised reference distribution r of its own (a
+state with a field ``log_reference``): pi_k(x) proportional to r(x)^(1 - beta_k) (p(x) L(x))^beta_k, the
+geometric path of Syed et al. sec. 2, which everywhere below reads log L as log p + log L - log r
+(:func:`path_log_likelihood`); the posterior rung, and the evidence, are unchanged. The reference may
+be adapted from round to round, as the schedule is (Surjanovic et al. 2022, "variational reference"):
+BRL's follows its learned proposal (``inference.brl_mh``).
 
 One *scan* is a local move of every replica (the kernel's ``step`` at the replica's beta) and one round
 of swaps between neighbouring rungs: the pairs (k, k + 1) with k even on even scans and k odd on odd
@@ -76,7 +77,9 @@ class TargetKernel(NamedTuple):
     records (name -> (chain, draw, ...)), the final states of all replicas and the proposal the round
     ran with (None at first), and ``with_proposal(static, data, proposal) -> data``, the data (same
     shapes) whose ``step`` proposes with it. The proposal is fixed within a round, so each round is an
-    MCMC run of a fixed kernel started where the one before stopped; the target never depends on it."""
+    MCMC run of a fixed kernel started where the one before stopped; the posterior rung's target never
+    depends on it. A path's reference may follow it (then ``step`` re-evaluates ``log_reference`` of the
+    states it is given, which an earlier round's data evaluated)."""
 
     init: Callable
     step: Callable
