@@ -317,8 +317,9 @@ REFERENCE_LENGTH_SHARE = 0.5
 
 REFERENCE_UNIFORM_SHARE = 0.1
 """The share of the reference's rule weights spread evenly over all antecedents (:func:`reference_rule_tables`).
-On mushroom (60 s, seeds 1, 2, 4, 6) 0.1 left worst R-hat 1.013, 1.015, 1.012 and converged; 0.5 (the
-proposal's share) 1.037, 1.037, -, 1.045; 0.02 gave 1.102 and 1.015 (seeds 1, 2)."""
+In trial runs of mushroom's default fit (60 s), 0.1 left worst R-hat 1.013, 1.015, 1.012 and converged
+(seeds 1, 2, 4, 6), 0.5 (the proposal's share) 1.037, 1.037 and 1.045 (seeds 1, 2, 6), 0.02 1.102 and
+1.015 (seeds 1, 2)."""
 
 
 def reference_mean_length(capacity: int) -> float:
