@@ -283,15 +283,23 @@ def rule_choice_tables(weights, n_antecedents: int, antecedent_slots: int) -> tu
     return np.cumsum(tickets).astype(np.int32), np.append(log_choice, 0.0).astype(np.float32)
 
 
+WEIGHT_MEMORY = 0.5
+"""The factor by which :func:`learn_proposal` carries the weights of the rounds before into the next, so
+that the rules of the early rounds, used before the chains found the posterior, fade. In trial runs of
+mushroom's default fit (60 s, seeds 1-6), 0.5 converged 4 of 6 (the others 1.023, 1.011) against 2 of 6
+(worst R-hat 1.041) with every round counted alike (1)."""
+
+
 def learn_proposal(static: BRLStatic, data: BRLData, records: dict, states: BRLState, weights) -> np.ndarray:
-    """Rule weights (|A|,) after a round (``inference.tempering.TargetKernel``): the round's ``weights``
-    (None at first) plus each antecedent's share of the rules in the posterior rung's kept lists
-    (``records["rules"]``, (chain, draw, capacity)) and its share of the rules in every replica's final
-    list (``states``, all rungs), so that the proposal puts in the rules that the posterior and the rungs
-    on the way to it use. A uniform choice rarely finds one of the few rules of a good list among
-    thousands of antecedents; half of the tickets stay uniform (:data:`UNIFORM_TICKET_SHARE`)."""
+    """Rule weights (|A|,) after a round (``inference.tempering.TargetKernel``): WEIGHT_MEMORY times the
+    round's ``weights`` (None at first) plus each antecedent's share of the rules in the posterior rung's
+    kept lists (``records["rules"]``, (chain, draw, capacity)) and its share of the rules in every
+    replica's final list (``states``, all rungs), so that the proposal and the reference put in the rules
+    that the posterior and the rungs on the way to it use now. A uniform choice rarely finds one of the
+    few rules of a good list among thousands of antecedents; half of the tickets stay uniform
+    (:data:`UNIFORM_TICKET_SHARE`)."""
     n_antecedents = int(data.n_antecedents)
-    weights = np.zeros(n_antecedents) if weights is None else np.array(weights, dtype=np.float64)
+    weights = np.zeros(n_antecedents) if weights is None else WEIGHT_MEMORY * np.array(weights, dtype=np.float64)
     for rules in (np.asarray(records["rules"]), np.asarray(states.rules)):
         listed = rules[rules >= 0]
         if listed.size:

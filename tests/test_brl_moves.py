@@ -237,14 +237,16 @@ def test_kernel_matches_the_enumerated_posterior_and_a_wrong_ratio_fails(priors,
 
 def test_learned_weights_add_each_rounds_shares_of_the_rules_used():
     """A round's weights: each antecedent's share of the rules in the posterior rung's lists plus its share
-    in the replicas' final lists, added to the weights the round ran with; half the tickets stay uniform."""
+    in the replicas' final lists, added to WEIGHT_MEMORY times the weights the round ran with; half the
+    tickets stay uniform."""
     static, data = target(brl.Priors())
     pad = [-1] * (CAPACITY - 2)
     records = {"rules": np.array([[[0, 2, *pad], [2, -1, *pad]]])}  # (chain, draw, capacity): 0, 2, 2
     states = brl_mh.BRLState(np.array([[4, -1, *pad], [-1, -1, *pad]]), *[np.zeros(2)] * 4)
     weights = brl_mh.learn_proposal(static, data, records, states, None)
     np.testing.assert_allclose(weights, [1 / 3, 0, 2 / 3, 0, 1])
-    np.testing.assert_allclose(brl_mh.learn_proposal(static, data, records, states, weights), 2 * weights)
+    again = brl_mh.learn_proposal(static, data, records, states, weights)  # the round before, faded
+    np.testing.assert_allclose(again, (1 + brl_mh.WEIGHT_MEMORY) * weights)
     learned = brl_mh.with_proposal(static, data, weights)
     tickets = np.diff(np.asarray(learned.ticket_bounds), prepend=0)
     share = brl_mh.UNIFORM_TICKET_SHARE / 5 + (1 - brl_mh.UNIFORM_TICKET_SHARE) * weights / weights.sum()
