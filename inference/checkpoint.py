@@ -2,11 +2,12 @@
 
 A run given ``checkpoint=`` writes its state after a chunk of scans at most every ``every_seconds``: where
 it is (tuning round r, or the sampling round of n scans), the ladder (every replica's state and random
-key), the schedule, the kernel's learned proposal (if any), and the chunks of the current round (and, when sampling, of the round before it). A
-later call with the same checkpoint, kernel, data and settings resumes there: the chunks from then on
-are the ones the uninterrupted run computes, so the same seed gives the same draws whether a run went in
-one go or was stopped (Ctrl-C, a killed process) and resumed. A finished run removes its checkpoint. A
-checkpoint of another kernel, data set or settings is refused (ValueError), never silently continued.
+key), the schedule, the kernel's learned proposal (if any), and the chunks of the current round (and,
+when sampling, of the round before it). A later call with the same checkpoint, kernel, data and settings
+resumes there: the chunks from then on are the ones the uninterrupted run computes, so the same seed gives
+the same draws whether a run went in one go or was stopped (Ctrl-C, a killed process) and resumed. A
+finished run removes its checkpoint. A checkpoint of another kernel, data set or settings is refused
+(ValueError), never silently continued.
 
 Files are Python pickles (a checkpoint holds NumPy arrays; a saved result, the result object with its
 trace, kernel tables and final ladder, so a loaded result predicts, explains and ``extend``s as before).
