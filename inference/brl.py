@@ -425,9 +425,11 @@ def fit_brl(
     kernel_target = brl_mh.make_target(table, cardinalities, len(classes), codes, priors, capacity,
                                        steps_per_call=steps_per_scan)
     target_check.check_brl(cardinalities, len(classes), priors, capacity)
+    static, data = kernel_target
     run = convergence.sample(
         KERNEL,
-        *kernel_target,
+        static,
+        brl_mh.per_chain(data, num_chains),  # chains learn their proposal in groups (brl_mh.learn_proposal)
         num_chains=num_chains,
         seed=seed,
         n_temperatures=n_temperatures,

@@ -78,7 +78,9 @@ class TargetKernel(NamedTuple):
     ran with (None at first), and ``with_proposal(static, data, proposal) -> data``, the data (same
     shapes) whose ``step`` proposes with it. The proposal is fixed within a round, so each round is an
     MCMC run of a fixed kernel started where the one before stopped; the posterior rung's target never
-    depends on it. A path's reference may follow it (then ``step`` re-evaluates ``log_reference`` of the
+    depends on it. Learned from all chains pooled, a proposal ties the chains together, and their
+    agreement no longer shows a mode that all of them were led away from: BRL's learns in independent
+    groups of chains (``inference.brl_mh.LEARNING_GROUPS``). A path's reference may follow it (then ``step`` re-evaluates ``log_reference`` of the
     states it is given, which an earlier round's data evaluated)."""
 
     init: Callable

@@ -235,26 +235,61 @@ def test_kernel_matches_the_enumerated_posterior_and_a_wrong_ratio_fails(priors,
     assert not result.passed(alpha=1e-3), result
 
 
-def test_learned_weights_add_each_rounds_shares_of_the_rules_used():
-    """A round's weights: each antecedent's share of the rules in the posterior rung's lists plus its share
-    in the replicas' final lists, added to WEIGHT_MEMORY times the weights the round ran with; half the
-    tickets stay uniform."""
+def test_learned_weights_add_each_chains_shares_of_the_rules_it_used():
+    """A round's weights, per chain: each antecedent's share of the rules in the chain's posterior-rung
+    lists plus its share in the chain's replicas' final lists, added to WEIGHT_MEMORY times the weights the
+    round ran with; no chain's weights see another chain's lists; half the tickets stay uniform."""
     static, data = target(brl.Priors())
     pad = [-1] * (CAPACITY - 2)
-    records = {"rules": np.array([[[0, 2, *pad], [2, -1, *pad]]])}  # (chain, draw, capacity): 0, 2, 2
-    states = brl_mh.BRLState(np.array([[4, -1, *pad], [-1, -1, *pad]]), *[np.zeros(2)] * 4)
+    records = {"rules": np.array([[[0, 2, *pad], [2, -1, *pad]],     # chain 0 kept 0, 2, 2
+                                  [[1, -1, *pad], [3, 1, *pad]]])}  # chain 1 kept 1, 3, 1
+    # two replicas per chain, chain-major: chain 0's final lists hold 4, chain 1's hold 0
+    states = brl_mh.BRLState(np.array([[4, -1, *pad], [-1, -1, *pad], [0, -1, *pad], [-1, -1, *pad]]),
+                             *[np.zeros(4)] * 4)
     weights = brl_mh.learn_proposal(static, data, records, states, None)
-    np.testing.assert_allclose(weights, [1 / 3, 0, 2 / 3, 0, 1])
+    np.testing.assert_allclose(weights, [[1 / 3, 0, 2 / 3, 0, 1], [1, 2 / 3, 0, 1 / 3, 0]])
     again = brl_mh.learn_proposal(static, data, records, states, weights)  # the round before, faded
     np.testing.assert_allclose(again, (1 + brl_mh.WEIGHT_MEMORY) * weights)
     learned = brl_mh.with_proposal(static, data, weights)
-    tickets = np.diff(np.asarray(learned.ticket_bounds), prepend=0)
-    share = brl_mh.UNIFORM_TICKET_SHARE / 5 + (1 - brl_mh.UNIFORM_TICKET_SHARE) * weights / weights.sum()
-    np.testing.assert_array_equal(tickets[:5], np.floor(share * TICKETS))
-    assert not tickets[5:].any()  # padded antecedents are never proposed
-    reference = np.exp(np.asarray(learned.reference_rule_choice, np.float64))  # the reference's rule weights
-    np.testing.assert_allclose(reference[:5], reference_rule_weights(5, weights), rtol=1e-6)
-    np.testing.assert_array_equal(reference[5:-1], 0.0)
+    for chain in range(2):
+        tickets = np.diff(np.asarray(learned.ticket_bounds[chain]), prepend=0)
+        share = brl_mh.UNIFORM_TICKET_SHARE / 5 + (1 - brl_mh.UNIFORM_TICKET_SHARE) * weights[chain] / weights[chain].sum()
+        np.testing.assert_array_equal(tickets[:5], np.floor(share * TICKETS))
+        assert not tickets[5:].any()  # padded antecedents are never proposed
+        reference = np.exp(np.asarray(learned.reference_rule_choice[chain], np.float64))  # the reference's weights
+        np.testing.assert_allclose(reference[:5], reference_rule_weights(5, weights[chain]), rtol=1e-6)
+        np.testing.assert_array_equal(reference[5:-1], 0.0)
+
+
+def test_chains_learn_in_independent_groups():
+    """Four chains learn in LEARNING_GROUPS = 2 groups: chains 0 and 1 share the mean of their shares, chains
+    2 and 3 theirs, and neither group's weights see the other's lists."""
+    static, data = target(brl.Priors())
+    assert brl_mh.LEARNING_GROUPS == 2
+    pad = [-1] * (CAPACITY - 1)
+    records = {"rules": np.array([[[rule, *pad]] for rule in (0, 1, 2, 3)])}  # chain c kept rule c once
+    states = brl_mh.BRLState(np.full((4, CAPACITY), -1), *[np.zeros(4)] * 4)  # empty final lists
+    weights = brl_mh.learn_proposal(static, data, records, states, None)
+    np.testing.assert_allclose(weights, [[0.5, 0.5, 0, 0, 0]] * 2 + [[0, 0, 0.5, 0.5, 0]] * 2)
+
+
+def test_each_chain_steps_with_its_own_tables():
+    """With per-chain tables, a step of a batch of chains (chain-major replicas) moves each chain exactly as a
+    step of that chain alone with its own row as shared tables would, at every replica's beta."""
+    static, data = target(brl.Priors())
+    weights = np.stack([skewed_weights(len(CARDINALITIES)), skewed_weights(len(CARDINALITIES))[::-1]])
+    n_chains, replicas = 2, 3
+    keys = jax.random.split(jax.random.PRNGKey(3), n_chains * replicas)
+    betas = jnp.array([0.0, 0.4, 1.0] * n_chains)
+    states = jax.vmap(lambda key: brl_mh.init(static, data, key))(jax.random.split(jax.random.PRNGKey(4), 6))
+    together, _ = brl_mh.step(static, brl_mh.with_proposal(static, data, weights), states, keys, betas)
+    for chain in range(n_chains):
+        alone = brl_mh.with_proposal(static, data, weights[chain])
+        rows = slice(chain * replicas, (chain + 1) * replicas)
+        expected, _ = brl_mh.step(static, alone, jax.tree.map(lambda x: x[rows], states), keys[rows], betas[rows])
+        jax.tree.map(lambda a, b: np.testing.assert_array_equal(np.asarray(a)[rows], b), together, expected)
+    shared, _ = brl_mh.step(static, brl_mh.with_proposal(static, data, weights[0]), states, keys, betas)
+    assert not np.array_equal(np.asarray(shared.rules), np.asarray(together.rules))  # the rows do differ
 
 
 @pytest.mark.parametrize("weights", [None, "skewed"])
