@@ -53,7 +53,9 @@ smaller uniform share (:func:`reference_rule_tables`): among thousands of antece
 drawn rules explain the labels so much worse than the posterior's few rules that the path crosses a
 sharp transition (on mushroom the path log-likelihood jumps from -295 to -85 between two rungs), which
 a reference that already favours the rules the chains use removes. Only the path depends on w: every
-rung's target is normalised whatever w, and the posterior rung is exact.
+rung's target is normalised whatever w, and the posterior rung is exact. The reference is drawn from exactly
+(:func:`reference_draw`), and :func:`step` gives the replica at beta = 0 a fresh draw before its
+Metropolis-Hastings steps, so that a round trip to the reference regenerates a chain.
 
 The kernel is four pure functions (:func:`make_target`, :func:`init`, :func:`step`,
 :func:`summaries`) over a hashable :class:`BRLStatic` (sizes and switches) and a :class:`BRLData` of
@@ -353,7 +355,8 @@ def per_chain(data: BRLData, n_chains: int) -> BRLData:
     """``data`` with the shared proposal and reference tables repeated for each of ``n_chains`` chains, the
     shapes that :func:`with_proposal` gives learned per-chain weights (so every round of a run shares one
     compiled program)."""
-    return data._replace(**{name: jnp.repeat(getattr(data, name)[None], n_chains, axis=0) for name in PER_CHAIN_FIELDS})
+    tables = {name: np.repeat(np.asarray(getattr(data, name))[None], n_chains, axis=0) for name in PER_CHAIN_FIELDS}
+    return data._replace(**jax.device_put(tables))
 
 
 REFERENCE_LENGTH_SHARE = 0.5
@@ -623,22 +626,50 @@ def _replica_steps(static: BRLStatic, data: BRLData, state: BRLState, key, beta)
     return state, BRLInfo(accept_probs.mean())
 
 
+def reference_draw(static: BRLStatic, data: BRLData, key) -> BRLState:
+    """An independent draw from the tempering reference r (module docstring): a length from its
+    truncated Poisson, then that many rules without replacement by the weights w, in the order drawn, by
+    the Gumbel-top-k trick (the antecedents in decreasing order of log w_a + a standard Gumbel are a
+    sequential draw without replacement, Vieira 2014; Kool, van Hoof, Welling 2019)."""
+    key_length, key_rules = random.split(key)
+    length = random.categorical(key_length, data.reference_length).astype(jnp.int32)
+    keys = data.reference_rule_choice[:-1] + random.gumbel(key_rules, (static.antecedent_slots,))
+    _, order = lax.top_k(keys, static.capacity)  # padded antecedents weigh 0 (log w = -inf): never drawn
+    return list_state(static, data, jnp.where(jnp.arange(static.capacity) < length, order, -1), length)
+
+
+def _batch_steps(static: BRLStatic, data: BRLData, states: BRLState, keys, betas) -> tuple[BRLState, BRLInfo]:
+    """:func:`step` on one batch whose replicas share ``data``'s tables: first the replica of least beta,
+    if its beta is 0, gets an independent draw from the reference (:func:`reference_draw`), then every
+    replica takes its Metropolis-Hastings steps."""
+    first = jnp.argmin(betas)
+    key_draw, key_first = random.split(keys[first])
+    fresh = reference_draw(static, data, key_draw)
+    at_reference = betas[first] == 0
+    states = jax.tree.map(lambda batch, new: batch.at[first].set(jnp.where(at_reference, new, batch[first])), states, fresh)
+    keys = keys.at[first].set(jnp.where(at_reference, key_first, keys[first]))  # no draw: the stream as it was
+    return jax.vmap(partial(_replica_steps, static, data))(states, keys, betas)
+
+
 def step(static: BRLStatic, data: BRLData, states: BRLState, keys, betas) -> tuple[BRLState, BRLInfo]:
     """``static.steps_per_call`` Metropolis-Hastings iterations (:func:`mh_update`) of each replica of a
     batch (leading axis B of ``states``, ``keys`` (B,), ``betas`` (B,)), replica b targeting
     r(d)^(1 - betas[b]) (p(d) p(y | d))^betas[b]; returns the new states and their :class:`BRLInfo` (B,).
     With per-chain tables (:func:`with_proposal`, C rows), the batch is C chains of B / C replicas each,
-    chain-major, and each chain's replicas propose and temper with its own row."""
+    chain-major, and each chain's replicas propose and temper with its own row.
+
+    Before its steps, the replica at the reference (beta = 0; one per chain, or one per batch with shared
+    tables) is replaced by an independent draw from r, as Pigeons.jl does: a replica that reaches the
+    reference leaves it with a list unrelated to the one it came with, and a round trip regenerates the
+    chain; at the reference a Metropolis-Hastings step changes one rule of a list of some capacity / 2."""
     if data.ticket_bounds.ndim == 1:
-        return jax.vmap(partial(_replica_steps, static, data))(states, keys, betas)
+        return _batch_steps(static, data, states, keys, betas)
     n_chains = data.ticket_bounds.shape[0]
     by_chain = lambda x: x.reshape(n_chains, -1, *x.shape[1:])  # noqa: E731
     data_axes = BRLData(*(0 if name in PER_CHAIN_FIELDS else None for name in BRLData._fields))
-
-    def chain_steps(chain_data, chain_states, chain_keys, chain_betas):
-        return jax.vmap(partial(_replica_steps, static, chain_data))(chain_states, chain_keys, chain_betas)
-
-    batched = jax.vmap(chain_steps, in_axes=(data_axes, 0, 0, 0))(data, *jax.tree.map(by_chain, (states, keys, betas)))
+    batched = jax.vmap(partial(_batch_steps, static), in_axes=(data_axes, 0, 0, 0))(
+        data, *jax.tree.map(by_chain, (states, keys, betas))
+    )
     return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), batched)
 
 

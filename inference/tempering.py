@@ -9,7 +9,9 @@ state with a field ``log_reference``): pi_k(x) proportional to r(x)^(1 - beta_k)
 geometric path of Syed et al. sec. 2, which everywhere below reads log L as log p + log L - log r
 (:func:`path_log_likelihood`); the posterior rung, and the evidence, are unchanged. The reference may
 be adapted from round to round, as the schedule is (Surjanovic et al. 2022, "variational reference"):
-BRL's follows its learned proposal (``inference.brl_mh``).
+BRL's follows its learned proposal (``inference.brl_mh``). A kernel whose reference it can draw from
+exactly may give the replica at beta = 0 an independent draw in its ``step`` (BRL's does, as Pigeons.jl
+does): a replica's round trip then regenerates the chain.
 
 One *scan* is a local move of every replica (the kernel's ``step`` at the replica's beta) and one round
 of swaps between neighbouring rungs: the pairs (k, k + 1) with k even on even scans and k odd on odd

@@ -309,6 +309,46 @@ def test_reference_density_sums_to_one_over_every_list(weights):
     np.testing.assert_allclose(log_r, jax.vmap(lambda r, m: exact({"rules": r, "length": m}))(rules, lengths), atol=1e-5)
 
 
+def test_reference_draws_match_the_enumerated_reference_and_other_weights_fail():
+    """Independent draws from the reference (:func:`brl_mh.reference_draw`, Gumbel-top-k) with skewed rule
+    weights follow r(d) enumerated over all lists; the control tests them against the uniform reference."""
+    static, data = target(brl.Priors())
+    weights = skewed_weights(len(CARDINALITIES))
+    learned = brl_mh.with_proposal(static, data, weights)
+    keys = jax.random.split(jax.random.PRNGKey(21), N_REPLICAS * N_DRAWS)
+    drawn = jax.vmap(partial(brl_mh.reference_draw, static, learned))(keys)
+    draws = {"rules": drawn.rules.reshape(N_REPLICAS, N_DRAWS, -1), "length": drawn.length.reshape(N_REPLICAS, N_DRAWS)}
+    result = gof_against_enumeration(draws, brl.Priors(), 0.0, weights)
+    assert result.passed(alpha=1e-3), result
+    np.testing.assert_allclose(drawn.log_reference, jax.vmap(partial(brl_mh.log_reference_density, static, learned))(
+        drawn.rules, drawn.length), rtol=1e-6)
+    result = gof_against_enumeration(draws, brl.Priors(), 0.0, None)
+    assert not result.passed(alpha=1e-3), result
+
+
+def test_the_replica_at_the_reference_is_redrawn_at_every_step():
+    """With one Metropolis-Hastings step per call, the list length of the replica at beta = 0 is
+    uncorrelated from one call to the next (a fresh draw each time), while at beta = 0.001, where no
+    redraw happens and the target is almost the same, one step leaves it strongly correlated."""
+    truth_table, y = tiny_problem()
+    static, data = brl_mh.make_target(truth_table, CARDINALITIES, 2, y, brl.Priors(), CAPACITY, steps_per_call=1)
+
+    def lag_one_correlation(first_beta):
+        betas = jnp.array([first_beta, 1.0])
+        states = jax.vmap(partial(brl_mh.init, static, data))(jax.random.split(jax.random.PRNGKey(8), 2))
+
+        def call(states, key):
+            states, _ = brl_mh.step(static, data, states, jax.random.split(key, 2), betas)
+            return states, states.length[0]
+
+        _, lengths = jax.lax.scan(call, states, jax.random.split(jax.random.PRNGKey(9), 4000))
+        lengths = np.asarray(lengths, np.float64)
+        return np.corrcoef(lengths[:-1], lengths[1:])[0, 1]
+
+    assert abs(lag_one_correlation(0.0)) < 0.06  # about 4 standard errors of 4000 independent draws
+    assert lag_one_correlation(0.001) > 0.5
+
+
 def test_a_step_re_evaluates_the_reference_of_states_from_an_earlier_round():
     """States evaluated with the uniform reference, then stepped with data holding learned weights (a new
     round's): every replica's log reference density is that of the new reference, moved or not."""
