@@ -53,8 +53,8 @@ smaller uniform share (:func:`reference_rule_tables`): among thousands of antece
 drawn rules explain the labels so much worse than the posterior's few rules that the path crosses a
 sharp transition (on mushroom the path log-likelihood jumps from -295 to -85 between two rungs), which
 a reference that already favours the rules the chains use removes. Only the path depends on w: every
-rung's target is normalised whatever w, and the posterior rung is exact. The reference is drawn from exactly
-(:func:`reference_draw`), and :func:`step` gives the replica at beta = 0 a fresh draw before its
+rung's target is normalised whatever w, and the posterior rung is exact. The reference is drawn from
+exactly (:func:`reference_draw`), and :func:`step` gives the replica at beta = 0 a fresh draw before its
 Metropolis-Hastings steps, so that a round trip to the reference regenerates a chain.
 
 The kernel is four pure functions (:func:`make_target`, :func:`init`, :func:`step`,
@@ -288,8 +288,23 @@ def rule_choice_tables(weights, n_antecedents: int, antecedent_slots: int) -> tu
 WEIGHT_MEMORY = 0.5
 """The factor by which :func:`learn_proposal` carries the weights of the rounds before into the next, so
 that the rules of the early rounds, used before the chains found the posterior, fade. In trial runs of
-mushroom's default fit (60 s, seeds 1-6), 0.5 converged 4 of 6 (the others 1.023, 1.011) against 2 of 6
-(worst R-hat 1.041) with every round counted alike (1)."""
+mushroom's default fit (60 s, seeds 1-6; weights then pooled over all chains, :data:`LEARNING_GROUPS`),
+0.5 converged 4 of 6 (the others 1.023, 1.011) against 2 of 6 (worst R-hat 1.041) with every round
+counted alike (1)."""
+
+
+LEARNING_GROUPS = 2
+"""The chains learn their rule weights in this many groups (contiguous, of equal size as far as the chains
+divide), each group from its own chains' draws, so that the groups stay independent runs of the whole
+algorithm and the chains' agreement (R-hat) can show a mode that one group's weights led it away from.
+Weights pooled over all chains lead every chain to the modes that the first rounds happened to find: on
+mushroom (60 s default fits), seeds 1 and 5 settled (worst R-hat 1.010 and 1.018) in modes whose log
+evidence, -80.6 and -84.4, lay 2 and 6 nats below that of seeds 2, 3 and 6 (-78.2 to -78.3). With each
+chain learning alone, a chain's reference holds only its own mode's rules and tic-tac-toe's two kinds of
+lists no longer meet (seed 3: worst R-hat 3.2); two groups of two chains converged on tic-tac-toe (seeds
+1-6) and left mushroom honestly unconverged (worst R-hat 1.09-1.15 in 60 s; trial runs before the replica
+at the reference was redrawn, :func:`step`). A fit's default of 8 chains makes two groups of four
+(``inference.brl.DEFAULT_CHAINS``)."""
 
 
 def learn_proposal(static: BRLStatic, data: BRLData, records: dict, states: BRLState, weights) -> np.ndarray:
@@ -319,18 +334,6 @@ def learn_proposal(static: BRLStatic, data: BRLData, records: dict, states: BRLS
     for g in np.unique(group):
         weights[group == g] += shares[group == g].mean(axis=0)
     return weights
-
-
-LEARNING_GROUPS = 2
-"""The chains learn their rule weights in this many groups (contiguous, of equal size as far as the chains
-divide), each group from its own chains' draws, so that the groups stay independent runs of the whole
-algorithm and the chains' agreement (R-hat) can show a mode that one group's weights led it away from.
-Weights pooled over all chains lead every chain to the modes that the first rounds happened to find: on
-mushroom (60 s default fits), seeds 1 and 5 settled (worst R-hat 1.010 and 1.018) in modes whose log
-evidence, -80.6 and -84.4, lay 2 and 6 nats below that of seeds 2, 3 and 6 (-78.2 to -78.3). With each
-chain learning alone, a chain's reference holds only its own mode's rules and tic-tac-toe's two kinds of
-lists no longer meet (seed 3: worst R-hat 3.2); two groups of two chains converged on tic-tac-toe (seeds
-1-6) and left mushroom honestly unconverged (worst R-hat 1.09-1.15 in 60 s)."""
 
 
 PER_CHAIN_FIELDS = ("ticket_bounds", "log_rule_choice", "reference_rule_choice")
@@ -646,7 +649,8 @@ def _batch_steps(static: BRLStatic, data: BRLData, states: BRLState, keys, betas
     key_draw, key_first = random.split(keys[first])
     fresh = reference_draw(static, data, key_draw)
     at_reference = betas[first] == 0
-    states = jax.tree.map(lambda batch, new: batch.at[first].set(jnp.where(at_reference, new, batch[first])), states, fresh)
+    states = jax.tree.map(lambda batch, new: batch.at[first].set(jnp.where(at_reference, new, batch[first])),
+                          states, fresh)
     keys = keys.at[first].set(jnp.where(at_reference, key_first, keys[first]))  # no draw: the stream as it was
     return jax.vmap(partial(_replica_steps, static, data))(states, keys, betas)
 

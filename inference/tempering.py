@@ -82,8 +82,9 @@ class TargetKernel(NamedTuple):
     MCMC run of a fixed kernel started where the one before stopped; the posterior rung's target never
     depends on it. Learned from all chains pooled, a proposal ties the chains together, and their
     agreement no longer shows a mode that all of them were led away from: BRL's learns in independent
-    groups of chains (``inference.brl_mh.LEARNING_GROUPS``). A path's reference may follow it (then ``step`` re-evaluates ``log_reference`` of the
-    states it is given, which an earlier round's data evaluated)."""
+    groups of chains (``inference.brl_mh.LEARNING_GROUPS``). A path's reference may follow it (then
+    ``step`` re-evaluates ``log_reference`` of the states it is given, which an earlier round's data
+    evaluated)."""
 
     init: Callable
     step: Callable

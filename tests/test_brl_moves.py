@@ -253,7 +253,8 @@ def test_learned_weights_add_each_chains_shares_of_the_rules_it_used():
     learned = brl_mh.with_proposal(static, data, weights)
     for chain in range(2):
         tickets = np.diff(np.asarray(learned.ticket_bounds[chain]), prepend=0)
-        share = brl_mh.UNIFORM_TICKET_SHARE / 5 + (1 - brl_mh.UNIFORM_TICKET_SHARE) * weights[chain] / weights[chain].sum()
+        uniform = brl_mh.UNIFORM_TICKET_SHARE
+        share = uniform / 5 + (1 - uniform) * weights[chain] / weights[chain].sum()
         np.testing.assert_array_equal(tickets[:5], np.floor(share * TICKETS))
         assert not tickets[5:].any()  # padded antecedents are never proposed
         reference = np.exp(np.asarray(learned.reference_rule_choice[chain], np.float64))  # the reference's weights
