@@ -644,14 +644,17 @@ def reference_draw(static: BRLStatic, data: BRLData, key) -> BRLState:
 def _batch_steps(static: BRLStatic, data: BRLData, states: BRLState, keys, betas) -> tuple[BRLState, BRLInfo]:
     """:func:`step` on one batch whose replicas share ``data``'s tables: first the replica of least beta,
     if its beta is 0, gets an independent draw from the reference (:func:`reference_draw`), then every
-    replica takes its Metropolis-Hastings steps."""
+    replica takes its Metropolis-Hastings steps. Without a replica at the reference (an untempered batch)
+    nothing is drawn, and every stream is as it was."""
     first = jnp.argmin(betas)
-    key_draw, key_first = random.split(keys[first])
-    fresh = reference_draw(static, data, key_draw)
-    at_reference = betas[first] == 0
-    states = jax.tree.map(lambda batch, new: batch.at[first].set(jnp.where(at_reference, new, batch[first])),
-                          states, fresh)
-    keys = keys.at[first].set(jnp.where(at_reference, key_first, keys[first]))  # no draw: the stream as it was
+
+    def redraw(states_keys):
+        states, keys = states_keys
+        key_draw, key_first = random.split(keys[first])
+        fresh = reference_draw(static, data, key_draw)
+        return jax.tree.map(lambda batch, new: batch.at[first].set(new), states, fresh), keys.at[first].set(key_first)
+
+    states, keys = lax.cond(betas[first] == 0, redraw, lambda states_keys: states_keys, (states, keys))
     return jax.vmap(partial(_replica_steps, static, data))(states, keys, betas)
 
 
