@@ -61,7 +61,7 @@ def sweeps_per_second(codes, num_chains: int, sweeps: int = SWEEPS, split_merge:
     description=(
         "USPS 700 x 256 (70 per digit, 7 bins), S = K = 10, 100 sweeps against `lda`'s collapsed Gibbs on the "
         "same N x P tokens. One BCM sweep (`bcm_gibbs.step` at inverse temperature 1) = eq. (1) for every "
-        "token, one whole-observation swap move per observation, all omega (eq. (2)) and all prototypes, and "
+        "token, one whole-observation re-split move per observation, the prototypes and omega (eq. (2)) jointly, and "
         "in the fits' schedule a cluster split-merge move on every fourth sweep; it counts as N x P token "
         "updates, all blocks included. Goal: ratio >= 1 on CPU with one chain without the split-merge move "
         "(the work of LDA's sweep and more); the rows with it show what a fit's sweep costs. Vectorized "

@@ -3,7 +3,7 @@
 A replica at inverse temperature beta targets p(omega) p(prototype) p(z) p(x | z, omega, prototype)^beta,
 where p(z) is the row term of ``models.bcm.collapsed_model`` (pi_i integrated out: a Polya term per
 observation) and p(x | ...) its cell term (phi_sj integrated out, the ratio of eq. (2)); beta = 1 is the
-posterior, beta = 0 the prior. :func:`step` runs five blocks, each leaving that target invariant:
+posterior, beta = 0 the prior. :func:`step` runs four blocks, each leaving that target invariant:
 
 1. the cluster indices z_ij by eq. (1) with the likelihood factor tempered: p(z_ij = s) is proportional to
    (a_s + n_{s,i,not j}) [(g_sj(x_ij) + n_{s,.,j,x_ij}) / (sum_v g_sj(v) + n_{s,.,j,.})]^beta, counts without
@@ -11,20 +11,24 @@ posterior, beta = 0 the prior. :func:`step` runs five blocks, each leaving that 
    different rows and different columns share no count, so a set with at most one token per row and per
    column is updated at once, exactly: the N x P grid is covered by max(N, P) such "wrapped diagonals",
    visited in a ``lax.scan``;
-2. whole observations (:func:`_row_swap_block`): a Metropolis move per observation swapping two cluster
-   labels on all its tokens. With alpha small, eq. (1) almost never moves one token of an observation out
-   of its dominant cluster, so without this move an observation started in a wrong cluster stays there;
+2. whole observations (:func:`_row_resplit_block`): a Metropolis-Hastings move per observation that splits
+   its tokens in two clusters a and b between them afresh (all to a, all to b, or a mix), from a proposal
+   that needs no sequential draws and whose probability has a closed form. With alpha small, eq. (1)
+   almost never moves one token of an observation out of its dominant cluster, so without this move an
+   observation started in a wrong cluster stays there, and one that mixes two clusters changes its split
+   slowly;
 3. groups of observations (:func:`_split_merge_block`), on every ``split_merge_every``-th sweep: a
    restricted-Gibbs split-merge move (Jain and Neal 2004) adapted to the fixed S: it re-partitions the
    observations of k clusters among them (e.g. merges two clusters and splits a third in one move, which
    single-observation moves cannot do), proposing the partition up to relabelling; the omega and
    prototypes of those clusters are summed out of its Metropolis-Hastings ratio and then redrawn from
    their conditionals;
-4. all omega_sj at once by eq. (2), tempered: log-odds = prior log-odds + beta * evidence difference;
-5. all prototypes at once: log p(p_s = i) = prior logit + beta * sum_j T[s, j, x_ij] with
-   T[s, j, v] = log B(g(v, omega_sj) + n_sj) - log B(g(v, omega_sj)).
+4. the prototypes and omega of every cluster, drawn jointly from their tempered conditional given z
+   (:func:`_prototypes_and_omega_block`): each p_s with omega_s summed out, log p(p_s = i) = prior logit +
+   sum_j log sum_b p(omega_sj = b) exp(beta E_b[s, j, x_ij]) with E_b[s, j, v] = log B(g(v, b) + n_sj) -
+   log B(g(v, b)), then omega_sj given p_s by eq. (2), tempered: log-odds = prior log-odds + beta (E_1 - E_0).
 
-Blocks 3 to 5 need log B(g + n) for integer counts n <= N only: every log Gamma(a + n) is read from a table
+Blocks 3 and 4 need log B(g + n) for integer counts n <= N only: every log Gamma(a + n) is read from a table
 of log Gamma(a + n), n = 0..N, over the values a of g and of its sums over values, built once per target.
 
 Interface (the tempering engine's target kernel): :func:`make_target` turns the model arguments into a
@@ -58,6 +62,10 @@ from numpyro.util import is_prng_key
 from interpretable_zoo import compiled_hooks
 from interpretable_zoo.models import bcm
 
+RESPLIT_TILTS = np.arange(-12.0, 13.0, 2.0)
+"""The tilts lambda of the observation re-split proposal (:func:`_row_resplit_block`): token j goes to b with
+probability sigmoid(l_j + lambda). Symmetric about 0, so that the proposal is the same whichever of the two
+clusters is a; spaced so that some tilt puts the expected split near any m when the l_j are spread."""
 DEFAULT_SPLIT_MERGE_CLUSTERS = 3
 DEFAULT_LAUNCH_SCANS = 2
 DEFAULT_SPLIT_MERGE_EVERY = 4
@@ -127,10 +135,10 @@ class BCMTargetState(NamedTuple):
 
 
 class BCMInfo(NamedTuple):
-    """What a :func:`step` did, per replica: swap_acceptance, the share of observations whose swap move was
-    accepted; split_merge_accepted, 1.0 if the split-merge move was accepted."""
+    """What a :func:`step` did, per replica: resplit_moved, the share of observations whose tokens the
+    re-split move moved; split_merge_accepted, 1.0 if the split-merge move was accepted."""
 
-    swap_acceptance: jax.Array
+    resplit_moved: jax.Array
     split_merge_accepted: jax.Array
 
 
@@ -184,13 +192,13 @@ def memory_bytes(n_obs: int, n_values, n_clusters: int, n_replicas: int) -> floa
     before anything is allocated; V = max_j V_j. The log Gamma table of :func:`_log_gamma_tables` holds
     4 V^2 + 1 concentrations x (N + 1) counts, built in float64 next to its argument; the (2, P, V, V) g
     tables and offsets take about 48 bytes per entry while built; a replica's step gathers float32 terms
-    over (V, S, P, V) for the prototypes and (2, V, k, P, V) for the split-merge evidence."""
+    over (2, V, S, P, V) for the prototypes and omega and (2, V, k, P, V) for the split-merge evidence."""
     n_values = np.asarray(n_values, np.float64)
     n_vals, n_features = float(n_values.max()), len(n_values)
     k = min(DEFAULT_SPLIT_MERGE_CLUSTERS, n_clusters) if n_clusters >= 2 else 0
     log_gamma = 16 * (4 * n_vals**2 + 1) * (n_obs + 1)
     g_tables = 48 * 2 * n_features * n_vals**2
-    per_replica = 4 * n_features * n_vals**2 * (n_clusters + 2 * k)
+    per_replica = 8 * n_features * n_vals**2 * (n_clusters + k)
     return log_gamma + g_tables + n_replicas * per_replica
 
 
@@ -406,7 +414,7 @@ def pointwise_log_likelihood(static: BCMStatic, data: BCMData, states: BCMTarget
 
 
 # ----------------------------------------------------------------------------------------------------------
-# block 1: z by eq. (1), and block 2: whole-observation swaps, for all replicas over stacked count tables
+# block 1: z by eq. (1), and block 2: whole-observation re-splits, for all replicas over stacked count tables
 
 
 def _token_concentrations(static: BCMStatic, data: BCMData, omega, prototype):
@@ -483,22 +491,46 @@ def _inverse_cdf_draw(weight, u):
     return draw
 
 
-def _row_swap_block(static: BCMStatic, data: BCMData, keys, betas, omega, prototype, z, row_counts, cell_counts):
-    """One Metropolis move per observation, visited in turn: swap two cluster labels on all its tokens.
-    For C replicas at once (``keys``, ``betas`` (C,), the rest with a leading replica axis, count tables
-    stacked as in :func:`_z_block`). Returns z, row counts, cell counts and the share of accepted moves.
+def _log_split_proposal(log_ratio, in_pair, n_b, n_pair):
+    """log of the re-split proposal's probability of a split with ``n_b`` of the ``n_pair`` tokens in b,
+    divided by exp(sum_j l_j [z_j = b]) (which the target shares), for each replica: log f(m) =
+    log sum over components c of w_c exp(lambda_c m) / prod_j (1 + exp(l_j + lambda_c)) for the finite
+    tilts, plus w_a [m = 0] and w_b exp(-sum_j l_j) [m = n_pair] for "all in a" and "all in b".
+    ``log_ratio`` (C, P): l_j, 0 outside the pair; ``in_pair`` (C, P); ``n_b``, ``n_pair`` (C,)."""
+    tilts = jnp.asarray(RESPLIT_TILTS, log_ratio.dtype)
+    log_tilt_weight = -jnp.log(3.0 * len(RESPLIT_TILTS))
+    normaliser = jnp.where(in_pair[:, None, :], jax.nn.softplus(log_ratio[:, None, :] + tilts[:, None]), 0.0).sum(-1)
+    terms = [
+        log_tilt_weight + tilts * n_b[:, None] - normaliser,  # (C, L)
+        jnp.where(n_b == 0, -jnp.log(3.0), -jnp.inf)[:, None],
+        jnp.where(n_b == n_pair, -jnp.log(3.0) - log_ratio.sum(-1), -jnp.inf)[:, None],
+    ]
+    return logsumexp(jnp.concatenate(terms, -1), -1)
+
+
+def _row_resplit_block(static: BCMStatic, data: BCMData, keys, betas, omega, prototype, z, row_counts, cell_counts):
+    """One Metropolis-Hastings move per observation, visited in turn: its tokens in two clusters a and b
+    are split between a and b afresh. For C replicas at once (``keys``, ``betas`` (C,), the rest with a
+    leading replica axis, count tables stacked as in :func:`_z_block`). Returns z, row counts, cell
+    counts and the share of observations whose tokens moved.
 
     For observation i, a is the cluster of one of its tokens drawn uniformly and b one of the other S - 1
-    clusters drawn uniformly; the proposal sends the row's tokens in a to b and those in b to a. The
-    reverse move has the same probability (n_ia + n_ib) / (P (S - 1)), so the acceptance is
-    min(1, p(z') / p(z)) under the tempered target, with two factors:
-    - the row's term of p(z) (pi_i integrated out), whose counts n_ia and n_ib swap:
-      log Gamma(a_a + n_ib) + log Gamma(a_b + n_ia) - log Gamma(a_a + n_ia) - log Gamma(a_b + n_ib)
-      (zero when a_a = a_b);
-    - the likelihood ratio raised to beta: only the observation's tokens change cluster, at most one per
-      feature, so its log is the sum over moved tokens of log w_new - log w_old with
-      w_s = (g_sj(x_ij) + n_{s,.,j,x_ij}) / (sum_v g_sj(v) + n_{s,.,j,.}), counts without the token
-      (the likelihood factor of eq. (1)).
+    clusters drawn uniformly: the pair {a, b} has probability (n_ia + n_ib) / (P (S - 1)), which the move
+    does not change (and the proposal below is the same for (a, b) and (b, a)). Given the rest, the
+    tempered target of the pair's T tokens is exactly
+
+        pi(z) proportional to Gamma(a_a + T - m) Gamma(a_b + m) exp(sum_j l_j [z_j = b]),
+
+    m the tokens in b, a_s the Dirichlet concentrations of pi_i (its row term, pi_i integrated out) and
+    l_j = beta (log w_b - log w_a) with w_s = (g_sj(x_ij) + n_{s,.,j,x_ij}) / (sum_v g_sj(v) + n_{s,.,j,.}),
+    counts without the token (the likelihood factor of eq. (1); tokens in different features share no
+    count). With alpha small the row term is U-shaped in m: one token away from a pure observation
+    costs about log(a_b / T), so single-token moves (block 1) rarely start or finish a split, and an
+    observation that truly mixes two clusters changes its split slowly. The proposal is independent of the
+    current split: with probability 1/3 all T tokens go to a, 1/3 all to b, and 1/3 each token goes to b
+    independently with probability sigmoid(l_j + lambda), lambda uniform over ``RESPLIT_TILTS``. Its
+    probability is f(m) exp(sum_j l_j [z_j = b]) (:func:`_log_split_proposal`), so the move is accepted
+    with probability min(1, Gamma(a_a + T - m') Gamma(a_b + m') f(m) / (Gamma(a_a + T - m) Gamma(a_b + m) f(m'))).
     """
     n_obs, n_features, n_clusters, n_values = static.n_obs, static.n_features, static.n_clusters, static.n_values
     n_chains = len(keys)
@@ -512,54 +544,66 @@ def _row_swap_block(static: BCMStatic, data: BCMData, keys, betas, omega, protot
     cells = (features * n_values + data.x)[:, None, :] + n_features * n_values * chain  # (N, C, P)
     cols = (features + n_features * chain) * n_clusters
     alpha = data.pi_concentration
+    n_tilts = len(RESPLIT_TILTS)
+    tilts = jnp.asarray(RESPLIT_TILTS, g_cells.dtype)
 
     def draws(key):
-        key_token, key_shift, key_accept = jax.random.split(key, 3)
+        key_token, key_shift, key_component, key_tokens, key_accept = jax.random.split(key, 5)
         return (
             jax.random.randint(key_token, (n_obs,), 0, n_features, jnp.int32),
             jax.random.randint(key_shift, (n_obs,), 1, n_clusters, jnp.int32),
+            jax.random.randint(key_component, (n_obs,), 0, 3 * n_tilts, jnp.int32),  # >= n_tilts: all in a or b
+            jax.random.uniform(key_tokens, (n_obs, n_features)),
             jnp.log(jax.random.uniform(key_accept, (n_obs,))),
         )
 
     # Each observation is visited once, in order: its z and row counts go through the scan as inputs and
     # come out as outputs; only the (flattened) cell counts and column totals are carried.
-    token, shift, log_u = (draw.T for draw in jax.vmap(draws)(keys))  # (N, C) each
-    inputs = (jnp.swapaxes(z, 0, 1), jnp.swapaxes(row_counts, 0, 1), cells * n_clusters, token, shift, log_u)
+    token, shift, component, uniforms, log_u = (jnp.swapaxes(draw, 0, 1) for draw in jax.vmap(draws)(keys))  # (N, C, ...)
+    inputs = (jnp.swapaxes(z, 0, 1), jnp.swapaxes(row_counts, 0, 1), cells * n_clusters, token, shift, component,
+              uniforms, log_u)
     g_cells, g_totals = g_cells.reshape(-1), g_totals.reshape(-1)
 
-    def move_row(carry, step):
+    def resplit_row(carry, step):
         cell_counts, col_totals = carry
-        z_row, row_count, row_cells, token, shift, log_u = step  # (C, P), (C, S), (C, P), (C,) x 3
+        z_row, row_count, row_cells, token, shift, component, uniforms, log_u = step  # (C, P), (C, S), (C, P), (C,) x 3, (C, P), (C,)
         a = z_row.reshape(-1)[chain * n_features + token[:, None]]  # (C, 1)
         b = (a + shift[:, None]) % n_clusters
-        in_a = z_row == a
-        moves = in_a | (z_row == b)
-        target = jnp.where(in_a, b, a)  # each moving token's cluster after the swap
-        cell_now, cell_target = row_cells + z_row, row_cells + target
-        col_now, col_target = cols + z_row, cols + target
-        # w_target / w_now per token, the token left out of its current cluster's counts
-        numerator = (g_cells[cell_target] + cell_counts[cell_target]) * (g_totals[col_now] + col_totals[col_now] - 1)
-        denominator = (g_cells[cell_now] + cell_counts[cell_now] - 1) * (g_totals[col_target] + col_totals[col_target])
-        log_likelihood_ratio = jnp.sum(jnp.where(moves, jnp.log(numerator / denominator), 0.0), -1)
-        count_a, count_b = (row_count.reshape(-1)[chain[:, 0] * n_clusters + s[:, 0]] for s in (a, b))
+        in_b = z_row == b
+        in_pair = (z_row == a) | in_b
+
+        def log_weight(s):  # log w_s per token, the token left out of its current cluster's counts
+            own = (z_row == s).astype(cell_counts.dtype)
+            cell, col = row_cells + s, cols + s
+            return jnp.log((g_cells[cell] + cell_counts[cell] - own) / (g_totals[col] + col_totals[col] - own))
+
+        log_ratio = jnp.where(in_pair, betas[:, None] * (log_weight(b) - log_weight(a)), 0.0)  # l_j
+        tilt = tilts[jnp.minimum(component, n_tilts - 1)]
+        to_b = jnp.where((component < n_tilts)[:, None], uniforms < jax.nn.sigmoid(log_ratio + tilt[:, None]),
+                         (component >= 2 * n_tilts)[:, None]) & in_pair
+        n_pair, n_b, new_b = in_pair.sum(-1), in_b.sum(-1), to_b.sum(-1)
         alpha_a, alpha_b = alpha[a[:, 0]], alpha[b[:, 0]]
-        log_row_ratio = (
-            gammaln(alpha_a + count_b) + gammaln(alpha_b + count_a) - gammaln(alpha_a + count_a) - gammaln(alpha_b + count_b)
+        log_accept = (
+            gammaln(alpha_a + n_pair - new_b) + gammaln(alpha_b + new_b) - gammaln(alpha_a + n_pair - n_b) - gammaln(alpha_b + n_b)
+            + _log_split_proposal(log_ratio, in_pair, n_b, n_pair) - _log_split_proposal(log_ratio, in_pair, new_b, n_pair)
         )
-        accept = log_u < betas * log_likelihood_ratio + log_row_ratio
-        moved = (accept[:, None] & moves).astype(jnp.int32)
-        change = jnp.concatenate([-moved, moved])  # out of the current cluster, into the target
-        cell_counts = cell_counts.at[jnp.concatenate([cell_now, cell_target])].add(change)
-        col_totals = col_totals.at[jnp.concatenate([col_now, col_target])].add(change)
-        z_row = jnp.where(moved == 1, target, z_row)
+        accept = log_u < log_accept
+        moved = accept[:, None] & (to_b != in_b)  # tokens changing cluster (only in the pair)
+        source, target = jnp.where(in_b, b, a), jnp.where(in_b, a, b)
+        change = moved.astype(jnp.int32)
+        change = jnp.concatenate([-change, change])  # out of the current cluster, into the target
+        cell_counts = cell_counts.at[jnp.concatenate([row_cells + source, row_cells + target])].add(change)
+        col_totals = col_totals.at[jnp.concatenate([cols + source, cols + target])].add(change)
+        z_row = jnp.where(moved, target, z_row)
         clusters = jnp.arange(n_clusters)
-        swapped = jnp.where(clusters == a, count_b[:, None], jnp.where(clusters == b, count_a[:, None], row_count))
-        return (cell_counts, col_totals), (z_row, jnp.where(accept[:, None], swapped, row_count), accept)
+        split = jnp.where(clusters == a, (n_pair - new_b)[:, None], jnp.where(clusters == b, new_b[:, None], row_count))
+        row_count = jnp.where(accept[:, None], split, row_count)
+        return (cell_counts, col_totals), (z_row, row_count, moved.any(-1))
 
     carry = (cell_counts.reshape(-1), col_totals.reshape(-1))
-    (cell_counts, _), (z, row_counts, accepted) = jax.lax.scan(move_row, carry, inputs)
+    (cell_counts, _), (z, row_counts, moved) = jax.lax.scan(resplit_row, carry, inputs)
     cell_counts = cell_counts.reshape(n_chains, -1, n_clusters)
-    return jnp.swapaxes(z, 0, 1), jnp.swapaxes(row_counts, 0, 1), cell_counts, accepted.mean(0)
+    return jnp.swapaxes(z, 0, 1), jnp.swapaxes(row_counts, 0, 1), cell_counts, moved.mean(0)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -607,20 +651,39 @@ def _evidence(static: BCMStatic, data: BCMData, cells):
     )
 
 
-def _labelled_marginals(data: BCMData, beta, labels, evidence, row_counts):
-    """log p~ (up to terms the move does not change) of groups of observations given the cluster labels
-    (k,) they carry, omega and prototypes of those clusters summed out; and the prototype scores (N, k).
-
-    Per cluster s the likelihood factorises over features given (omega_s, p_s), so the sum over omega_s
-    and p_s of p(omega_s) p(p_s) L^beta is sum_i p(p_s = i) prod_j sum_b p(omega_sj = b) exp(beta E_b[s,
-    j, x_ij]): a gather over a (P * V) table per cluster. ``evidence`` (2, V, k, P) and ``row_counts``
-    (N, k) of the groups; the row term of p(z) (pi integrated out) enters through the labels' a_s."""
+def _prototype_scores(data: BCMData, beta, labels, evidence):
+    """log p(p_s = i) + log sum over omega_s of p(omega_s) L^beta, up to a constant, (N, k): the tempered
+    conditional of the prototypes of clusters ``labels`` (k,) with their omega summed out, from their
+    ``evidence`` (2, V, k, P). Per cluster s the likelihood factorises over features given (omega_s, p_s),
+    so the sum is prod_j sum_b p(omega_sj = b) exp(beta E_b[s, j, x_ij]): a gather over a (P * V) table."""
     prior = jnp.moveaxis(data.omega_log_prob[labels], -1, 0)[:, None]  # (2, 1, k, P)
     per_value = logsumexp(prior + beta * evidence, axis=0).transpose(1, 2, 0)  # (k, P, V)
     per_value = jnp.where(data.value_mask, per_value, 0.0)
-    scores = data.cell_indicators @ per_value.reshape(len(labels), -1).T + data.prototype_log_prob[labels].T  # (N, k)
+    return data.cell_indicators @ per_value.reshape(len(labels), -1).T + data.prototype_log_prob[labels].T
+
+
+def _labelled_marginals(data: BCMData, beta, labels, evidence, row_counts):
+    """log p~ (up to terms the move does not change) of groups of observations given the cluster labels
+    (k,) they carry, omega and prototypes of those clusters summed out; and the prototype scores (N, k)
+    (:func:`_prototype_scores`). ``evidence`` (2, V, k, P) and ``row_counts`` (N, k) of the groups; the
+    row term of p(z) (pi integrated out) enters through the labels' a_s."""
+    scores = _prototype_scores(data, beta, labels, evidence)
     log_marginal = logsumexp(scores, axis=0).sum() + gammaln(data.pi_concentration[labels] + row_counts).sum()
     return log_marginal, scores
+
+
+def _prototypes_then_omega(static: BCMStatic, data: BCMData, key, beta, labels, evidence, scores):
+    """The prototypes and omega of clusters ``labels`` (k,) drawn jointly from their tempered conditional
+    given z: each p_s from ``scores`` (:func:`_prototype_scores`, omega summed out), then omega_s given it
+    by eq. (2), from the clusters' ``evidence`` (2, V, k, P). Returns (omega (k, P), prototype (k,))."""
+    key_prototype, key_omega = jax.random.split(key)
+    k = len(labels)
+    prototype = jax.random.categorical(key_prototype, scores, axis=0).astype(jnp.int32)
+    chosen_evidence = evidence[:, data.x[prototype], jnp.arange(k)[:, None], jnp.arange(static.n_features)]  # (2, k, P)
+    prior = data.omega_log_prob[labels]  # (k, P, 2)
+    log_odds = prior[..., 1] - prior[..., 0] + beta * (chosen_evidence[1] - chosen_evidence[0])
+    omega = (jnp.log(jax.random.uniform(key_omega, log_odds.shape)) < jax.nn.log_sigmoid(log_odds)).astype(jnp.int32)
+    return omega, prototype
 
 
 def split_merge_proposal(static: BCMStatic, data: BCMData, key, beta, state: BCMTargetState) -> SplitMergeProposal:
@@ -766,17 +829,14 @@ def split_merge_accept(static: BCMStatic, data: BCMData, key, beta, state, propo
     drawn with probability proportional to p~(sigma B), then the prototypes of K from p(p_s | z) (omega
     summed out) and omega_s from its tempered eq. (2) given them. Returns (z, omega, prototype, row
     counts, cell counts, accepted)."""
-    key_accept, key_labels, key_prototype, key_omega = jax.random.split(key, 4)
+    key_accept, key_labels, key_parameters = jax.random.split(key, 3)
     accept = jnp.log(jax.random.uniform(key_accept)) < log_ratio
     k = static.split_merge_clusters
     perms, _ = _permutations(k)
     relabel = jax.random.categorical(key_labels, proposal.log_target_proposed)
     labels = proposal.chosen[jnp.asarray(perms)[relabel]]  # (k,): the cluster of each group
-    prototype = jax.random.categorical(key_prototype, proposal.prototype_scores[relabel], axis=0).astype(jnp.int32)
-    evidence = proposal.evidence[:, data.x[prototype], jnp.arange(k)[:, None], jnp.arange(static.n_features)]  # (2, k, P)
-    prior = data.omega_log_prob[labels]  # (k, P, 2)
-    log_odds = prior[..., 1] - prior[..., 0] + beta * (evidence[1] - evidence[0])
-    omega = (jnp.log(jax.random.uniform(key_omega, log_odds.shape)) < jax.nn.log_sigmoid(log_odds)).astype(jnp.int32)
+    omega, prototype = _prototypes_then_omega(static, data, key_parameters, beta, labels, proposal.evidence,
+                                              proposal.prototype_scores[relabel])
     group = jnp.take_along_axis(jnp.asarray(perms)[proposal.orientation], jnp.minimum(proposal.local, k - 1), axis=1)
     z = jnp.where(proposal.local < k, labels[group], state.z)
 
@@ -805,42 +865,31 @@ def _split_merge_block(static: BCMStatic, data: BCMData, key, beta, state: BCMTa
 
 
 # ----------------------------------------------------------------------------------------------------------
-# blocks 4 and 5: omega and prototypes (one replica; vmapped in step)
+# block 4: prototypes and omega (one replica; vmapped in step)
 
 
-def _omega_and_prototype_blocks(static: BCMStatic, data: BCMData, key, beta, omega, prototype, cell_counts):
-    """omega by tempered eq. (2), then the prototypes by their tempered conditional, each block all at once;
-    both are made of log B(g(v, b) + n_sj) - log B(g(v, b)) for prototype values v and omega values b."""
-    key_omega, key_prototype = jax.random.split(key)
-    cells = _cells_by_cluster(static, cell_counts)  # (S, P, V)
-
-    # eq. (2): the evidence of omega_sj = 0 and 1 at the current prototypes, (2, S, P)
-    evidence = _log_polya_of_cells(data, jnp.arange(2)[:, None, None], data.x[prototype], cells)
-    prior = data.omega_log_prob
-    log_odds = prior[..., 1] - prior[..., 0] + beta * (evidence[1] - evidence[0])
-    omega = (jnp.log(jax.random.uniform(key_omega, log_odds.shape)) < jax.nn.log_sigmoid(log_odds)).astype(jnp.int32)
-
-    # T[s, j, v]: the prototype's likelihood terms if it had value v on feature j; the score of
-    # observation i is sum_j T[s, j, x_ij].
-    candidates = jnp.arange(static.n_values)[:, None, None]  # (V, 1, 1)
-    table = _log_polya_of_cells(data, omega, candidates, cells).transpose(1, 2, 0)  # (S, P, V)
-    table = jnp.where(data.value_mask, table, 0.0)
-    scores = data.prototype_log_prob.T + beta * (data.cell_indicators @ table.reshape(static.n_clusters, -1).T)  # (N, S)
-    prototype = jax.random.categorical(key_prototype, scores, axis=0).astype(jnp.int32)
-    return omega, prototype
+def _prototypes_and_omega_block(static: BCMStatic, data: BCMData, key, beta, cell_counts):
+    """The prototypes and omega of every cluster drawn jointly from their tempered conditional given z
+    (:func:`_prototypes_then_omega`). Drawing omega by eq. (2) and then the prototypes given omega would
+    leave the same target invariant, but omega_sj = 1 ties p_s to its value on feature j: a prototype
+    would rarely change while its omega stayed."""
+    clusters = jnp.arange(static.n_clusters)
+    evidence = _evidence(static, data, _cells_by_cluster(static, cell_counts))  # (2, V, S, P)
+    return _prototypes_then_omega(static, data, key, beta, clusters, evidence,
+                                  _prototype_scores(data, beta, clusters, evidence))
 
 
 def step(static: BCMStatic, data: BCMData, states: BCMTargetState, keys, betas) -> tuple[BCMTargetState, BCMInfo]:
     """One sweep of B replicas (every field of ``states`` with a leading axis B; ``keys`` (B,), ``betas``
-    (B,) in [0, 1]): all z (eq. (1)), a swap move per observation, a split-merge move (on the sweeps
-    :class:`BCMStatic` says), all omega (eq. (2)), all prototypes. Replica b leaves
+    (B,) in [0, 1]): all z (eq. (1)), a re-split move per observation, a split-merge move (on the sweeps
+    :class:`BCMStatic` says), then the prototypes and omega jointly. Replica b leaves
     p_prior * p_likelihood ** betas[b] invariant, and gets exactly the draws it would get in a batch of its
     own. Returns the new states and what the moves did (B,)."""
     betas = jnp.asarray(betas, jnp.result_type(float))
     split = jax.vmap(lambda key: jax.random.split(key, 4))(keys)
     key_z, key_rows, key_split_merge, key_blocks = (split[:, i] for i in range(4))
     z, row_counts, cell_counts = _z_block(static, data, key_z, betas, states)
-    z, row_counts, cell_counts, swap_acceptance = _row_swap_block(
+    z, row_counts, cell_counts, resplit_share = _row_resplit_block(
         static, data, key_rows, betas, states.omega, states.prototype, z, row_counts, cell_counts
     )
     states = states._replace(z=z, row_counts=row_counts, cell_counts=cell_counts)
@@ -860,13 +909,13 @@ def step(static: BCMStatic, data: BCMData, states: BCMTargetState, keys, betas) 
         )
     else:
         z, omega, prototype, row_counts, cell_counts, accepted = unmoved
-    omega, prototype = jax.vmap(lambda key, beta, o, p, c: _omega_and_prototype_blocks(static, data, key, beta, o, p, c))(
-        key_blocks, betas, omega, prototype, cell_counts
+    omega, prototype = jax.vmap(lambda key, beta, c: _prototypes_and_omega_block(static, data, key, beta, c))(
+        key_blocks, betas, cell_counts
     )
     states = jax.vmap(lambda *args: _with_log_terms(static, data, *args))(
         z, omega, prototype, row_counts, cell_counts, states.sweeps + 1
     )
-    return states, BCMInfo(jnp.asarray(swap_acceptance, jnp.float32), accepted.astype(jnp.float32))
+    return states, BCMInfo(jnp.asarray(resplit_share, jnp.float32), accepted.astype(jnp.float32))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -884,7 +933,7 @@ BCMState.__doc__ = """State of :class:`BCMGibbs`: NumPyro's view of a :class:`BC
 
 params: {"omega": (S, P), "prototype": (S,), "z": (N, P)} int32; row_counts, cell_counts as in
 :class:`BCMTargetState`; potential_energy: -(log_prior + log_likelihood); log_likelihood; accept_prob: the share of
-observations whose swap move was accepted in the last sweep (1 at the start); split_merge_accepted: 1 if
+observations whose tokens the re-split move moved in the last sweep (1 at the start); split_merge_accepted: 1 if
 the last split-merge move was accepted; sorted_cluster_size: tokens per cluster, largest first (label-free);
 sweeps: as in :class:`BCMTargetState`.
 """
@@ -895,7 +944,7 @@ def _to_numpyro(state: BCMTargetState, info: BCMInfo, rng_key) -> BCMState:
     sizes = -jnp.sort(-state.row_counts.sum(-2), axis=-1)
     potential = -(state.log_prior + state.log_likelihood)
     return BCMState(
-        params, state.row_counts, state.cell_counts, potential, state.log_likelihood, info.swap_acceptance,
+        params, state.row_counts, state.cell_counts, potential, state.log_likelihood, info.resplit_moved,
         info.split_merge_accepted, sizes, state.sweeps, rng_key,
     )
 
@@ -919,7 +968,7 @@ def _numpyro_init(static: BCMStatic, data: BCMData, key, init_params, init_label
         if init_labels is not None:
             z = jnp.broadcast_to(jnp.asarray(init_labels, jnp.int32)[:, None], (static.n_obs, static.n_features))
             row_counts, cell_counts = _counts(static, data, z)
-            omega, prototype = _omega_and_prototype_blocks(static, data, key_blocks, 1.0, state.omega, state.prototype, cell_counts)
+            omega, prototype = _prototypes_and_omega_block(static, data, key_blocks, 1.0, cell_counts)
             state = state_from_params(static, data, omega, prototype, z)
     return _to_numpyro(state, BCMInfo(jnp.float32(1.0), jnp.float32(0.0)), key_state)
 

@@ -1,9 +1,10 @@
-"""BCM collapsed Gibbs: exact against enumeration (whole sweeps, and the whole-observation swap move alone,
-also under an uneven Dirichlet for pi), log prior and log likelihood equal to the NumPyro densities,
+"""BCM collapsed Gibbs: exact against enumeration (whole sweeps, and the whole-observation re-split move alone,
+tempered, with negative controls, also under an uneven Dirichlet for pi), log prior and log likelihood equal to the NumPyro densities,
 replicas batched exactly, big counts."""
 
 import functools
 import itertools
+from unittest import mock
 from functools import partial
 
 import jax
@@ -15,10 +16,11 @@ from jax import enable_x64
 from numpyro.infer.util import log_density
 
 from interpretable_zoo.diagnostics.exact import enumerate_posterior, exact_gof_test, state_index
+from interpretable_zoo.inference import bcm_gibbs
 from interpretable_zoo.inference.bcm_gibbs import (
     BCMGibbs,
     _counts,
-    _row_swap_block,
+    _row_resplit_block,
     init,
     make_target,
     state_from_params,
@@ -168,34 +170,51 @@ def exact_draws(states, probs, num_draws, key):
     return {name: jnp.asarray(value[start], jnp.int32) for name, value in states.items()}
 
 
-def row_swap_of_exact_draws(exact_priors, move_data=None, num_draws=40000, seed=0):
-    """Draw states i.i.d. from the enumerated posterior, apply one whole-observation swap move to each
-    (with ``move_data``, default the target's), and test the moved states against the same posterior: an
-    exact move leaves it invariant."""
-    states, probs = exact_probabilities(exact_priors)
+X_WIDE = np.array([[0, 1, 1, 0], [1, 1, 0, 1]])  # N = 2, P = 4: an observation's split can hold 0 to 4 tokens
+
+
+def row_resplit_of_exact_draws(exact_priors, move_data=None, x=X_TINY, beta=1.0, proposal_ratio=True, seed=0):
+    """Draw states i.i.d. from the enumerated (tempered) target, apply one re-split move per observation to
+    each (with ``move_data``, default the target's; without the proposal's ratio when ``proposal_ratio`` is
+    False), and test the moved states against the same target: an exact move leaves it invariant."""
+    states, probs = exact_probabilities(exact_priors, x, N_CLUSTERS, beta)
     key_draw, key_move = jax.random.split(jax.random.PRNGKey(seed))
-    params = exact_draws(states, probs, num_draws, key_draw)
-    static, data = make_target(X_TINY, N_CLUSTERS, exact_priors)
-    moved = _jit_row_swap(static, data if move_data is None else move_data, jax.random.split(key_move, num_draws), params)
-    moved = np.asarray(moved)
+    params = exact_draws(states, probs, 40000, key_draw)
+    static, data = make_target(x, N_CLUSTERS, exact_priors)
+    betas = jnp.full(40000, beta)
+
+    def resplit(keys, params):
+        row_counts, cell_counts = jax.vmap(lambda z: _counts(static, data, z))(params["z"])
+        return _row_resplit_block(static, data if move_data is None else move_data, keys, betas, params["omega"],
+                                  params["prototype"], params["z"], row_counts, cell_counts)[0]
+
+    with mock.patch.object(bcm_gibbs, "_log_split_proposal", bcm_gibbs._log_split_proposal if proposal_ratio
+                           else lambda log_ratio, *_: jnp.zeros(len(log_ratio))):
+        moved = np.asarray(jax.jit(resplit)(jax.random.split(key_move, 40000), params))
     assert np.mean(np.any(moved != np.asarray(params["z"]), axis=(1, 2))) > 0.05  # the move does move
     indices = state_index({**{k: np.asarray(v) for k, v in params.items()}, "z": moved}, states).reshape(8, -1)
     return exact_gof_test(indices, probs, statistics=label_free_statistics(states))
 
 
-@partial(jax.jit, static_argnums=0)
-def _jit_row_swap(static, data, keys, params):
-    """One swap move per observation on every draw (each draw a replica of its own, beta = 1)."""
-    row_counts, cell_counts = jax.vmap(lambda z: _counts(static, data, z))(params["z"])
-    betas = jnp.ones(len(keys))
-    return _row_swap_block(static, data, keys, betas, params["omega"], params["prototype"], params["z"], row_counts, cell_counts)[0]
+@pytest.mark.parametrize("x, priors, beta", [(X_TINY, OTHER_PRIORS, 1.0), (X_WIDE, bcm.Priors(alpha=0.1, lam=0.5, c=5.0, q=0.3), 1.0),
+                                             (X_WIDE, OTHER_PRIORS, 0.3)],
+                         ids=["tiny", "wide_small_alpha", "wide_tempered"])
+def test_observation_resplit_keeps_the_target_invariant(x, priors, beta):
+    result = row_resplit_of_exact_draws(priors, x=x, beta=beta)
+    assert result.passed(alpha=1e-3), result
 
 
-@pytest.mark.parametrize("wrong", [False, True], ids=["exact", "wrong_c_must_fail"])
-def test_whole_observation_swap_keeps_the_posterior_invariant(wrong):
-    move_data = make_target(X_TINY, N_CLUSTERS, bcm.Priors(alpha=1.0, lam=0.5, c=50.0, q=0.3))[1] if wrong else None
-    result = row_swap_of_exact_draws(OTHER_PRIORS, move_data)
-    assert result.passed(alpha=1e-3) != wrong, result
+@pytest.mark.parametrize("control", ["no_proposal_ratio", "alpha_over_S_twice"])
+def test_observation_resplit_negative_controls_fail(control):
+    """Without the proposal's ratio f(m) / f(m'), or built from the reference code's prior (alpha divided by
+    S twice), the move must not pass."""
+    priors = bcm.Priors(alpha=0.5, lam=0.5, c=5.0, q=0.3)
+    if control == "no_proposal_ratio":
+        result = row_resplit_of_exact_draws(priors, x=X_WIDE, proposal_ratio=False)
+    else:
+        wrong = bcm.Priors(alpha=priors.alpha / N_CLUSTERS, lam=0.5, c=5.0, q=0.3)
+        result = row_resplit_of_exact_draws(priors, make_target(X_WIDE, N_CLUSTERS, wrong)[1], x=X_WIDE)
+    assert not result.passed(alpha=1e-3), result
 
 
 def uneven_z_concentration(priors, n_clusters):
@@ -204,9 +223,9 @@ def uneven_z_concentration(priors, n_clusters):
 
 
 @pytest.mark.parametrize("old_ratio", [False, True], ids=["exact", "old_ratio_must_fail"])
-def test_swap_move_under_an_uneven_dirichlet_for_pi(monkeypatch, old_ratio):
-    """With uneven concentrations, swapping two clusters' counts changes the row's term of p(z) (pi
-    integrated out): the move must include its ratio. The old ratio (row term unchanged) is the move built
+def test_resplit_move_under_an_uneven_dirichlet_for_pi(monkeypatch, old_ratio):
+    """With uneven concentrations, the row's term of p(z) (pi integrated out) depends on which of the two
+    clusters holds the tokens: the move must include it. The old ratio (row term unchanged) is the move built
     with even concentrations of the same total, which must fail."""
     monkeypatch.setattr(bcm, "z_concentration", uneven_z_concentration)
     priors = bcm.Priors(alpha=0.6, lam=0.5, c=5.0, q=0.3)
@@ -216,7 +235,7 @@ def test_swap_move_under_an_uneven_dirichlet_for_pi(monkeypatch, old_ratio):
         if old_ratio:
             data = make_target(X_TINY, N_CLUSTERS, priors)[1]
             move_data = data._replace(pi_concentration=jnp.full(N_CLUSTERS, priors.alpha / N_CLUSTERS))
-        result = row_swap_of_exact_draws(priors, move_data)
+        result = row_resplit_of_exact_draws(priors, move_data)
     finally:
         enumerated_log_terms.cache_clear()
     assert result.passed(alpha=1e-3) != old_ratio, result
@@ -268,18 +287,20 @@ def test_log_prior_and_log_likelihood_equal_the_model_densities(monkeypatch, pri
 
 
 def test_step_reports_what_its_moves_did():
-    """The info of a step, per replica: the share of accepted observation swaps, in [0, 1], and whether the
-    split-merge move was accepted (0 or 1; over 40 sweeps of 8 replicas, sometimes and not always)."""
+    """The info of a step, per replica: the share of the 3 observations whose tokens the re-split move
+    moved, and whether the split-merge move was accepted (0 or 1); over 40 sweeps of 8 replicas, each
+    sometimes and not always."""
     static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)
     states = jit_init(static, data, jax.random.split(jax.random.PRNGKey(3), 8))
-    swaps, split_merges = [], []
+    resplits, split_merges = [], []
     for i in range(40):
         states, info = jit_step(static, data, states, jax.random.split(jax.random.PRNGKey(i), 8), BETAS)
-        swaps.append(info.swap_acceptance)
+        resplits.append(info.resplit_moved)
         split_merges.append(info.split_merge_accepted)
-    swaps, split_merges = np.stack(swaps), np.stack(split_merges)
-    assert swaps.shape == split_merges.shape == (40, 8)
-    assert np.all((swaps >= 0) & (swaps <= 1)) and set(np.unique(split_merges)) == {0.0, 1.0}
+    resplits, split_merges = np.stack(resplits), np.stack(split_merges)
+    assert resplits.shape == split_merges.shape == (40, 8)
+    assert set(np.round(np.unique(resplits) * 3, 5)) == {0.0, 1.0, 2.0, 3.0}
+    assert set(np.unique(split_merges)) == {0.0, 1.0}
 
 
 def test_tempered_sweeps_keep_counts_and_log_terms_current():

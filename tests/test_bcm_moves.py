@@ -15,6 +15,7 @@ from jax.scipy.special import logsumexp
 from interpretable_zoo.diagnostics.exact import exact_gof_test, state_index
 from interpretable_zoo.inference.bcm_gibbs import (
     BCMGibbs,
+    _prototypes_and_omega_block,
     make_target,
     split_merge_accept,
     split_merge_log_ratio,
@@ -101,6 +102,35 @@ def test_untempered_split_merge_fails_on_the_tempered_target():
     """The move built for beta = 1 does not keep the target at beta = 0.3 invariant."""
     result, _ = split_merge_of_exact_draws(*CASES["S3"], 0.3, move_beta=1.0)
     assert not result.passed(alpha=1e-3), result
+
+
+@partial(jax.jit, static_argnums=0)
+def _parameters_redrawn(static, data, keys, betas, params):
+    """The joint prototype-and-omega block on every draw (each a replica of its own)."""
+    states = jax.vmap(lambda p: state_from_params(static, data, p["omega"], p["prototype"], p["z"]))(params)
+    omega, prototype = jax.vmap(lambda key, beta, state: _prototypes_and_omega_block(static, data, key, beta, state.cell_counts))(
+        keys, betas, states
+    )
+    return {"omega": omega, "prototype": prototype, "z": params["z"]}
+
+
+@pytest.mark.parametrize("beta, block_beta, keeps", [(1.0, 1.0, True), (0.3, 0.3, True), (0.3, 1.0, False)],
+                         ids=["posterior", "tempered", "untempered_block_on_tempered_target"])
+def test_prototypes_and_omega_drawn_jointly_keep_the_target_invariant(beta, block_beta, keeps):
+    """Exact draws of the (tempered) target at ``beta``, their prototypes and omega redrawn by the block at
+    ``block_beta``: the same target when the two agree; the negative control (the block at beta = 1 on
+    the target at 0.3) must fail."""
+    x, n_clusters, priors = CASES["S3"]
+    states, probs = exact_probabilities(priors, x, n_clusters, beta)
+    key_draw, key_block = jax.random.split(jax.random.PRNGKey(3))
+    params = exact_draws(states, probs, NUM_DRAWS, key_draw)
+    static, data = make_target(x, n_clusters, priors)
+    moved = _parameters_redrawn(static, data, jax.random.split(key_block, NUM_DRAWS), jnp.full(NUM_DRAWS, block_beta), params)
+    changed = np.any(np.asarray(moved["prototype"]) != np.asarray(params["prototype"]), axis=1)
+    assert changed.mean() > 0.05, changed.mean()  # the block does move the prototypes
+    indices = state_index({k: np.asarray(v) for k, v in moved.items()}, states).reshape(8, -1)
+    result = exact_gof_test(indices, probs, statistics=label_free_statistics(states))
+    assert result.passed(alpha=1e-3) == keeps, result
 
 
 @functools.cache
