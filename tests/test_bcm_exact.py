@@ -171,16 +171,18 @@ def exact_draws(states, probs, num_draws, key):
 
 
 X_WIDE = np.array([[0, 1, 1, 0], [1, 1, 0, 1]])  # N = 2, P = 4: an observation's split can hold 0 to 4 tokens
+X_MIXED_VALUES = np.array([[0, 2], [1, 2]])  # V_j = 2 and 3, for S = 3 clusters
 
 
-def row_resplit_of_exact_draws(exact_priors, move_data=None, x=X_TINY, beta=1.0, proposal_ratio=True, seed=0):
+def row_resplit_of_exact_draws(exact_priors, move_data=None, x=X_TINY, n_clusters=N_CLUSTERS, beta=1.0,
+                               proposal_ratio=True, seed=0):
     """Draw states i.i.d. from the enumerated (tempered) target, apply one re-split move per observation to
     each (with ``move_data``, default the target's; without the proposal's ratio when ``proposal_ratio`` is
     False), and test the moved states against the same target: an exact move leaves it invariant."""
-    states, probs = exact_probabilities(exact_priors, x, N_CLUSTERS, beta)
+    states, probs = exact_probabilities(exact_priors, x, n_clusters, beta)
     key_draw, key_move = jax.random.split(jax.random.PRNGKey(seed))
     params = exact_draws(states, probs, 40000, key_draw)
-    static, data = make_target(x, N_CLUSTERS, exact_priors)
+    static, data = make_target(x, n_clusters, exact_priors)
     betas = jnp.full(40000, beta)
 
     def resplit(keys, params):
@@ -196,11 +198,18 @@ def row_resplit_of_exact_draws(exact_priors, move_data=None, x=X_TINY, beta=1.0,
     return exact_gof_test(indices, probs, statistics=label_free_statistics(states))
 
 
-@pytest.mark.parametrize("x, priors, beta", [(X_TINY, OTHER_PRIORS, 1.0), (X_WIDE, bcm.Priors(alpha=0.1, lam=0.5, c=5.0, q=0.3), 1.0),
-                                             (X_WIDE, OTHER_PRIORS, 0.3)],
-                         ids=["tiny", "wide_small_alpha", "wide_tempered"])
-def test_observation_resplit_keeps_the_target_invariant(x, priors, beta):
-    result = row_resplit_of_exact_draws(priors, x=x, beta=beta)
+@pytest.mark.parametrize(
+    "x, n_clusters, priors, beta",
+    [
+        (X_TINY, N_CLUSTERS, OTHER_PRIORS, 1.0),
+        (X_WIDE, N_CLUSTERS, bcm.Priors(alpha=0.1, lam=0.5, c=5.0, q=0.3), 1.0),
+        (X_WIDE, N_CLUSTERS, OTHER_PRIORS, 0.3),
+        (X_MIXED_VALUES, 3, bcm.Priors(), 1.0),
+    ],
+    ids=["tiny", "wide_small_alpha", "wide_tempered", "mixed_values_S3_paper_priors"],
+)
+def test_observation_resplit_keeps_the_target_invariant(x, n_clusters, priors, beta):
+    result = row_resplit_of_exact_draws(priors, x=x, n_clusters=n_clusters, beta=beta)
     assert result.passed(alpha=1e-3), result
 
 
