@@ -1,6 +1,7 @@
-"""BCM's split-merge move and the tempered kernel: the move applied to exact draws keeps the (tempered)
-target invariant, with negative controls; tempered chains against the enumerated tempered target; a refit
-of the same shapes compiles nothing; the NumPyro kernel pickles; label-free summaries."""
+"""BCM's split-merge move, its joint prototype-and-omega block and the tempered kernel: the move and the
+block applied to exact draws keep the (tempered) target invariant, with negative controls; tempered chains
+against the enumerated tempered target; a refit of the same shapes compiles nothing; the NumPyro kernel
+pickles; label-free summaries."""
 
 import functools
 import pickle
