@@ -496,14 +496,15 @@ def _log_split_proposal(log_ratio, in_pair, n_b, n_pair):
     divided by exp(sum_j l_j [z_j = b]) (which the target shares), for each replica: log f(m) =
     log sum over components c of w_c exp(lambda_c m) / prod_j (1 + exp(l_j + lambda_c)) for the finite
     tilts, plus w_a [m = 0] and w_b exp(-sum_j l_j) [m = n_pair] for "all in a" and "all in b".
-    ``log_ratio`` (C, P): l_j, 0 outside the pair; ``in_pair`` (C, P); ``n_b``, ``n_pair`` (C,)."""
+    ``log_ratio`` (C, P): l_j, 0 outside the pair; ``in_pair`` (C, P); ``n_pair`` (C,); ``n_b`` (..., C),
+    several counts per replica sharing the products over tokens, which cost the most."""
     tilts = jnp.asarray(RESPLIT_TILTS, log_ratio.dtype)
     log_tilt_weight = -jnp.log(3.0 * len(RESPLIT_TILTS))
     normaliser = jnp.where(in_pair[:, None, :], jax.nn.softplus(log_ratio[:, None, :] + tilts[:, None]), 0.0).sum(-1)
     terms = [
-        log_tilt_weight + tilts * n_b[:, None] - normaliser,  # (C, L)
-        jnp.where(n_b == 0, -jnp.log(3.0), -jnp.inf)[:, None],
-        jnp.where(n_b == n_pair, -jnp.log(3.0) - log_ratio.sum(-1), -jnp.inf)[:, None],
+        log_tilt_weight + tilts * n_b[..., None] - normaliser,  # (..., C, L)
+        jnp.where(n_b == 0, -jnp.log(3.0), -jnp.inf)[..., None],
+        jnp.where(n_b == n_pair, -jnp.log(3.0) - log_ratio.sum(-1), -jnp.inf)[..., None],
     ]
     return logsumexp(jnp.concatenate(terms, -1), -1)
 
@@ -583,9 +584,10 @@ def _row_resplit_block(static: BCMStatic, data: BCMData, keys, betas, omega, pro
                          (component >= 2 * n_tilts)[:, None]) & in_pair
         n_pair, n_b, new_b = in_pair.sum(-1), in_b.sum(-1), to_b.sum(-1)
         alpha_a, alpha_b = alpha[a[:, 0]], alpha[b[:, 0]]
+        log_split_now, log_split_new = _log_split_proposal(log_ratio, in_pair, jnp.stack([n_b, new_b]), n_pair)
         log_accept = (
             gammaln(alpha_a + n_pair - new_b) + gammaln(alpha_b + new_b) - gammaln(alpha_a + n_pair - n_b) - gammaln(alpha_b + n_b)
-            + _log_split_proposal(log_ratio, in_pair, n_b, n_pair) - _log_split_proposal(log_ratio, in_pair, new_b, n_pair)
+            + log_split_now - log_split_new
         )
         accept = log_u < log_accept
         moved = accept[:, None] & (to_b != in_b)  # tokens changing cluster (only in the pair)

@@ -191,7 +191,7 @@ def row_resplit_of_exact_draws(exact_priors, move_data=None, x=X_TINY, n_cluster
                                   params["prototype"], params["z"], row_counts, cell_counts)[0]
 
     with mock.patch.object(bcm_gibbs, "_log_split_proposal", bcm_gibbs._log_split_proposal if proposal_ratio
-                           else lambda log_ratio, *_: jnp.zeros(len(log_ratio))):
+                           else lambda log_ratio, in_pair, n_b, n_pair: jnp.zeros(n_b.shape)):
         moved = np.asarray(jax.jit(resplit)(jax.random.split(key_move, 40000), params))
     assert np.mean(np.any(moved != np.asarray(params["z"]), axis=(1, 2))) > 0.05  # the move does move
     indices = state_index({**{k: np.asarray(v) for k, v in params.items()}, "z": moved}, states).reshape(8, -1)
