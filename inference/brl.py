@@ -171,7 +171,7 @@ class BRLResult(convergence.TemperedResult):
             capacity = self.target[0].capacity
             idata.posterior.attrs["tempering_reference"] = (
                 f"list lengths Poisson({brl_mh.reference_mean_length(capacity):g}) truncated to 0..{capacity}, "
-                "rules drawn without replacement by the learned rule weights"
+                "rules drawn without replacement by the learned rule weights averaged over the chains"
             )
         return idata
 

@@ -12,7 +12,8 @@ an insert or replace puts in is drawn by tickets too: antecedent a holds T_a of 
 q(a) = T_a / 2^23, and a ticket past the last antecedent's, or one of a rule already in the list, is a
 null move. By default every antecedent holds floor(2^23 / |A|) tickets (a uniform choice); a fit may
 give the rules that its chains use more of them (:func:`learn_proposal`, from round to round of the
-run, each group of chains from its own draws; the proposal is fixed within a round). Then
+run, each group of chains from its own draws, :data:`LEARNING_GROUPS`; the proposal is fixed within a
+round). Then
 
     Q(insert a at p | m)  = P_m(insert) q(a) f(m + 1)
     Q(delete p | m)       = P_m(delete) f(m)
@@ -48,14 +49,15 @@ likelihood: on tic-tac-toe the lists of the eight lines of three o's (predicting
 eight lines of x's (the win) hold different chains, and moving between them passes through lists of
 some 16 rules, which the length prior (mean 3) alone makes e^-15 times less likely than 8 rules at every
 rung when only the likelihood is tempered. The rungs near the reference hold long lists, where both
-kinds meet. The rule weights w start uniform and then follow the learned proposal's weights, with a
-smaller uniform share (:func:`reference_rule_tables`): among thousands of antecedents, lists of uniformly
-drawn rules explain the labels so much worse than the posterior's few rules that the path crosses a
-sharp transition (on mushroom the path log-likelihood jumps from -295 to -85 between two rungs), which
-a reference that already favours the rules the chains use removes. Only the path depends on w: every
-rung's target is normalised whatever w, and the posterior rung is exact. The reference is drawn from
-exactly (:func:`reference_draw`), and :func:`step` gives the replica at beta = 0 a fresh draw before its
-Metropolis-Hastings steps, so that a round trip to the reference regenerates a chain.
+kinds meet. The rule weights w start uniform and then follow the learned proposal's weights averaged
+over all chains, with a smaller uniform share (:func:`reference_rule_tables`): among thousands of
+antecedents, lists of uniformly drawn rules explain the labels so much worse than the posterior's few
+rules that the path crosses a sharp transition (on mushroom the path log-likelihood jumps from -295 to
+-85 between two rungs), which a reference that already favours the rules the chains use removes. Only
+the path depends on w: every rung's target is normalised whatever w, and the posterior rung is exact.
+The reference is drawn from exactly (:func:`reference_draw`), and :func:`step` gives the replica at
+beta = 0 a fresh draw before its Metropolis-Hastings steps, so that a round trip to the reference
+regenerates a chain.
 
 The kernel is four pure functions (:func:`make_target`, :func:`init`, :func:`step`,
 :func:`summaries`) over a hashable :class:`BRLStatic` (sizes and switches) and a :class:`BRLData` of
@@ -294,17 +296,21 @@ counted alike (1)."""
 
 
 LEARNING_GROUPS = 2
-"""The chains learn their rule weights in this many groups (contiguous, of equal size as far as the chains
-divide), each group from its own chains' draws, so that the groups stay independent runs of the whole
-algorithm and the chains' agreement (R-hat) can show a mode that one group's weights led it away from.
-Weights pooled over all chains lead every chain to the modes that the first rounds happened to find: on
-mushroom (60 s default fits), seeds 1 and 5 settled (worst R-hat 1.010 and 1.018) in modes whose log
+"""The chains learn the rule weights of their moves in this many groups (contiguous, of equal size as far
+as the chains divide), each group from its own chains' draws, so that each group explores by its own
+proposal and the chains' agreement (R-hat) can show a mode that one group's moves led it away from.
+Move weights pooled over all chains lead every chain to the modes that the first rounds happened to find:
+on mushroom (60 s default fits), seeds 1 and 5 settled (worst R-hat 1.010 and 1.018) in modes whose log
 evidence, -80.6 and -84.4, lay 2 and 6 nats below that of seeds 2, 3 and 6 (-78.2 to -78.3). With each
-chain learning alone, a chain's reference holds only its own mode's rules and tic-tac-toe's two kinds of
-lists no longer meet (seed 3: worst R-hat 3.2); two groups of two chains converged on tic-tac-toe (seeds
-1-6) and left mushroom honestly unconverged (worst R-hat 1.09-1.15 in 60 s; trial runs before the replica
-at the reference was redrawn, :func:`step`). A fit's default of 8 chains makes two groups of four
-(``inference.brl.DEFAULT_CHAINS``)."""
+chain learning alone, tic-tac-toe's two kinds of lists no longer meet (seed 3: worst R-hat 3.2).
+The tempering reference, in turn, draws by the weights' mean over all chains (:func:`with_proposal`), so
+that the rules one group found reach the other group's chains through their rungs. With a reference per
+group, each group's reference held only its own modes' rules: on mushroom (seed 5) one group's four
+chains stayed for the whole 60 s in lists whose best log posterior lay 7 nats below the other group's,
+and none of 6 seeds converged (worst R-hat 1.010-1.117, log evidence -78.0 to -81.0); with the shared
+reference, 3 of 6 converged on the same machine, the others at worst R-hat 1.011, 1.013 and 1.029, and
+all six put the log evidence at -78.1 to -78.2 (``benchmarks/RESULTS.md``, ``convergence_brl``). A fit's default of
+8 chains makes two groups of four (``inference.brl.DEFAULT_CHAINS``)."""
 
 
 def learn_proposal(static: BRLStatic, data: BRLData, records: dict, states: BRLState, weights) -> np.ndarray:
@@ -313,9 +319,10 @@ def learn_proposal(static: BRLStatic, data: BRLData, records: dict, states: BRLS
     times the round's ``weights`` (None at first) plus the mean over the group's chains of each
     antecedent's share of the rules in the chain's posterior-rung lists kept (``records["rules"]``, (chain,
     draw, capacity)) and of its share of the rules in the final lists of the chain's replicas (``states``,
-    all rungs, chain-major), so that the proposal and the reference put in the rules that the posterior
-    and the rungs on the way to it use now. A uniform choice rarely finds one of the few rules of a good
-    list among thousands of antecedents; half of the tickets stay uniform (:data:`UNIFORM_TICKET_SHARE`)."""
+    all rungs, chain-major), so that the proposal and the reference (which draws by the weights' mean
+    over the chains) put in the rules that the posterior and the rungs on the way to it use now. A
+    uniform choice rarely finds one of the few rules of a good list among thousands of antecedents; half
+    of the tickets stay uniform (:data:`UNIFORM_TICKET_SHARE`)."""
     n_antecedents = int(data.n_antecedents)
     recorded = np.asarray(records["rules"])
     n_chains = recorded.shape[0]
@@ -336,22 +343,25 @@ def learn_proposal(static: BRLStatic, data: BRLData, records: dict, states: BRLS
     return weights
 
 
-PER_CHAIN_FIELDS = ("ticket_bounds", "log_rule_choice", "reference_rule_choice")
-"""The :class:`BRLData` fields that may hold one row per chain (:func:`with_proposal`); the others are shared."""
+PER_CHAIN_FIELDS = ("ticket_bounds", "log_rule_choice")
+"""The :class:`BRLData` fields that may hold one row per chain (:func:`with_proposal`); the others, the
+tempering reference's among them, are shared."""
 
 
 def with_proposal(static: BRLStatic, data: BRLData, weights) -> BRLData:
     """``data`` whose proposal draws the rule of an insert or replace by ``weights`` mixed with the uniform
-    choice (:func:`rule_choice_tables`), and whose tempering reference draws its rules by the same weights
-    (:func:`reference_rule_tables`); the posterior is unchanged. ``weights`` (|A|,) or None (uniform) serve
-    every replica; (chain, |A|) give each chain its own tables (its replicas chain-major in :func:`step`)."""
+    choice (:func:`rule_choice_tables`), and whose tempering reference draws its rules by the mean of the
+    weights over the chains (:func:`reference_rule_tables`, :data:`LEARNING_GROUPS`); the posterior is
+    unchanged. ``weights`` (|A|,) or None (uniform) serve every replica; (chain, |A|) give each chain its
+    own proposal tables (its replicas chain-major in :func:`step`)."""
     n_antecedents, slots = int(data.n_antecedents), static.antecedent_slots
     by_chain = weights is not None and np.ndim(weights) == 2
     rows = weights if by_chain else [weights]
-    tables = [(*rule_choice_tables(row, n_antecedents, slots), reference_rule_tables(row, n_antecedents, slots))
-              for row in rows]
+    tables = [rule_choice_tables(row, n_antecedents, slots) for row in rows]
     stacked = [np.stack(column) if by_chain else column[0] for column in zip(*tables)]
-    return data._replace(**dict(zip(PER_CHAIN_FIELDS, jax.device_put(stacked))))
+    pooled = None if weights is None else np.mean(np.atleast_2d(weights), axis=0)
+    return data._replace(**dict(zip(PER_CHAIN_FIELDS, jax.device_put(stacked))),
+                         reference_rule_choice=jax.device_put(reference_rule_tables(pooled, n_antecedents, slots)))
 
 
 def per_chain(data: BRLData, n_chains: int) -> BRLData:
@@ -586,11 +596,7 @@ def list_state(static: BRLStatic, data: BRLData, rules, length) -> BRLState:
 
 
 def init(static: BRLStatic, data: BRLData, key) -> BRLState:
-    """One replica's dispersed start: a length from the length prior, antecedents in random order. With
-    per-chain tables (:func:`with_proposal`) its ``log_reference`` is that of the first chain's reference:
-    :func:`step` re-evaluates it with the replica's own chain's before any use."""
-    if data.ticket_bounds.ndim == 2:
-        data = data._replace(**{name: getattr(data, name)[0] for name in PER_CHAIN_FIELDS})
+    """One replica's dispersed start: a length from the length prior, antecedents in random order."""
     uniforms = random.uniform(key, (static.antecedent_slots + 1,))
     length_cdf = jnp.cumsum(jax.nn.softmax(data.prior.length))
     length = jnp.minimum(jnp.sum(length_cdf <= uniforms[0]), static.capacity)  # inverse transform
@@ -663,7 +669,7 @@ def step(static: BRLStatic, data: BRLData, states: BRLState, keys, betas) -> tup
     batch (leading axis B of ``states``, ``keys`` (B,), ``betas`` (B,)), replica b targeting
     r(d)^(1 - betas[b]) (p(d) p(y | d))^betas[b]; returns the new states and their :class:`BRLInfo` (B,).
     With per-chain tables (:func:`with_proposal`, C rows), the batch is C chains of B / C replicas each,
-    chain-major, and each chain's replicas propose and temper with its own row.
+    chain-major, and each chain's replicas propose with its own row (all temper towards one reference).
 
     Before its steps, the replica at the reference (beta = 0; one per chain, or one per batch with shared
     tables) is replaced by an independent draw from r, as Pigeons.jl does: a replica that reaches the

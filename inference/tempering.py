@@ -82,7 +82,8 @@ class TargetKernel(NamedTuple):
     MCMC run of a fixed kernel started where the one before stopped; the posterior rung's target never
     depends on it. Learned from all chains pooled, a proposal ties the chains together, and their
     agreement no longer shows a mode that all of them were led away from: BRL's learns in independent
-    groups of chains (``inference.brl_mh.LEARNING_GROUPS``). A path's reference may follow it (then
+    groups of chains (``inference.brl_mh.LEARNING_GROUPS``). A path's reference may follow it (BRL's, one
+    for all chains, draws by the groups' weights averaged, so that a group's finds reach every chain; then
     ``step`` re-evaluates ``log_reference`` of the states it is given, which an earlier round's data
     evaluated)."""
 

@@ -40,7 +40,8 @@ def test_trace_carries_swap_acceptance_and_tempering_facts(converged):
     assert attrs["inverse_temperatures"][0] == 0.0 and attrs["inverse_temperatures"][-1] == 1.0
     assert attrs["converged"] == 1 and attrs["communication_barrier"] >= 0
     assert attrs["tempering_reference"] == (  # max_length=6
-        "list lengths Poisson(3) truncated to 0..6, rules drawn without replacement by the learned rule weights"
+        "list lengths Poisson(3) truncated to 0..6, rules drawn without replacement by the learned rule weights "
+        "averaged over the chains"
     )
     assert np.isfinite(converged.log_evidence) and 0 < converged.log_evidence_se < 1.0
 

@@ -238,7 +238,8 @@ def test_kernel_matches_the_enumerated_posterior_and_a_wrong_ratio_fails(priors,
 def test_learned_weights_add_each_chains_shares_of_the_rules_it_used():
     """A round's weights, per chain: each antecedent's share of the rules in the chain's posterior-rung
     lists plus its share in the chain's replicas' final lists, added to WEIGHT_MEMORY times the weights the
-    round ran with; no chain's weights see another chain's lists; half the tickets stay uniform."""
+    round ran with; no chain's weights see another chain's lists; half the tickets stay uniform; the
+    tempering reference draws by the weights' mean over the chains."""
     static, data = target(brl.Priors())
     pad = [-1] * (CAPACITY - 2)
     records = {"rules": np.array([[[0, 2, *pad], [2, -1, *pad]],     # chain 0 kept 0, 2, 2
@@ -257,9 +258,9 @@ def test_learned_weights_add_each_chains_shares_of_the_rules_it_used():
         share = uniform / 5 + (1 - uniform) * weights[chain] / weights[chain].sum()
         np.testing.assert_array_equal(tickets[:5], np.floor(share * TICKETS))
         assert not tickets[5:].any()  # padded antecedents are never proposed
-        reference = np.exp(np.asarray(learned.reference_rule_choice[chain], np.float64))  # the reference's weights
-        np.testing.assert_allclose(reference[:5], reference_rule_weights(5, weights[chain]), rtol=1e-6)
-        np.testing.assert_array_equal(reference[5:-1], 0.0)
+    reference = np.exp(np.asarray(learned.reference_rule_choice, np.float64))  # one reference, for every chain
+    np.testing.assert_allclose(reference[:5], reference_rule_weights(5, weights.mean(axis=0)), rtol=1e-6)
+    np.testing.assert_array_equal(reference[5:-1], 0.0)
 
 
 def test_chains_learn_in_independent_groups():
@@ -276,16 +277,19 @@ def test_chains_learn_in_independent_groups():
 
 def test_each_chain_steps_with_its_own_tables():
     """With per-chain tables, a step of a batch of chains (chain-major replicas) moves each chain exactly as a
-    step of that chain alone with its own row as shared tables would, at every replica's beta."""
+    step of that chain alone with its own row as shared proposal tables would, at every replica's beta, all
+    chains tempering towards the one reference."""
     static, data = target(brl.Priors())
     weights = np.stack([skewed_weights(len(CARDINALITIES)), skewed_weights(len(CARDINALITIES))[::-1]])
     n_chains, replicas = 2, 3
     keys = jax.random.split(jax.random.PRNGKey(3), n_chains * replicas)
     betas = jnp.array([0.0, 0.4, 1.0] * n_chains)
     states = jax.vmap(lambda key: brl_mh.init(static, data, key))(jax.random.split(jax.random.PRNGKey(4), 6))
-    together, _ = brl_mh.step(static, brl_mh.with_proposal(static, data, weights), states, keys, betas)
+    learned = brl_mh.with_proposal(static, data, weights)
+    together, _ = brl_mh.step(static, learned, states, keys, betas)
     for chain in range(n_chains):
-        alone = brl_mh.with_proposal(static, data, weights[chain])
+        alone = brl_mh.with_proposal(static, data, weights[chain])._replace(
+            reference_rule_choice=learned.reference_rule_choice)
         rows = slice(chain * replicas, (chain + 1) * replicas)
         expected, _ = brl_mh.step(static, alone, jax.tree.map(lambda x: x[rows], states), keys[rows], betas[rows])
         jax.tree.map(lambda a, b: np.testing.assert_array_equal(np.asarray(a)[rows], b), together, expected)
