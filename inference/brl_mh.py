@@ -309,8 +309,8 @@ group, each group's reference held only its own modes' rules: on mushroom (seed 
 chains stayed for the whole 60 s in lists whose best log posterior lay 7 nats below the other group's,
 and none of 6 seeds converged (worst R-hat 1.010-1.117, log evidence -78.0 to -81.0); with the shared
 reference, 3 of 6 converged on the same machine, the others at worst R-hat 1.011, 1.013 and 1.029, and
-all six put the log evidence at -78.1 to -78.2 (``benchmarks/RESULTS.md``, ``convergence_brl``). A fit's default of
-8 chains makes two groups of four (``inference.brl.DEFAULT_CHAINS``)."""
+all six put the log evidence at -78.1 to -78.2 (``benchmarks/RESULTS.md``, ``convergence_brl``). A fit's
+default of 8 chains makes two groups of four (``inference.brl.DEFAULT_CHAINS``)."""
 
 
 def learn_proposal(static: BRLStatic, data: BRLData, records: dict, states: BRLState, weights) -> np.ndarray:
