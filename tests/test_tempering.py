@@ -325,3 +325,56 @@ def test_a_round_is_judged_after_every_chunk_joined_to_the_round_before_or_at_it
                                 progress_bar=False)
     assert seen == WINDOWS[: passing_call + 1]
     assert result.converged and result.records["x"].shape[1] == kept and result.n_scans == scans
+
+
+def _ar1_chains(rng, n_chains, n_draws, phi):
+    """``n_chains`` stationary AR(1) chains with lag-one correlation ``phi`` (all the same distribution)."""
+    noise = rng.standard_normal((n_chains, n_draws))
+    chains = np.empty_like(noise)
+    chains[:, 0] = noise[:, 0] / np.sqrt(1 - phi**2)
+    for t in range(1, n_draws):
+        chains[:, t] = phi * chains[:, t - 1] + noise[:, t]
+    return chains
+
+
+def test_agreeing_slowly_mixing_chains_have_rhat_about_one_plus_chains_over_ess():
+    """What :func:`convergence.ess_for_rhat` rests on: over 100 sets of 8 agreeing AR(1) chains (phi 0.9,
+    bulk ESS about 420), the mean R-hat - 1 is within 20 % of the mean 8 / ESS. Negative control:
+    independent draws (phi 0) have R-hat near 1 whatever their ESS (below half the same ratio)."""
+    from interpretable_zoo.diagnostics import rank_statistics
+
+    rng = np.random.default_rng(0)
+
+    def excess_and_bound(phi):
+        excess, bound = [], []
+        for _ in range(100):
+            chains = _ar1_chains(rng, 8, 1000, phi)
+            excess.append(rank_statistics.rank_rhat(chains) - 1)
+            bound.append(8 / rank_statistics.bulk_ess(chains))
+        return np.mean(excess), np.mean(bound)
+
+    excess, bound = excess_and_bound(0.9)
+    assert 0.8 <= excess / bound <= 1.2, (excess, bound)
+    assert convergence.ess_for_rhat(8, 1.01) == pytest.approx(800)
+    excess, bound = excess_and_bound(0.0)
+    assert excess / bound < 0.5, (excess, bound)
+
+
+@pytest.mark.parametrize("num_chains, rhat, ess, hint", [
+    (8, 1.02, 1000.0, "8 chains reach R-hat 1.01 at a bulk ESS of about 800, more than min_ess"),
+    (4, 1.02, 1000.0, None),  # 4 chains need about 400, which min_ess already asks
+    (8, 1.005, 100.0, None),  # R-hat met: the ESS target is what failed
+])
+def test_the_unconverged_warning_says_how_much_ess_the_rhat_target_needs(bimodal, monkeypatch, num_chains, rhat,
+                                                                          ess, hint):
+    monkeypatch.setattr(convergence, "diagnose", lambda summaries: {"x": (rhat, ess)})
+    static = toy.LatticeStatic(int(bimodal[1].log_prior.shape[0]))
+    with pytest.warns(UserWarning, match="NOT converged") as caught:
+        convergence.sample(toy.KERNEL, static, bimodal[1], num_chains=num_chains, n_temperatures=2, tuning_rounds=0,
+                           scans_per_chunk=16, target=convergence.ConvergenceTarget(max_seconds=1e-3),
+                           progress_bar=False)
+    message = str(caught[0].message)
+    if hint is None:
+        assert "chains / bulk ESS" not in message
+    else:
+        assert hint in message
