@@ -25,6 +25,7 @@ from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.rule_mining import (
     ItemEncoder,
+    antecedent_neighbours,
     binary_items,
     fit_item_encoder,
     mine_antecedents,
@@ -431,7 +432,7 @@ def fit_brl(
     table = truth_table(items, antecedents)
     cardinalities = np.array([len(a) for a in antecedents], dtype=np.int32)
     kernel_target = brl_mh.make_target(table, cardinalities, len(classes), codes, priors, capacity,
-                                       steps_per_call=steps_per_scan)
+                                       steps_per_call=steps_per_scan, neighbours=antecedent_neighbours(antecedents))
     target_check.check_brl(cardinalities, len(classes), priors, capacity)
     static, data = kernel_target
     run = convergence.sample(

@@ -84,11 +84,11 @@ from scipy.special import gammaln, logsumexp
 from interpretable_zoo.inference.validation import check_positive_int
 from interpretable_zoo.models import brl
 
-INSERT, DELETE, SWAP, REPLACE, STAY = 0, 1, 2, 3, 4
-MOVES = (INSERT, DELETE, SWAP, REPLACE)
+INSERT, DELETE, SWAP, REPLACE, NEIGHBOUR, STAY = 0, 1, 2, 3, 4, 5
+MOVES = (INSERT, DELETE, SWAP, REPLACE, NEIGHBOUR)
 """The move types drawn; STAY is a null move (a ticket past the last whole multiple, module docstring)."""
-REVERSE_MOVE = (DELETE, INSERT, SWAP, REPLACE, STAY)
-LENGTH_CHANGE = (1, -1, 0, 0, 0)
+REVERSE_MOVE = (DELETE, INSERT, SWAP, REPLACE, NEIGHBOUR, STAY)
+LENGTH_CHANGE = (1, -1, 0, 0, 0, 0)
 
 TICKET_BITS = 23
 """A float32 uniform is a multiple of 2^-23: floor(2^23 u) is an exactly uniform integer below 2^23."""
@@ -107,7 +107,8 @@ class BRLStatic(NamedTuple):
     words per bit vector (bucketed); n_classes; capacity: the longest list; max_cardinality: C;
     cardinalities_can_run_out: :func:`models.brl.cardinalities_can_run_out` (when False the log prior
     sums over cardinality counts instead of position by position); steps_per_call: Metropolis-Hastings
-    iterations per call of :func:`step`.
+    iterations per call of :func:`step`; neighbour_moves: whether the neighbour move is drawn (the
+    antecedents have neighbours, :func:`neighbour_tables`).
     """
 
     antecedent_slots: int
@@ -117,6 +118,7 @@ class BRLStatic(NamedTuple):
     max_cardinality: int
     cardinalities_can_run_out: bool
     steps_per_call: int = 1
+    neighbour_moves: bool = False
 
 
 class BRLData(NamedTuple):
@@ -147,6 +149,8 @@ class BRLData(NamedTuple):
     reference_rule_choice: jnp.ndarray
     ticket_bounds: jnp.ndarray
     log_rule_choice: jnp.ndarray
+    neighbour_table: jnp.ndarray
+    log_neighbour_choice: jnp.ndarray
 
 
 class BRLState(NamedTuple):
@@ -221,36 +225,37 @@ def log_choice_probability(n) -> np.ndarray:
         return np.where(n >= 1, np.log(np.floor(2**TICKET_BITS / np.maximum(n, 1))) - TICKET_BITS * np.log(2), -np.inf)
 
 
-def move_log_probabilities(length, n_antecedents: int, capacity: int) -> np.ndarray:
-    """log P_m(insert, delete, swap, replace) (4, ...): an exact uniform draw among the moves possible
-    at length m."""
+def move_log_probabilities(length, n_antecedents: int, capacity: int, neighbour_moves: bool = False) -> np.ndarray:
+    """log P_m(insert, delete, swap, replace, neighbour) (5, ...): an exact uniform draw among the moves
+    possible at length m (neighbour only with ``neighbour_moves``)."""
     m = np.asarray(length)
-    feasible = np.stack([m < capacity, m >= 1, m >= 2, (m >= 1) & (m < n_antecedents)])
+    feasible = np.stack([m < capacity, m >= 1, m >= 2, (m >= 1) & (m < n_antecedents), (m >= 1) & neighbour_moves])
     return np.where(feasible, log_choice_probability(feasible.sum(axis=0)), -np.inf)
 
 
-def log_proposal_probability(move: int, length, n_antecedents: int, capacity: int) -> np.ndarray:
+def log_proposal_probability(move: int, length, n_antecedents: int, capacity: int,
+                             neighbour_moves: bool = False) -> np.ndarray:
     """log Q(d* | d) of one particular proposal of type ``move`` from lists of ``length`` rules (module
-    docstring), without the factor q(a) of the rule an insert or replace puts in (:func:`mh_update` adds
-    it); -inf where the move is impossible."""
+    docstring), without the factor q(a) of the rule an insert or replace puts in, nor f(|N(a)|) of a
+    neighbour move's (:func:`mh_update` adds them); -inf where the move is impossible."""
     m = np.asarray(length, dtype=np.float64)
     f = log_choice_probability
-    choice = [f(m + 1), f(m), np.log(2) + f(m) + f(m - 1), f(m)][move]
+    choice = [f(m + 1), f(m), np.log(2) + f(m) + f(m - 1), f(m), f(m)][move]
     with np.errstate(invalid="ignore"):
-        log_q = move_log_probabilities(length, n_antecedents, capacity)[move] + choice
+        log_q = move_log_probabilities(length, n_antecedents, capacity, neighbour_moves)[move] + choice
     return np.where(np.isnan(log_q), -np.inf, log_q)
 
 
-def log_hastings_table(n_antecedents: int, capacity: int) -> np.ndarray:
-    """(5, capacity + 1): log Q(d | d*) - log Q(d* | d) of each move type from each length, the rules'
-    q factors left out (:func:`log_proposal_probability`); 0 where the move is impossible (it is never
+def log_hastings_table(n_antecedents: int, capacity: int, neighbour_moves: bool = False) -> np.ndarray:
+    """(6, capacity + 1): log Q(d | d*) - log Q(d* | d) of each move type from each length, the rules'
+    factors left out (:func:`log_proposal_probability`); 0 where the move is impossible (it is never
     drawn) and for STAY."""
     lengths = np.arange(capacity + 1)
     table = np.zeros((len(MOVES) + 1, capacity + 1))
     for move in MOVES:
-        forward = log_proposal_probability(move, lengths, n_antecedents, capacity)
+        forward = log_proposal_probability(move, lengths, n_antecedents, capacity, neighbour_moves)
         new_lengths = np.clip(lengths + LENGTH_CHANGE[move], 0, capacity)
-        reverse = log_proposal_probability(REVERSE_MOVE[move], new_lengths, n_antecedents, capacity)
+        reverse = log_proposal_probability(REVERSE_MOVE[move], new_lengths, n_antecedents, capacity, neighbour_moves)
         with np.errstate(invalid="ignore"):
             table[move] = np.where(np.isfinite(forward), reverse - forward, 0.0)
     return table
@@ -447,14 +452,18 @@ def make_target(
     *,
     steps_per_call: int = 1,
     merge_duplicates: bool = True,
+    neighbours=None,
 ):
     """(static, data) of the BRL posterior (:func:`models.brl.collapsed_model` with ``max_length =
     capacity``) for a (n, |A|) truth table, antecedent cardinalities, labels 0..n_classes-1 and
     ``priors``; all tables come from the model file's functions, evaluated here (never traced).
     ``merge_duplicates``: merge equal samples (module docstring) when P planes of the merged words are
-    fewer words than the samples'; False keeps one bit per sample."""
+    fewer words than the samples'; False keeps one bit per sample. ``neighbours``: for each antecedent the
+    indices of its neighbours, a symmetric relation (for itemsets, those that differ in one item:
+    ``rule_mining.antecedent_neighbours``), which the neighbour move draws from; None: no neighbour move."""
     table, cardinalities, n_classes, y, capacity = _check_target(truth_table, cardinalities, n_classes, y, capacity)
     n_samples, n_antecedents = table.shape
+    neighbours = _check_neighbours(neighbours, n_antecedents)
     multiplicity = None
     if merge_duplicates and _words(n_samples) > 1:
         merged_table, merged_y, counts = merge_duplicate_samples(table, y)
@@ -468,8 +477,10 @@ def make_target(
         max_cardinality=int(cardinalities.max()),
         cardinalities_can_run_out=brl.cardinalities_can_run_out(cardinalities, capacity),
         steps_per_call=check_positive_int(steps_per_call, "steps_per_call"),
+        neighbour_moves=any(neighbours),
     )
     slots, n_words = static.antecedent_slots, static.n_words
+    neighbour_table, log_neighbour_choice = neighbour_tables(neighbours, slots)
     truth = np.pad(pack_bits(table.T, n_words), ((0, slots + 1 - n_antecedents), (0, 0)))
     prior = brl.prior_tables(cardinalities, priors, capacity)
     ticket_bounds, log_rule_choice = rule_choice_tables(None, n_antecedents, slots)
@@ -481,13 +492,46 @@ def make_target(
             n_antecedents=jax.device_put(np.int32(n_antecedents)),
             prior=prior,
             likelihood=brl.likelihood_tables(priors.alpha_vector(n_classes), 32 * _words(n_samples)),
-            log_hastings=jax.device_put(log_hastings_table(n_antecedents, capacity)),
+            log_hastings=jax.device_put(log_hastings_table(n_antecedents, capacity, static.neighbour_moves)),
             reference_length=jax.device_put(reference_length_table(capacity)),
             reference_rule_choice=jax.device_put(reference_rule_tables(None, n_antecedents, slots)),
             ticket_bounds=jax.device_put(ticket_bounds),
             log_rule_choice=jax.device_put(log_rule_choice),
+            neighbour_table=jax.device_put(neighbour_table),
+            log_neighbour_choice=jax.device_put(log_neighbour_choice),
         )
     return static, data
+
+
+def _check_neighbours(neighbours, n_antecedents: int) -> list[list[int]]:
+    """``neighbours`` as |A| sorted lists of antecedent indices (empty lists for None); ValueError naming
+    the argument unless it is a symmetric relation over 0..|A|-1 without self-neighbours."""
+    if neighbours is None:
+        return [[] for _ in range(n_antecedents)]
+    if len(neighbours) != n_antecedents:
+        raise ValueError(f"neighbours: expected one list per antecedent ({n_antecedents}), got {len(neighbours)}")
+    rows = [sorted({int(b) for b in row}) for row in neighbours]
+    for a, row in enumerate(rows):
+        if any(not 0 <= b < n_antecedents or b == a for b in row):
+            raise ValueError(f"neighbours: antecedent {a}'s neighbours must be other antecedents' indices, got {row}")
+        if any(a not in rows[b] for b in row):
+            raise ValueError(f"neighbours: not symmetric (antecedent {a} lists one that does not list it)")
+    return rows
+
+
+def neighbour_tables(neighbours: list[list[int]], antecedent_slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """(neighbour_table, log_neighbour_choice) of :class:`BRLData`: row a of the table (antecedent_slots,
+    width) lists N(a), antecedent a's neighbours, padded with -1 (width: the most neighbours, rounded up to
+    a power of two, so that close sizes share a compiled program), and log_neighbour_choice[a] = log
+    f(|N(a)|) (0 for none, and a last entry 0 read for "no rule")."""
+    width = 1 << (max([len(row) for row in neighbours] + [1]) - 1).bit_length()
+    table = np.full((antecedent_slots, width), -1, np.int32)
+    counts = np.zeros(antecedent_slots + 1, np.int64)
+    for a, row in enumerate(neighbours):
+        table[a, : len(row)] = row
+        counts[a] = len(row)
+    log_choice = np.where(counts > 0, log_choice_probability(np.maximum(counts, 1)), 0.0)
+    return table, log_choice.astype(np.float32)
 
 
 def _popcount(words) -> jnp.ndarray:
@@ -503,21 +547,24 @@ def _exact_index(u, count):
     return ticket % count, ticket < count * (2**TICKET_BITS // count)
 
 
-def propose(uniforms, rules, length, n_antecedents, ticket_bounds):
+def propose(uniforms, rules, length, n_antecedents, ticket_bounds, neighbour_table=None):
     """Draw a move for one padded list from four float32 uniforms in [0, 1); returns (move, new_rules,
-    new_length, added, removed): the rule an insert or replace puts in and the rule a delete or replace
-    takes out (-1 for none).
+    new_length, added, removed): the rule an insert, replace or neighbour move puts in and the rule a
+    delete, replace or neighbour move takes out (-1 for none).
 
-    The move type is the k-th of the feasible ones (insert, delete, swap, replace in that order; see
-    the module docstring, capacity ``rules.shape[0]``), then the positions uniformly and, for insert and
-    replace, the rule by its tickets (``ticket_bounds``, :func:`rule_choice_tables`); a drawn rule that
-    is already in the list, or a draw that falls past its last whole multiple of tickets, makes the
-    move STAY (the list unchanged).
+    The move type is the k-th of the feasible ones (insert, delete, swap, replace, neighbour in that
+    order; see the module docstring, capacity ``rules.shape[0]``; neighbour only with a
+    ``neighbour_table``, :func:`neighbour_tables`), then the positions uniformly and, for insert and
+    replace, the rule by its tickets (``ticket_bounds``, :func:`rule_choice_tables`), for neighbour one
+    of the replaced rule's neighbours uniformly; a drawn rule that is already in the list, a rule without
+    neighbours, or a draw that falls past its last whole multiple of tickets, makes the move STAY (the
+    list unchanged).
     """
     capacity = rules.shape[0]
     positions = jnp.arange(capacity)
     length = jnp.asarray(length, jnp.int32)
-    feasible = jnp.stack([length < capacity, length >= 1, length >= 2, (length >= 1) & (length < n_antecedents)])
+    feasible = jnp.stack([length < capacity, length >= 1, length >= 2, (length >= 1) & (length < n_antecedents),
+                          (length >= 1) & (neighbour_table is not None)])
     k, move_drawn = _exact_index(uniforms[0], feasible.sum())
     move = jnp.sum(jnp.cumsum(feasible) <= k)
 
@@ -530,20 +577,30 @@ def propose(uniforms, rules, length, n_antecedents, ticket_bounds):
     chosen, chosen_drawn = _exact_index(uniforms[2], length)  # the rule deleted or replaced, or a swap's first
     other, other_drawn = _exact_index(uniforms[3], length - 1)
     other = other + (other >= chosen)
+    old_rule = jnp.append(rules, -1)[chosen]
+    if neighbour_table is None:
+        neighbour, neighbour_drawn = new_rule, False
+    else:  # N(old rule): its row of the table, -1 after the last neighbour
+        row = neighbour_table[jnp.maximum(old_rule, 0)]
+        index, index_drawn = _exact_index(uniforms[1], jnp.sum(row >= 0))
+        neighbour = row[index].astype(rules.dtype)
+        neighbour_drawn = index_drawn & (neighbour >= 0) & ~jnp.any(listed & (rules == neighbour))
     drawn = move_drawn & jnp.select(
-        [move == INSERT, move == DELETE, move == SWAP],
-        [rule_drawn & insert_drawn, chosen_drawn, chosen_drawn & other_drawn],
+        [move == INSERT, move == DELETE, move == SWAP, move == NEIGHBOUR],
+        [rule_drawn & insert_drawn, chosen_drawn, chosen_drawn & other_drawn, chosen_drawn & neighbour_drawn],
         rule_drawn & chosen_drawn,
     )
+    new_rule = jnp.where(move == NEIGHBOUR, neighbour, new_rule)
     move = jnp.where(drawn, move, STAY)
     # every position reads one position of the old list (the capacity-th is the padding -1)
     swapped = jnp.where(positions == chosen, other, jnp.where(positions == other, chosen, positions))
     inserted, deleted = positions - (positions > insert_at), positions + (positions >= chosen)
     source = jnp.select([move == INSERT, move == DELETE, move == SWAP], [inserted, deleted, swapped], positions)
-    gets_new_rule = ((move == INSERT) & (positions == insert_at)) | ((move == REPLACE) & (positions == chosen))
+    exchanged = (move == REPLACE) | (move == NEIGHBOUR)
+    gets_new_rule = ((move == INSERT) & (positions == insert_at)) | (exchanged & (positions == chosen))
     new_rules = jnp.where(gets_new_rule, new_rule, jnp.append(rules, -1)[source]).astype(rules.dtype)
-    added = jnp.where((move == INSERT) | (move == REPLACE), new_rule, -1)
-    removed = jnp.where((move == DELETE) | (move == REPLACE), jnp.append(rules, -1)[chosen], -1)
+    added = jnp.where((move == INSERT) | exchanged, new_rule, -1)
+    removed = jnp.where((move == DELETE) | exchanged, old_rule, -1)
     return move, new_rules, length + jnp.asarray(LENGTH_CHANGE, jnp.int32)[move], added, removed
 
 
@@ -609,15 +666,19 @@ def mh_update(static: BRLStatic, data: BRLData, state: BRLState, uniforms, beta)
     """One Metropolis-Hastings step with the exact Hastings ratio, targeting r(d)^(1 - beta) (p(d)
     p(y | d))^beta (module docstring), driven by ``uniforms`` (UNIFORMS_PER_STEP,) in [0, 1); returns
     the new state and the acceptance probability."""
+    neighbour_table = data.neighbour_table if static.neighbour_moves else None
     move, new_rules, new_length, added, removed = propose(
-        uniforms[:4], state.rules, state.length, data.n_antecedents, data.ticket_bounds
+        uniforms[:4], state.rules, state.length, data.n_antecedents, data.ticket_bounds, neighbour_table
     )
+    # the rules' factors of Q(d | d*) / Q(d* | d): q(removed) / q(added), or f(|N(added)|) / f(|N(removed)|)
+    rules_ratio = jnp.where(move == NEIGHBOUR, data.log_neighbour_choice[added] - data.log_neighbour_choice[removed],
+                            data.log_rule_choice[removed] - data.log_rule_choice[added])
     proposal = list_state(static, data, new_rules, new_length)
     log_ratio = (
         (1.0 - beta) * (proposal.log_reference - state.log_reference)
         + beta * (proposal.log_prior + proposal.log_likelihood - state.log_prior - state.log_likelihood)
         + data.log_hastings[move, state.length]
-        + data.log_rule_choice[removed] - data.log_rule_choice[added]
+        + rules_ratio
     )  # fmt: skip
     accept_prob = jnp.minimum(1.0, jnp.exp(log_ratio))
     accept = uniforms[4] < accept_prob

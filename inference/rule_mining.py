@@ -197,6 +197,18 @@ def mine_antecedents(
     return sorted(found, key=lambda itemset: (len(itemset), itemset))
 
 
+def antecedent_neighbours(antecedents) -> list[list[int]]:
+    """For each antecedent (a tuple of item indices) the indices of its neighbours: the antecedents of as
+    many items that share all but one of its items (a symmetric relation, for BRL's neighbour move)."""
+    by_hole: dict[tuple, list[int]] = {}
+    ordered = [tuple(sorted(items)) for items in antecedents]
+    holes = [[items[:k] + items[k + 1 :] for k in range(len(items))] for items in ordered]
+    for a, own in enumerate(holes):
+        for hole in own:
+            by_hole.setdefault(hole, []).append(a)
+    return [sorted({b for hole in own for b in by_hole[hole]} - {a}) for a, own in enumerate(holes)]
+
+
 def truth_table(items, antecedents) -> np.ndarray:
     """(n, |A|) bool: whether each sample holds every item of each antecedent."""
     items = np.asarray(items).astype(bool)

@@ -1,5 +1,5 @@
-"""BRL Metropolis-Hastings moves (insert, delete, swap, replace): proposal probabilities at every edge,
-drawn frequencies, and the kernel's draws against the enumerated posterior (also tempered), each
+"""BRL Metropolis-Hastings moves (insert, delete, swap, replace, neighbour): proposal probabilities at every
+edge, drawn frequencies, and the kernel's draws against the enumerated posterior (also tempered), each
 with a negative control."""
 
 import itertools
@@ -38,34 +38,59 @@ def uniform_tickets(n_antecedents):
     return np.full(n_antecedents, TICKETS // n_antecedents)
 
 
-def neighbours(rules, n_antecedents, capacity, tickets=None):
-    """Brute force Q(. | d): every list one move away with its proposal probability (module docstring),
-    and d itself with the probability of a null move; antecedent a holds ``tickets[a]`` of the 2^23
-    tickets of the rule choice (uniform by default)."""
+NEIGHBOUR_LISTS = {  # a symmetric relation over n antecedents, with unequal numbers of neighbours
+    5: [[1, 2, 3], [0], [0, 4], [0], [2]], 2: [[1], [0]], 1: [[]],
+}
+
+
+def proposals_by_move(rules, n_antecedents, capacity, tickets=None, neighbour_lists=None):
+    """Brute force Q(. | d), move type by move type: {move: {list one such move away: its probability}}
+    (module docstring); antecedent a holds ``tickets[a]`` of the 2^23 tickets of the rule choice (uniform
+    by default), and has the neighbours ``neighbour_lists[a]`` (None: no neighbour move)."""
     tickets = uniform_tickets(n_antecedents) if tickets is None else tickets
     m = len(rules)
     unused = [a for a in range(n_antecedents) if a not in rules]
     outcomes = {
-        "insert": [rules[:p] + (a,) + rules[p:] for a in unused for p in range(m + 1)] if m < capacity else [],
-        "delete": [rules[:p] + rules[p + 1 :] for p in range(m)],
-        "swap": [],
-        "replace": [rules[:p] + (a,) + rules[p + 1 :] for a in unused for p in range(m)],
+        brl_mh.INSERT: [rules[:p] + (a,) + rules[p:] for a in unused for p in range(m + 1)] if m < capacity else [],
+        brl_mh.DELETE: [rules[:p] + rules[p + 1 :] for p in range(m)],
+        brl_mh.SWAP: [],
+        brl_mh.REPLACE: [rules[:p] + (a,) + rules[p + 1 :] for a in unused for p in range(m)],
     }
     for i, j in itertools.combinations(range(m), 2):
         swapped = list(rules)
         swapped[i], swapped[j] = swapped[j], swapped[i]
-        outcomes["swap"].append(tuple(swapped))
-    moves = [move for move in outcomes if outcomes[move]]
+        outcomes[brl_mh.SWAP].append(tuple(swapped))
+    feasible = [move for move in outcomes if outcomes[move]]
+    if neighbour_lists is not None and any(neighbour_lists) and m >= 1:
+        feasible.append(brl_mh.NEIGHBOUR)  # feasible even where every neighbour is listed (a null move)
+        outcomes[brl_mh.NEIGHBOUR] = [
+            rules[:p] + (b,) + rules[p + 1 :] for p in range(m) for b in neighbour_lists[rules[p]] if b not in rules
+        ]
     q = {}
-    for move in moves:
+    for move in feasible:
+        q[move] = {}
         for outcome in outcomes[move]:
             # an exact draw of the move type, then of each of its choices (two for insert, replace, swap)
             added = [a for a in outcome if a not in rules]
+            removed = [a for a in rules if a not in outcome]
             rule_choice = tickets[added[0]] / TICKETS if added else 1.0
-            choices = {"insert": lambda: rule_choice * exact_choice(m + 1),
-                       "delete": lambda: exact_choice(m), "swap": lambda: 2 * exact_choice(m) * exact_choice(m - 1),
-                       "replace": lambda: exact_choice(m) * rule_choice}[move]()  # fmt: skip
-            q[outcome] = q.get(outcome, 0.0) + exact_choice(len(moves)) * choices
+            choices = {brl_mh.INSERT: lambda: rule_choice * exact_choice(m + 1),
+                       brl_mh.DELETE: lambda: exact_choice(m),
+                       brl_mh.SWAP: lambda: 2 * exact_choice(m) * exact_choice(m - 1),
+                       brl_mh.REPLACE: lambda: exact_choice(m) * rule_choice,
+                       brl_mh.NEIGHBOUR: lambda: exact_choice(m) * exact_choice(len(neighbour_lists[removed[0]]))
+                       }[move]()  # fmt: skip
+            q[move][outcome] = q[move].get(outcome, 0.0) + exact_choice(len(feasible)) * choices
+    return q
+
+
+def neighbours(rules, n_antecedents, capacity, tickets=None, neighbour_lists=None):
+    """Brute force Q(. | d): every list one move away with its proposal probability summed over the move
+    types that reach it (:func:`proposals_by_move`), and d itself with the probability of a null move."""
+    q = {}
+    for by_outcome in proposals_by_move(rules, n_antecedents, capacity, tickets, neighbour_lists).values():
+        for outcome, probability in by_outcome.items():
+            q[outcome] = q.get(outcome, 0.0) + probability
     q[rules] = q.get(rules, 0.0) + 1.0 - sum(q.values())  # null moves
     return q
 
@@ -79,12 +104,6 @@ def test_every_ticket_of_an_exact_draw(count):
     per_index = np.bincount(np.asarray(index)[np.asarray(drawn)], minlength=count)
     np.testing.assert_array_equal(per_index, np.full(count, TICKETS // count))
     assert float(brl_mh.log_choice_probability(count)) == pytest.approx(math.log(exact_choice(count)), abs=1e-12)
-
-
-def move_of(old, new):
-    if len(new) != len(old):
-        return brl_mh.INSERT if len(new) > len(old) else brl_mh.DELETE
-    return brl_mh.SWAP if set(new) == set(old) else brl_mh.REPLACE
 
 
 EDGE_CASES = [  # (list, |A|, capacity): empty, one rule, middle, one short of full, full; capacity below |A|
@@ -110,55 +129,84 @@ def added_and_removed(old, new):
     return (added[0] if added else -1), (removed[0] if removed else -1)
 
 
-@pytest.mark.parametrize("weighted", [False, True], ids=["uniform", "weighted"])
+def neighbour_setting(with_neighbours, n_antecedents):
+    """(neighbour lists or None, the kernel's neighbour table or None, whether the move is drawn)."""
+    if not with_neighbours:
+        return None, None, False
+    lists = NEIGHBOUR_LISTS[n_antecedents]
+    table, _ = brl_mh.neighbour_tables(lists, 8)
+    return lists, table, any(lists)
+
+
+PROPOSAL_SETTINGS = [(False, False), (True, False), (False, True)]
+"""(weighted rule choice, neighbour moves) of the proposal tests."""
+
+
+@pytest.mark.parametrize("weighted, with_neighbours", PROPOSAL_SETTINGS, ids=["uniform", "weighted", "neighbours"])
 @pytest.mark.parametrize("rules, n_antecedents, capacity", EDGE_CASES)
-def test_proposal_probabilities_forward_and_reverse_at_every_edge(rules, n_antecedents, capacity, weighted):
+def test_proposal_probabilities_forward_and_reverse_at_every_edge(rules, n_antecedents, capacity, weighted,
+                                                                  with_neighbours):
     weights = skewed_weights(n_antecedents) if weighted else None
     tickets = rule_tickets(weights, n_antecedents)
     _, log_rule_choice = brl_mh.rule_choice_tables(weights, n_antecedents, n_antecedents)
-    forward = neighbours(rules, n_antecedents, capacity, tickets)
+    lists, _, neighbour_moves = neighbour_setting(with_neighbours, n_antecedents)
+    _, log_neighbour_choice = brl_mh.neighbour_tables(lists or [[]] * n_antecedents, n_antecedents)
+    forward = proposals_by_move(rules, n_antecedents, capacity, tickets, lists)
     assert tickets.sum() <= TICKETS and tickets.min() >= TICKETS * brl_mh.UNIFORM_TICKET_SHARE // n_antecedents
-    hastings = brl_mh.log_hastings_table(n_antecedents, capacity)
-    for new_rules, q in forward.items():
-        if new_rules == rules:
-            continue
-        move = move_of(rules, new_rules)
-        added, removed = added_and_removed(rules, new_rules)
-        log_q = brl_mh.log_proposal_probability(move, len(rules), n_antecedents, capacity)
-        log_q += math.log(tickets[added] / TICKETS) if added >= 0 else 0.0
-        assert float(log_q) == pytest.approx(math.log(q), rel=1e-12)
-        reverse = neighbours(new_rules, n_antecedents, capacity, tickets)[rules]
-        reverse_move = brl_mh.REVERSE_MOVE[move]
-        log_q_reverse = brl_mh.log_proposal_probability(reverse_move, len(new_rules), n_antecedents, capacity)
-        log_q_reverse += math.log(tickets[removed] / TICKETS) if removed >= 0 else 0.0
-        assert float(log_q_reverse) == pytest.approx(math.log(reverse), rel=1e-12)
-        # the kernel reads the ratio from its table and the rules' log q
-        kernel_ratio = hastings[move, len(rules)] + log_rule_choice[removed] - log_rule_choice[added]
-        assert kernel_ratio == pytest.approx(math.log(reverse / q), rel=1e-6, abs=1e-5)
-    moves_drawn = {move_of(rules, new_rules) for new_rules in forward if new_rules != rules}
-    for move in set(brl_mh.MOVES) - moves_drawn:
-        assert brl_mh.log_proposal_probability(move, len(rules), n_antecedents, capacity) == -np.inf
+    hastings = brl_mh.log_hastings_table(n_antecedents, capacity, neighbour_moves)
+    for move, outcomes in forward.items():
+        for new_rules, q in outcomes.items():
+            added, removed = added_and_removed(rules, new_rules)
+            log_q = brl_mh.log_proposal_probability(move, len(rules), n_antecedents, capacity, neighbour_moves)
+            if move == brl_mh.NEIGHBOUR:
+                log_q += math.log(exact_choice(len(lists[removed])))
+            elif added >= 0:
+                log_q += math.log(tickets[added] / TICKETS)
+            assert float(log_q) == pytest.approx(math.log(q), rel=1e-12)
+            reverse_move = brl_mh.REVERSE_MOVE[move]
+            reverse = proposals_by_move(new_rules, n_antecedents, capacity, tickets, lists)[reverse_move][rules]
+            log_q_reverse = brl_mh.log_proposal_probability(reverse_move, len(new_rules), n_antecedents, capacity,
+                                                            neighbour_moves)  # fmt: skip
+            if move == brl_mh.NEIGHBOUR:
+                log_q_reverse += math.log(exact_choice(len(lists[added])))
+            elif removed >= 0:
+                log_q_reverse += math.log(tickets[removed] / TICKETS)
+            assert float(log_q_reverse) == pytest.approx(math.log(reverse), rel=1e-12)
+            # the kernel reads the ratio from its table and the rules' log q, or their numbers of neighbours
+            if move == brl_mh.NEIGHBOUR:
+                rules_ratio = log_neighbour_choice[added] - log_neighbour_choice[removed]
+            else:
+                rules_ratio = log_rule_choice[removed] - log_rule_choice[added]
+            assert hastings[move, len(rules)] + rules_ratio == pytest.approx(math.log(reverse / q), rel=1e-6, abs=1e-5)
+    for move in set(brl_mh.MOVES) - set(forward):
+        assert brl_mh.log_proposal_probability(move, len(rules), n_antecedents, capacity, neighbour_moves) == -np.inf
+    assert (brl_mh.NEIGHBOUR in forward) == (neighbour_moves and len(rules) >= 1)
 
 
-draw_proposals = jax.jit(jax.vmap(brl_mh.propose, in_axes=(0, None, None, None, None)))
+draw_proposals = jax.jit(jax.vmap(brl_mh.propose, in_axes=(0, None, None, None, None, None)))
 
 
-@pytest.mark.parametrize("weighted", [False, True], ids=["uniform", "weighted"])
+@pytest.mark.parametrize("weighted, with_neighbours", PROPOSAL_SETTINGS, ids=["uniform", "weighted", "neighbours"])
 @pytest.mark.parametrize("rules, n_antecedents, capacity", EDGE_CASES)
-def test_proposals_are_drawn_with_those_probabilities(rules, n_antecedents, capacity, weighted):
+def test_proposals_are_drawn_with_those_probabilities(rules, n_antecedents, capacity, weighted, with_neighbours):
     weights = skewed_weights(n_antecedents) if weighted else None
     slots = 8  # padded antecedents beyond n_antecedents hold no tickets
     bounds, _ = brl_mh.rule_choice_tables(weights, n_antecedents, slots)
-    forward = neighbours(rules, n_antecedents, capacity, rule_tickets(weights, n_antecedents))
+    lists, table, neighbour_moves = neighbour_setting(with_neighbours, n_antecedents)
+    forward = neighbours(rules, n_antecedents, capacity, rule_tickets(weights, n_antecedents), lists)
+    by_move = proposals_by_move(rules, n_antecedents, capacity, rule_tickets(weights, n_antecedents), lists)
     outcomes = [outcome for outcome in forward if outcome != rules]
     n_draws = 20000
     uniforms = jax.random.uniform(jax.random.PRNGKey(len(rules) + 7 * capacity), (n_draws, 4))
     padded = jnp.array(list(rules) + [-1] * (capacity - len(rules)), jnp.int32)
-    proposals = draw_proposals(uniforms, padded, jnp.int32(len(rules)), jnp.int32(n_antecedents), jnp.asarray(bounds))
+    proposals = draw_proposals(uniforms, padded, jnp.int32(len(rules)), jnp.int32(n_antecedents), jnp.asarray(bounds),
+                               None if not neighbour_moves else jnp.asarray(table))
     moves, new_rules, new_lengths, added, removed = (np.asarray(a) for a in proposals)
     drawn = [tuple(r[:m]) for r, m in zip(new_rules.tolist(), new_lengths.tolist())]
     assert set(drawn) <= {*outcomes, rules}  # in particular no antecedent beyond n_antecedents
-    assert all(move == (brl_mh.STAY if d == rules else move_of(rules, d)) for move, d in zip(moves[:500], drawn[:500]))
+    # each drawn move type reaches its outcome (replace and neighbour may reach the same list)
+    assert all((move == brl_mh.STAY) == (d == rules) and (move == brl_mh.STAY or d in by_move[move])
+               for move, d in zip(moves[:500], drawn[:500]))
     assert all((a, r) == (added_and_removed(rules, d) if d != rules else (-1, -1))  # a null move changes no rule
                for a, r, d in zip(added[:500].tolist(), removed[:500].tolist(), drawn[:500]))
     assert all((r[m:] == -1).all() for r, m in zip(new_rules, new_lengths))
@@ -196,9 +244,10 @@ def sample_replicas(static, data, key, betas):
     return {"rules": rules[N_WARMUP:].swapaxes(0, 1), "length": lengths[N_WARMUP:].T}
 
 
-def target(priors):
+def target(priors, neighbours=None):
     truth_table, y = tiny_problem()
-    return brl_mh.make_target(truth_table, CARDINALITIES, 2, y, priors, CAPACITY, steps_per_call=THIN)
+    return brl_mh.make_target(truth_table, CARDINALITIES, 2, y, priors, CAPACITY, steps_per_call=THIN,
+                              neighbours=neighbours)
 
 
 def hastings_table_with(monkeypatch, move_log_probabilities):
@@ -208,15 +257,15 @@ def hastings_table_with(monkeypatch, move_log_probabilities):
         return jnp.asarray(brl_mh.log_hastings_table(len(CARDINALITIES), CAPACITY))
 
 
-def without_move_probabilities(length, n_antecedents, capacity):
+def without_move_probabilities(length, n_antecedents, capacity, neighbour_moves=False):
     """P_m(move) left out of Q: wrong at the edges (m = 0, 1 and the full list)."""
-    return np.zeros((4, *np.shape(length)))
+    return np.zeros((5, *np.shape(length)))
 
 
-def replace_always_possible(length, n_antecedents, capacity):
+def replace_always_possible(length, n_antecedents, capacity, neighbour_moves=False):
     """Replace counted as possible at the full list of all |A| antecedents: P_|A| wrong."""
     m = np.asarray(length)
-    feasible = np.stack([m < capacity, m >= 1, m >= 2, m >= 1])
+    feasible = np.stack([m < capacity, m >= 1, m >= 2, m >= 1, (m >= 1) & neighbour_moves])
     with np.errstate(divide="ignore"):
         return np.where(feasible, -np.log(feasible.sum(axis=0)), -np.inf)
 
@@ -382,6 +431,21 @@ def test_rules_drawn_by_learned_weights_match_the_enumerated_posterior_and_an_un
         assert result.passed(alpha=1e-3), (beta, result)
     uncorrected = weighted._replace(log_rule_choice=data.log_rule_choice)
     result = gof_against_enumeration(sample_replicas(static, uncorrected, jax.random.PRNGKey(13), POSTERIOR), brl.Priors())
+    assert not result.passed(alpha=1e-3), result
+
+
+def test_neighbour_moves_match_the_enumerated_posterior_and_an_uncorrected_ratio_fails():
+    """With the neighbour move (a relation in which antecedents have 1 to 3 neighbours), at the posterior
+    and at a tempered rung; the control leaves out the ratio f(|N(added)|) / f(|N(removed)|)."""
+    static, data = target(brl.Priors(), NEIGHBOUR_LISTS[5])
+    assert static.neighbour_moves
+    betas = jnp.where(jnp.arange(N_REPLICAS) % 2 == 0, 0.3 * POSTERIOR, POSTERIOR)
+    draws = sample_replicas(static, data, jax.random.PRNGKey(17), betas)
+    for first, beta in ((0, 0.3), (1, 1.0)):
+        result = gof_against_enumeration(jax.tree.map(lambda x: x[first::2], draws), brl.Priors(), beta)
+        assert result.passed(alpha=1e-3), (beta, result)
+    uncorrected = data._replace(log_neighbour_choice=jnp.zeros_like(data.log_neighbour_choice))
+    result = gof_against_enumeration(sample_replicas(static, uncorrected, jax.random.PRNGKey(17), POSTERIOR), brl.Priors())
     assert not result.passed(alpha=1e-3), result
 
 
