@@ -106,8 +106,9 @@ def _brl_seeds_row(case: str, X, y, **options) -> Comparison:
     description=(
         "BRL at default settings (8 chains, non-reversible parallel tempering from a reference -- lists of mean "
         "length half the longest, their rules drawn by the learned rule weights averaged over all chains, "
-        "redrawn at every scan at the reference -- with an adapted schedule, insert/delete/swap/replace moves "
-        "(the rules proposed by weights learned from round to round, in two independent groups of chains), run until "
+        "redrawn at every scan at the reference -- with an adapted schedule, insert/delete/swap/replace/neighbour "
+        "moves (the rules proposed by weights learned from round to round, in two independent groups of chains, or "
+        "a rule exchanged for one that differs from it in one item), run until "
         "every label-free summary -- log posterior, list length, mean "
         "cardinality -- reaches R-hat <= 1.01 and bulk ESS >= 400, or 60 s) against the same kernel with one "
         "rung (plain Metropolis-Hastings) given the same wall time. Ours and peer columns: whole-fit wall "

@@ -373,8 +373,8 @@ def fit_brl(
     Sampling (``inference.convergence``): ``num_chains`` chains (:data:`DEFAULT_CHAINS`, in two groups that
     learn their proposals apart) of non-reversible parallel tempering
     (``n_temperatures`` rungs per chain, "auto" to choose from the communication barrier, 1 for plain
-    Metropolis-Hastings), each rung moved by ``steps_per_scan`` insert, delete, swap and replace proposals
-    between swap rounds. By default the
+    Metropolis-Hastings), each rung moved by ``steps_per_scan`` insert, delete, swap, replace and
+    neighbour proposals (a rule exchanged for one that differs from it in one item) between swap rounds. By default the
     chains run until the log posterior, list length and mean cardinality reach R-hat <= ``target_rhat``
     and bulk ESS >= ``min_ess``, or ``max_seconds`` pass (then ``result.converged`` is False and a warning
     gives the numbers). ``num_samples``: run exactly that many scans after ``num_warmup`` tuning scans

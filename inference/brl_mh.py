@@ -1,10 +1,15 @@
 """Metropolis-Hastings over rule lists with bit-vector captures (Letham et al. 2015; Yang et al. 2017).
 
-Proposals (Letham sec. 3, plus replace): insert a rule not in the list at one of the m + 1 positions,
-delete one of the m rules, swap two of them, or replace one of them by a rule not in the list (same
-position). The move type is uniform over the moves possible at the current length (insert needs
-m < capacity, delete m >= 1, swap m >= 2, replace 1 <= m < |A|), so the move probabilities P_m
-change at the edges and enter the Hastings ratio. Every choice among n positions is drawn exactly:
+Proposals (Letham sec. 3, plus replace and neighbour): insert a rule not in the list at one of the m + 1
+positions, delete one of the m rules, swap two of them, replace one of them by a rule not in the list
+(same position), or exchange one of them for one of its neighbours N(a) (for mined itemsets, the
+antecedents of as many items that share all but one of its items, a symmetric relation given to
+:func:`make_target`): among thousands of antecedents the best lists often differ from the current one
+by an item of one rule (``a=x & b=x & c=x`` against ``a=x & b=x & c!=o`` on tic-tac-toe), which a draw
+over all antecedents seldom offers. The move type is uniform over the moves possible at the current
+length (insert needs m < capacity, delete m >= 1, swap m >= 2, replace 1 <= m < |A|, neighbour m >= 1
+when some antecedent has neighbours), so the move probabilities P_m change at the edges and enter the
+Hastings ratio. Every choice among n positions is drawn exactly:
 the ticket t = floor(2^23 u) of a float32 uniform u (a multiple of 2^-23) picks item t mod n when
 t < n floor(2^23 / n), and otherwise the proposal is the list itself (a null move, probability below
 n / 2^23), so each item has probability f(n) = floor(2^23 / n) / 2^23 (about 1 / n). The rule that
@@ -19,9 +24,12 @@ round). Then
     Q(delete p | m)       = P_m(delete) f(m)
     Q(swap {i, j} | m)    = P_m(swap) 2 f(m) f(m - 1)
     Q(replace p by a | m) = P_m(replace) f(m) q(a)
+    Q(exchange p's rule b for a in N(b) | m) = P_m(neighbour) f(m) f(|N(b)|)
 
-with P_m = f(the number of moves possible at m); the ratio Q(d | d*) / Q(d* | d) is a table over
-(move, m) (:func:`log_hastings_table`) times q(removed rule) / q(added rule).
+with P_m = f(the number of moves possible at m) (a neighbour already in the list, or a rule without
+neighbours, is a null move); the ratio Q(d | d*) / Q(d* | d) is a table over (move, m)
+(:func:`log_hastings_table`) times q(removed rule) / q(added rule), or for a neighbour move
+f(|N(added rule)|) / f(|N(removed rule)|).
 
 Each antecedent's truth table over the samples and each class's label set are bit vectors (uint32
 words); a rule's captures are ``truth AND uncaught`` and its label counts population counts

@@ -15,7 +15,13 @@ from interpretable_zoo.datasets import load_titanic
 from interpretable_zoo.datasets.planted_rule_lists import planted_rule_lists
 from interpretable_zoo.demos.brl import cli_demo
 from interpretable_zoo.inference.brl import BayesianRuleListClassifier, fit_brl
-from interpretable_zoo.inference.rule_mining import binary_items, fit_item_encoder, mine_antecedents
+from interpretable_zoo.inference import brl_mh
+from interpretable_zoo.inference.rule_mining import (
+    antecedent_neighbours,
+    binary_items,
+    fit_item_encoder,
+    mine_antecedents,
+)
 from interpretable_zoo.models import brl
 
 FAST = {"num_warmup": 300, "num_samples": 600, "num_chains": 2, "n_temperatures": 4}
@@ -39,6 +45,30 @@ def test_miner_finds_exactly_the_itemsets_frequent_in_some_class():
             if any(covered[y == c].mean() >= 0.08 for c in range(3)):
                 expected.add(itemset)
     assert mined == expected and any(len(s) == 3 for s in mined)
+
+
+def test_neighbours_are_the_antecedents_of_as_many_items_that_share_all_but_one():
+    antecedents = [(0,), (1,), (0, 1), (0, 2), (2, 1), (3, 4), (0, 1, 2)]
+    expected = [
+        {b for b in range(len(antecedents)) if b != a and len(antecedents[b]) == len(antecedents[a])
+         and len(set(antecedents[a]) & set(antecedents[b])) == len(antecedents[a]) - 1}
+        for a in range(len(antecedents))
+    ]  # fmt: skip
+    found = antecedent_neighbours(antecedents)
+    assert [set(row) for row in found] == expected
+    assert found[2] == [3, 4] and found[5] == [] and found[6] == []  # (2, 1) is the set {1, 2}
+
+
+@pytest.mark.parametrize("neighbours, message", [
+    ([[1], [0]], "one list per antecedent"),
+    ([[1], [0], [5]], "other antecedents' indices"),
+    ([[0], [], []], "other antecedents' indices"),
+    ([[1], [], []], "not symmetric"),
+])
+def test_a_bad_neighbour_relation_is_named(neighbours, message):
+    table = np.array([[1, 0, 1], [0, 1, 1]], bool)
+    with pytest.raises(ValueError, match=f"neighbours: .*{message}"):
+        brl_mh.make_target(table, np.ones(3, np.int32), 2, np.array([0, 1]), brl.Priors(), 3, neighbours=neighbours)
 
 
 def test_item_encoder_names_values_negations_and_thresholds():
