@@ -84,7 +84,7 @@ def proposals_by_move(rules, n_antecedents, capacity, tickets=None, neighbour_li
     return q
 
 
-def neighbours(rules, n_antecedents, capacity, tickets=None, neighbour_lists=None):
+def proposal_probabilities(rules, n_antecedents, capacity, tickets=None, neighbour_lists=None):
     """Brute force Q(. | d): every list one move away with its proposal probability summed over the move
     types that reach it (:func:`proposals_by_move`), and d itself with the probability of a null move."""
     q = {}
@@ -193,7 +193,7 @@ def test_proposals_are_drawn_with_those_probabilities(rules, n_antecedents, capa
     slots = 8  # padded antecedents beyond n_antecedents hold no tickets
     bounds, _ = brl_mh.rule_choice_tables(weights, n_antecedents, slots)
     lists, table, neighbour_moves = neighbour_setting(with_neighbours, n_antecedents)
-    forward = neighbours(rules, n_antecedents, capacity, rule_tickets(weights, n_antecedents), lists)
+    forward = proposal_probabilities(rules, n_antecedents, capacity, rule_tickets(weights, n_antecedents), lists)
     by_move = proposals_by_move(rules, n_antecedents, capacity, rule_tickets(weights, n_antecedents), lists)
     outcomes = [outcome for outcome in forward if outcome != rules]
     n_draws = 20000
