@@ -29,6 +29,7 @@ from interpretable_zoo.inference.rule_mining import (
     binary_items,
     fit_item_encoder,
     mine_antecedents,
+    neighbour_counts,
     truth_table,
 )
 from interpretable_zoo.inference.validation import (
@@ -427,6 +428,13 @@ def fit_brl(
     memory.check_memory(
         TRUTH_TABLE_BYTES_PER_CELL * items.shape[0] * len(antecedents),
         f"antecedents: the truth table of {items.shape[0]} samples x {len(antecedents)} antecedents",
+        "raise min_support or lower max_cardinality so that fewer antecedents are mined, or pass fewer antecedents",
+    )
+    counts = neighbour_counts(antecedents)
+    memory.check_memory(
+        brl_mh.neighbour_table_bytes(counts),
+        f"antecedents: the neighbour move's table of {len(antecedents)} antecedents (up to {counts.max()} "
+        "neighbours each)",
         "raise min_support or lower max_cardinality so that fewer antecedents are mined, or pass fewer antecedents",
     )
     table = truth_table(items, antecedents)

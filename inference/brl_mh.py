@@ -527,12 +527,23 @@ def _check_neighbours(neighbours, n_antecedents: int) -> list[list[int]]:
     return rows
 
 
+def neighbour_table_width(most_neighbours: int) -> int:
+    """Columns of the neighbour table: the most neighbours of an antecedent rounded up to a power of two (at
+    least 1), so that close sizes share a compiled program."""
+    return 1 << (max(most_neighbours, 1) - 1).bit_length()
+
+
+def neighbour_table_bytes(neighbour_counts) -> int:
+    """Bytes of the neighbour table (:func:`neighbour_tables`) of antecedents with ``neighbour_counts``."""
+    n_antecedents = len(neighbour_counts)
+    return 4 * (1 << (n_antecedents - 1).bit_length()) * neighbour_table_width(int(max(neighbour_counts)))
+
+
 def neighbour_tables(neighbours: list[list[int]], antecedent_slots: int) -> tuple[np.ndarray, np.ndarray]:
     """(neighbour_table, log_neighbour_choice) of :class:`BRLData`: row a of the table (antecedent_slots,
-    width) lists N(a), antecedent a's neighbours, padded with -1 (width: the most neighbours, rounded up to
-    a power of two, so that close sizes share a compiled program), and log_neighbour_choice[a] = log
-    f(|N(a)|) (0 for none, and a last entry 0 read for "no rule")."""
-    width = 1 << (max([len(row) for row in neighbours] + [1]) - 1).bit_length()
+    width) lists N(a), antecedent a's neighbours, padded with -1 (width: :func:`neighbour_table_width`),
+    and log_neighbour_choice[a] = log f(|N(a)|) (0 for none, and a last entry 0 read for "no rule")."""
+    width = neighbour_table_width(max(len(row) for row in neighbours))
     table = np.full((antecedent_slots, width), -1, np.int32)
     counts = np.zeros(antecedent_slots + 1, np.int64)
     for a, row in enumerate(neighbours):

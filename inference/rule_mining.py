@@ -197,16 +197,29 @@ def mine_antecedents(
     return sorted(found, key=lambda itemset: (len(itemset), itemset))
 
 
-def antecedent_neighbours(antecedents) -> list[list[int]]:
-    """For each antecedent (a tuple of item indices) the indices of its neighbours: the antecedents of as
-    many items that share all but one of its items (a symmetric relation, for BRL's neighbour move)."""
-    by_hole: dict[tuple, list[int]] = {}
+def _holes(antecedents) -> tuple[list[list[tuple]], dict[tuple, list[int]]]:
+    """(each antecedent's holes, its items less one of them, for each item; hole -> the antecedents with it)."""
     ordered = [tuple(sorted(items)) for items in antecedents]
     holes = [[items[:k] + items[k + 1 :] for k in range(len(items))] for items in ordered]
+    by_hole: dict[tuple, list[int]] = {}
     for a, own in enumerate(holes):
         for hole in own:
             by_hole.setdefault(hole, []).append(a)
+    return holes, by_hole
+
+
+def antecedent_neighbours(antecedents) -> list[list[int]]:
+    """For each antecedent (a tuple of item indices) the indices of its neighbours: the antecedents of as
+    many items that share all but one of its items (a symmetric relation, for BRL's neighbour move)."""
+    holes, by_hole = _holes(antecedents)
     return [sorted({b for hole in own for b in by_hole[hole]} - {a}) for a, own in enumerate(holes)]
+
+
+def neighbour_counts(antecedents) -> np.ndarray:
+    """The number of each antecedent's neighbours (:func:`antecedent_neighbours`) without listing them: a
+    neighbour shares exactly one hole with it, so each hole adds the other antecedents that have it."""
+    holes, by_hole = _holes(antecedents)
+    return np.array([sum(len(by_hole[hole]) - 1 for hole in own) for own in holes], dtype=np.int64)
 
 
 def truth_table(items, antecedents) -> np.ndarray:

@@ -476,6 +476,13 @@ RULE_LISTS = [
         "memory-truth-table",
     ),
     (
+        lambda mp: (memory_runs_out(mp, 1), fit_brl(XB, YB)),
+        InsufficientMemoryError,
+        r"^antecedents: the neighbour move's table of \d+ antecedents \(up to \d+ neighbours each\) needs about .* "
+        r"more than the 100 bytes available; raise min_support",
+        "memory-neighbour-table",
+    ),
+    (
         lambda mp: (no_memory(mp), BayesianRuleListClassifier().fit(XB, YB)),
         InsufficientMemoryError,
         r"^antecedents: the truth table .*; raise min_support or lower max_cardinality",

@@ -21,6 +21,7 @@ from interpretable_zoo.inference.rule_mining import (
     binary_items,
     fit_item_encoder,
     mine_antecedents,
+    neighbour_counts,
 )
 from interpretable_zoo.models import brl
 
@@ -56,6 +57,7 @@ def test_neighbours_are_the_antecedents_of_as_many_items_that_share_all_but_one(
     ]  # fmt: skip
     found = antecedent_neighbours(antecedents)
     assert [set(row) for row in found] == expected
+    np.testing.assert_array_equal(neighbour_counts(antecedents), [len(row) for row in expected])
     assert found[2] == [3, 4] and found[5] == [] and found[6] == []  # (2, 1) is the set {1, 2}
 
 
