@@ -446,6 +446,11 @@ def _check_target(truth_table, cardinalities, n_classes, y, capacity):
     return table.astype(bool), cardinalities, n_classes, y, capacity
 
 
+def padded_antecedent_count(n_antecedents: int) -> int:
+    """Antecedents a target represents: |A| rounded up to a power of two (:class:`BRLStatic`)."""
+    return 1 << (n_antecedents - 1).bit_length()
+
+
 def _words(n_samples: int) -> int:
     return size_bucket(-(-n_samples // 32), WORD_BUCKETS_PER_DOUBLING)
 
@@ -471,24 +476,25 @@ def make_target(
     ``rule_mining.antecedent_neighbours``), which the neighbour move draws from; None: no neighbour move."""
     table, cardinalities, n_classes, y, capacity = _check_target(truth_table, cardinalities, n_classes, y, capacity)
     n_samples, n_antecedents = table.shape
-    neighbours = _check_neighbours(neighbours, n_antecedents)
+    if neighbours is not None and len(neighbours) != n_antecedents:
+        raise ValueError(f"neighbours: expected one list per antecedent ({n_antecedents}), got {len(neighbours)}")
     multiplicity = None
     if merge_duplicates and _words(n_samples) > 1:
         merged_table, merged_y, counts = merge_duplicate_samples(table, y)
         if int(counts.max()).bit_length() * _words(len(counts)) < _words(n_samples):
             table, y, multiplicity = merged_table, merged_y, counts
     static = BRLStatic(
-        antecedent_slots=1 << (n_antecedents - 1).bit_length(),
+        antecedent_slots=padded_antecedent_count(n_antecedents),
         n_words=_words(table.shape[0]),
         n_classes=n_classes,
         capacity=capacity,
         max_cardinality=int(cardinalities.max()),
         cardinalities_can_run_out=brl.cardinalities_can_run_out(cardinalities, capacity),
         steps_per_call=check_positive_int(steps_per_call, "steps_per_call"),
-        neighbour_moves=any(neighbours),
     )
     slots, n_words = static.antecedent_slots, static.n_words
-    neighbour_table, log_neighbour_choice = neighbour_tables(neighbours, slots)
+    neighbour_table, log_neighbour_choice = neighbour_tables(neighbours or [[]] * n_antecedents, slots)
+    static = static._replace(neighbour_moves=bool((neighbour_table[:, 0] >= 0).any()))
     truth = np.pad(pack_bits(table.T, n_words), ((0, slots + 1 - n_antecedents), (0, 0)))
     prior = brl.prior_tables(cardinalities, priors, capacity)
     ticket_bounds, log_rule_choice = rule_choice_tables(None, n_antecedents, slots)
@@ -511,20 +517,29 @@ def make_target(
     return static, data
 
 
-def _check_neighbours(neighbours, n_antecedents: int) -> list[list[int]]:
-    """``neighbours`` as |A| sorted lists of antecedent indices (empty lists for None); ValueError naming
-    the argument unless it is a symmetric relation over 0..|A|-1 without self-neighbours."""
-    if neighbours is None:
-        return [[] for _ in range(n_antecedents)]
-    if len(neighbours) != n_antecedents:
-        raise ValueError(f"neighbours: expected one list per antecedent ({n_antecedents}), got {len(neighbours)}")
-    rows = [sorted({int(b) for b in row}) for row in neighbours]
-    for a, row in enumerate(rows):
-        if any(not 0 <= b < n_antecedents or b == a for b in row):
-            raise ValueError(f"neighbours: antecedent {a}'s neighbours must be other antecedents' indices, got {row}")
-        if any(a not in rows[b] for b in row):
-            raise ValueError(f"neighbours: not symmetric (antecedent {a} lists one that does not list it)")
-    return rows
+def _neighbour_pairs(neighbours) -> tuple[np.ndarray, np.ndarray]:
+    """(source, target) int64 arrays of every pair of the relation ``neighbours`` (one list of indices per
+    antecedent), sorted and without repeats; ValueError naming the argument unless it is a symmetric
+    relation over the antecedents without self-neighbours. Vectorised: a mined relation holds millions of
+    pairs, and this runs before every fit."""
+    n_antecedents = len(neighbours)
+    source = np.repeat(np.arange(n_antecedents, dtype=np.int64), [len(row) for row in neighbours])
+    target = np.concatenate([np.asarray(row, np.int64).reshape(-1) for row in neighbours] + [np.zeros(0, np.int64)])
+    wrong = (target < 0) | (target >= n_antecedents) | (target == source)
+    if wrong.any():
+        a = int(source[wrong.argmax()])
+        raise ValueError(f"neighbours: antecedent {a}'s neighbours must be other antecedents' indices, got "
+                         f"{sorted(int(b) for b in neighbours[a])}")
+    pairs = np.sort(source * n_antecedents + target)
+    repeated = np.zeros(pairs.size, bool)
+    repeated[1:] = pairs[1:] == pairs[:-1]
+    pairs = pairs[~repeated]
+    reversed_pairs = np.sort((pairs % n_antecedents) * n_antecedents + pairs // n_antecedents)
+    if not np.array_equal(pairs, reversed_pairs):  # symmetric: the same set of pairs read both ways
+        found = np.minimum(np.searchsorted(reversed_pairs, pairs), pairs.size - 1)
+        a = int(pairs[(reversed_pairs[found] != pairs).argmax()] // n_antecedents)
+        raise ValueError(f"neighbours: not symmetric (antecedent {a} lists one that does not list it)")
+    return pairs // n_antecedents, pairs % n_antecedents
 
 
 def neighbour_table_width(most_neighbours: int) -> int:
@@ -535,20 +550,20 @@ def neighbour_table_width(most_neighbours: int) -> int:
 
 def neighbour_table_bytes(neighbour_counts) -> int:
     """Bytes of the neighbour table (:func:`neighbour_tables`) of antecedents with ``neighbour_counts``."""
-    n_antecedents = len(neighbour_counts)
-    return 4 * (1 << (n_antecedents - 1).bit_length()) * neighbour_table_width(int(max(neighbour_counts)))
+    return 4 * padded_antecedent_count(len(neighbour_counts)) * neighbour_table_width(int(max(neighbour_counts)))
 
 
-def neighbour_tables(neighbours: list[list[int]], antecedent_slots: int) -> tuple[np.ndarray, np.ndarray]:
-    """(neighbour_table, log_neighbour_choice) of :class:`BRLData`: row a of the table (antecedent_slots,
-    width) lists N(a), antecedent a's neighbours, padded with -1 (width: :func:`neighbour_table_width`),
-    and log_neighbour_choice[a] = log f(|N(a)|) (0 for none, and a last entry 0 read for "no rule")."""
-    width = neighbour_table_width(max(len(row) for row in neighbours))
-    table = np.full((antecedent_slots, width), -1, np.int32)
-    counts = np.zeros(antecedent_slots + 1, np.int64)
-    for a, row in enumerate(neighbours):
-        table[a, : len(row)] = row
-        counts[a] = len(row)
+def neighbour_tables(neighbours, antecedent_slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """(neighbour_table, log_neighbour_choice) of :class:`BRLData` for the relation ``neighbours`` (one list
+    of indices per antecedent, checked by :func:`_neighbour_pairs`): row a of the table (antecedent_slots,
+    width) lists N(a), antecedent a's neighbours, in increasing order and padded with -1 (width:
+    :func:`neighbour_table_width`), and log_neighbour_choice[a] = log f(|N(a)|) (0 for none, and a last
+    entry 0 read for "no rule")."""
+    source, target = _neighbour_pairs(neighbours)
+    counts = np.bincount(source, minlength=antecedent_slots + 1)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    table = np.full((antecedent_slots, neighbour_table_width(int(counts.max()))), -1, np.int32)
+    table[source, np.arange(source.size) - starts[source]] = target
     log_choice = np.where(counts > 0, log_choice_probability(np.maximum(counts, 1)), 0.0)
     return table, log_choice.astype(np.float32)
 
