@@ -433,8 +433,8 @@ def fit_brl(
     counts = neighbour_counts(antecedents)
     memory.check_memory(
         brl_mh.neighbour_table_bytes(counts),
-        f"antecedents: the neighbour move's table of {len(antecedents)} antecedents (up to {counts.max()} "
-        "neighbours each)",
+        f"antecedents: the neighbour move's table of {len(antecedents)} antecedents ({counts.sum()} neighbours "
+        "in all)",
         "raise min_support or lower max_cardinality so that fewer antecedents are mined, or pass fewer antecedents",
     )
     table = truth_table(items, antecedents)

@@ -107,6 +107,9 @@ UNIFORMS_PER_STEP = 5
 WORD_BUCKETS_PER_DOUBLING = 8
 """Word counts are rounded up to m 2^e with WORD_BUCKETS_PER_DOUBLING <= m < 2 WORD_BUCKETS_PER_DOUBLING."""
 
+NEIGHBOUR_BUCKETS_PER_DOUBLING = 8
+"""The flat neighbour list's length is rounded up likewise (:func:`neighbour_list_size`)."""
+
 
 class BRLStatic(NamedTuple):
     """The shapes and switches of a target (hashable; equal for fits of sizes in the same buckets).
@@ -143,7 +146,9 @@ class BRLData(NamedTuple):
     (antecedent_slots + 1,): the tempering reference's log length probabilities
     (:func:`reference_length_table`) and log rule weights (:func:`reference_rule_tables`); ticket_bounds
     (antecedent_slots,) int32 and log_rule_choice (antecedent_slots + 1,): the proposal's rule tickets
-    (:func:`rule_choice_tables`).
+    (:func:`rule_choice_tables`); neighbour_starts (antecedent_slots + 1,), neighbour_list and
+    log_neighbour_choice (antecedent_slots + 1,): the neighbour relation in compressed rows
+    (:func:`neighbour_tables`).
     """
 
     truth_bits: jnp.ndarray
@@ -157,7 +162,8 @@ class BRLData(NamedTuple):
     reference_rule_choice: jnp.ndarray
     ticket_bounds: jnp.ndarray
     log_rule_choice: jnp.ndarray
-    neighbour_table: jnp.ndarray
+    neighbour_starts: jnp.ndarray
+    neighbour_list: jnp.ndarray
     log_neighbour_choice: jnp.ndarray
 
 
@@ -493,8 +499,8 @@ def make_target(
         steps_per_call=check_positive_int(steps_per_call, "steps_per_call"),
     )
     slots, n_words = static.antecedent_slots, static.n_words
-    neighbour_table, log_neighbour_choice = neighbour_tables(neighbours or [[]] * n_antecedents, slots)
-    static = static._replace(neighbour_moves=bool((neighbour_table[:, 0] >= 0).any()))
+    neighbour_starts, neighbour_list, log_neighbour_choice = neighbour_tables(neighbours or [[]] * n_antecedents, slots)
+    static = static._replace(neighbour_moves=bool(neighbour_starts[-1] > 0))
     truth = np.pad(pack_bits(table.T, n_words), ((0, slots + 1 - n_antecedents), (0, 0)))
     prior = brl.prior_tables(cardinalities, priors, capacity)
     ticket_bounds, log_rule_choice = rule_choice_tables(None, n_antecedents, slots)
@@ -511,7 +517,8 @@ def make_target(
             reference_rule_choice=jax.device_put(reference_rule_tables(None, n_antecedents, slots)),
             ticket_bounds=jax.device_put(ticket_bounds),
             log_rule_choice=jax.device_put(log_rule_choice),
-            neighbour_table=jax.device_put(neighbour_table),
+            neighbour_starts=jax.device_put(neighbour_starts),
+            neighbour_list=jax.device_put(neighbour_list),
             log_neighbour_choice=jax.device_put(log_neighbour_choice),
         )
     return static, data
@@ -542,30 +549,33 @@ def _neighbour_pairs(neighbours) -> tuple[np.ndarray, np.ndarray]:
     return pairs // n_antecedents, pairs % n_antecedents
 
 
-def neighbour_table_width(most_neighbours: int) -> int:
-    """Columns of the neighbour table: the most neighbours of an antecedent rounded up to a power of two (at
-    least 1), so that close sizes share a compiled program."""
-    return 1 << (max(most_neighbours, 1) - 1).bit_length()
+def neighbour_list_size(n_pairs: int) -> int:
+    """Entries of the flat neighbour list: the relation's pairs (at least 1) rounded up to a bucket
+    (:func:`size_bucket`, NEIGHBOUR_BUCKETS_PER_DOUBLING per doubling: at most 1/8 more), so that close
+    sizes share a compiled program."""
+    return size_bucket(max(int(n_pairs), 1), NEIGHBOUR_BUCKETS_PER_DOUBLING)
 
 
 def neighbour_table_bytes(neighbour_counts) -> int:
-    """Bytes of the neighbour table (:func:`neighbour_tables`) of antecedents with ``neighbour_counts``."""
-    return 4 * padded_antecedent_count(len(neighbour_counts)) * neighbour_table_width(int(max(neighbour_counts)))
+    """Bytes of the neighbour tables (:func:`neighbour_tables`) of antecedents with ``neighbour_counts``."""
+    slots = padded_antecedent_count(len(neighbour_counts))
+    return 4 * (slots + 1 + neighbour_list_size(int(np.sum(neighbour_counts))))
 
 
-def neighbour_tables(neighbours, antecedent_slots: int) -> tuple[np.ndarray, np.ndarray]:
-    """(neighbour_table, log_neighbour_choice) of :class:`BRLData` for the relation ``neighbours`` (one list
-    of indices per antecedent, checked by :func:`_neighbour_pairs`): row a of the table (antecedent_slots,
-    width) lists N(a), antecedent a's neighbours, in increasing order and padded with -1 (width:
-    :func:`neighbour_table_width`), and log_neighbour_choice[a] = log f(|N(a)|) (0 for none, and a last
-    entry 0 read for "no rule")."""
+def neighbour_tables(neighbours, antecedent_slots: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(neighbour_starts, neighbour_list, log_neighbour_choice) of :class:`BRLData` for the relation
+    ``neighbours`` (one list of indices per antecedent, checked by :func:`_neighbour_pairs`), in compressed
+    rows: N(a), antecedent a's neighbours in increasing order, is neighbour_list[neighbour_starts[a] :
+    neighbour_starts[a + 1]] (starts (antecedent_slots + 1,); the list padded with -1 to
+    :func:`neighbour_list_size`), and log_neighbour_choice[a] = log f(|N(a)|) (0 for none, and a last entry
+    0 read for "no rule"). Memory grows with the pairs, not with the antecedents times the most neighbours."""
     source, target = _neighbour_pairs(neighbours)
     counts = np.bincount(source, minlength=antecedent_slots + 1)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    table = np.full((antecedent_slots, neighbour_table_width(int(counts.max()))), -1, np.int32)
-    table[source, np.arange(source.size) - starts[source]] = target
+    starts = np.concatenate([[0], np.cumsum(counts[:antecedent_slots])]).astype(np.int32)
+    flat = np.full(neighbour_list_size(source.size), -1, np.int32)
+    flat[: source.size] = target  # the pairs are sorted by source, then target
     log_choice = np.where(counts > 0, log_choice_probability(np.maximum(counts, 1)), 0.0)
-    return table, log_choice.astype(np.float32)
+    return starts, flat, log_choice.astype(np.float32)
 
 
 def _popcount(words) -> jnp.ndarray:
@@ -581,24 +591,24 @@ def _exact_index(u, count):
     return ticket % count, ticket < count * (2**TICKET_BITS // count)
 
 
-def propose(uniforms, rules, length, n_antecedents, ticket_bounds, neighbour_table=None):
+def propose(uniforms, rules, length, n_antecedents, ticket_bounds, neighbours=None):
     """Draw a move for one padded list from four float32 uniforms in [0, 1); returns (move, new_rules,
     new_length, added, removed): the rule an insert, replace or neighbour move puts in and the rule a
     delete, replace or neighbour move takes out (-1 for none).
 
-    The move type is the k-th of the feasible ones (insert, delete, swap, replace, neighbour in that
-    order; see the module docstring, capacity ``rules.shape[0]``; neighbour only with a
-    ``neighbour_table``, :func:`neighbour_tables`), then the positions uniformly and, for insert and
-    replace, the rule by its tickets (``ticket_bounds``, :func:`rule_choice_tables`), for neighbour one
-    of the replaced rule's neighbours uniformly; a drawn rule that is already in the list, a rule without
-    neighbours, or a draw that falls past its last whole multiple of tickets, makes the move STAY (the
-    list unchanged).
+    The move type is the k-th of the feasible ones (insert, delete, swap, replace, neighbour in that order; see
+    the module docstring, capacity ``rules.shape[0]``; neighbour only with ``neighbours``, the pair
+    (neighbour_starts, neighbour_list) of :func:`neighbour_tables`), then the positions uniformly and, for
+    insert and replace, the rule by its tickets (``ticket_bounds``, :func:`rule_choice_tables`), for neighbour
+    one of the replaced rule's neighbours uniformly; a drawn rule that is already in the list, a rule without
+    neighbours, or a draw that falls past its last whole multiple of tickets, makes the move STAY (the list
+    unchanged).
     """
     capacity = rules.shape[0]
     positions = jnp.arange(capacity)
     length = jnp.asarray(length, jnp.int32)
     feasible = jnp.stack([length < capacity, length >= 1, length >= 2, (length >= 1) & (length < n_antecedents),
-                          (length >= 1) & (neighbour_table is not None)])
+                          (length >= 1) & (neighbours is not None)])
     k, move_drawn = _exact_index(uniforms[0], feasible.sum())
     move = jnp.sum(jnp.cumsum(feasible) <= k)
 
@@ -612,13 +622,15 @@ def propose(uniforms, rules, length, n_antecedents, ticket_bounds, neighbour_tab
     other, other_drawn = _exact_index(uniforms[3], length - 1)
     other = other + (other >= chosen)
     old_rule = jnp.append(rules, -1)[chosen]
-    if neighbour_table is None:
+    if neighbours is None:
         neighbour, neighbour_drawn = new_rule, False
-    else:  # N(old rule): its row of the table, -1 after the last neighbour
-        row = neighbour_table[jnp.maximum(old_rule, 0)]
-        index, index_drawn = _exact_index(uniforms[1], jnp.sum(row >= 0))
-        neighbour = row[index].astype(rules.dtype)
-        neighbour_drawn = index_drawn & (neighbour >= 0) & ~jnp.any(listed & (rules == neighbour))
+    else:  # N(old rule): its compressed row
+        starts, flat = neighbours
+        first = starts[jnp.maximum(old_rule, 0)]
+        count = starts[jnp.maximum(old_rule, 0) + 1] - first
+        index, index_drawn = _exact_index(uniforms[1], count)
+        neighbour = flat[first + index].astype(rules.dtype)
+        neighbour_drawn = index_drawn & (count > 0) & ~jnp.any(listed & (rules == neighbour))
     drawn = move_drawn & jnp.select(
         [move == INSERT, move == DELETE, move == SWAP, move == NEIGHBOUR],
         [rule_drawn & insert_drawn, chosen_drawn, chosen_drawn & other_drawn, chosen_drawn & neighbour_drawn],
@@ -700,9 +712,9 @@ def mh_update(static: BRLStatic, data: BRLData, state: BRLState, uniforms, beta)
     """One Metropolis-Hastings step with the exact Hastings ratio, targeting r(d)^(1 - beta) (p(d)
     p(y | d))^beta (module docstring), driven by ``uniforms`` (UNIFORMS_PER_STEP,) in [0, 1); returns
     the new state and the acceptance probability."""
-    neighbour_table = data.neighbour_table if static.neighbour_moves else None
+    neighbours = (data.neighbour_starts, data.neighbour_list) if static.neighbour_moves else None
     move, new_rules, new_length, added, removed = propose(
-        uniforms[:4], state.rules, state.length, data.n_antecedents, data.ticket_bounds, neighbour_table
+        uniforms[:4], state.rules, state.length, data.n_antecedents, data.ticket_bounds, neighbours
     )
     # the rules' factors of Q(d | d*) / Q(d* | d): q(removed) / q(added), or f(|N(added)|) / f(|N(removed)|)
     rules_ratio = jnp.where(move == NEIGHBOUR, data.log_neighbour_choice[added] - data.log_neighbour_choice[removed],

@@ -478,7 +478,7 @@ RULE_LISTS = [
     (
         lambda mp: (memory_runs_out(mp, 1), fit_brl(XB, YB)),
         InsufficientMemoryError,
-        r"^antecedents: the neighbour move's table of \d+ antecedents \(up to \d+ neighbours each\) needs about .* "
+        r"^antecedents: the neighbour move's table of \d+ antecedents \(\d+ neighbours in all\) needs about .* "
         r"more than the 100 bytes available; raise min_support",
         "memory-neighbour-table",
     ),

@@ -59,6 +59,13 @@ def test_neighbours_are_the_antecedents_of_as_many_items_that_share_all_but_one(
     assert [set(row) for row in found] == expected
     np.testing.assert_array_equal(neighbour_counts(antecedents), [len(row) for row in expected])
     assert found[2] == [3, 4] and found[5] == [] and found[6] == []  # (2, 1) is the set {1, 2}
+    # the kernel's compressed rows hold each N(a) in order, and take the bytes the memory check counts
+    slots = brl_mh.padded_antecedent_count(len(antecedents))
+    starts, flat, log_choice = brl_mh.neighbour_tables(found, slots)
+    assert [flat[starts[a]:starts[a + 1]].tolist() for a in range(slots)] == found + [[]] * (slots - len(found))
+    assert (flat[starts[-1]:] == -1).all() and len(flat) == brl_mh.neighbour_list_size(starts[-1])
+    assert starts.nbytes + flat.nbytes == brl_mh.neighbour_table_bytes(neighbour_counts(antecedents))
+    np.testing.assert_allclose(np.exp(log_choice[2]), 0.5, rtol=1e-6)  # two neighbours, each drawn with 1/2
 
 
 @pytest.mark.parametrize("neighbours, message", [

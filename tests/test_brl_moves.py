@@ -130,12 +130,13 @@ def added_and_removed(old, new):
 
 
 def neighbour_setting(with_neighbours, n_antecedents):
-    """(neighbour lists or None, the kernel's neighbour table or None, whether the move is drawn)."""
+    """(neighbour lists or None, the kernel's (neighbour_starts, neighbour_list) or None, whether the move is
+    drawn)."""
     if not with_neighbours:
         return None, None, False
     lists = NEIGHBOUR_LISTS[n_antecedents]
-    table, _ = brl_mh.neighbour_tables(lists, 8)
-    return lists, table, any(lists)
+    starts, flat, _ = brl_mh.neighbour_tables(lists, 8)
+    return lists, (jnp.asarray(starts), jnp.asarray(flat)), any(lists)
 
 
 PROPOSAL_SETTINGS = [(False, False), (True, False), (False, True)]
@@ -150,7 +151,7 @@ def test_proposal_probabilities_forward_and_reverse_at_every_edge(rules, n_antec
     tickets = rule_tickets(weights, n_antecedents)
     _, log_rule_choice = brl_mh.rule_choice_tables(weights, n_antecedents, n_antecedents)
     lists, _, neighbour_moves = neighbour_setting(with_neighbours, n_antecedents)
-    _, log_neighbour_choice = brl_mh.neighbour_tables(lists or [[]] * n_antecedents, n_antecedents)
+    *_, log_neighbour_choice = brl_mh.neighbour_tables(lists or [[]] * n_antecedents, n_antecedents)
     forward = proposals_by_move(rules, n_antecedents, capacity, tickets, lists)
     assert tickets.sum() <= TICKETS and tickets.min() >= TICKETS * brl_mh.UNIFORM_TICKET_SHARE // n_antecedents
     hastings = brl_mh.log_hastings_table(n_antecedents, capacity, neighbour_moves)
@@ -200,7 +201,7 @@ def test_proposals_are_drawn_with_those_probabilities(rules, n_antecedents, capa
     uniforms = jax.random.uniform(jax.random.PRNGKey(len(rules) + 7 * capacity), (n_draws, 4))
     padded = jnp.array(list(rules) + [-1] * (capacity - len(rules)), jnp.int32)
     proposals = draw_proposals(uniforms, padded, jnp.int32(len(rules)), jnp.int32(n_antecedents), jnp.asarray(bounds),
-                               None if not neighbour_moves else jnp.asarray(table))
+                               table if neighbour_moves else None)
     moves, new_rules, new_lengths, added, removed = (np.asarray(a) for a in proposals)
     drawn = [tuple(r[:m]) for r, m in zip(new_rules.tolist(), new_lengths.tolist())]
     assert set(drawn) <= {*outcomes, rules}  # in particular no antecedent beyond n_antecedents
