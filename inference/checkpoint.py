@@ -29,7 +29,9 @@ import jax
 import numpy as np
 
 CHECKPOINT_FORMAT = ("interpretable-zoo checkpoint", 1)
-RESULT_FORMAT = ("interpretable-zoo result", 1)
+RESULT_FORMAT = ("interpretable-zoo result", 2)
+"""The tag of a saved result; its number goes up when a result's layout changes (2: BRL's neighbour relation
+in compressed rows), so that a file of another layout is refused by name, not misread."""
 
 
 @dataclass(frozen=True)
@@ -158,8 +160,17 @@ def load_result(path):
         >>> loaded.predict(X[:2])
         array([0, 0])
     """
-    with Path(path).open("rb") as file:
-        saved = pickle.load(file)
-    if not isinstance(saved, dict) or saved.get("format") != RESULT_FORMAT:
+    try:
+        with Path(path).open("rb") as file:
+            saved = pickle.load(file)
+    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError) as error:
+        raise ValueError(f"path: {path} cannot be read as a saved result ({type(error).__name__}: {error}); "
+                         "a result saved by another version of interpretable_zoo must be fitted and saved "
+                         "again") from error
+    tag = saved.get("format") if isinstance(saved, dict) else None
+    if isinstance(tag, tuple) and len(tag) == 2 and tag[0] == RESULT_FORMAT[0] and tag != RESULT_FORMAT:
+        raise ValueError(f"path: {path} holds a result of format {tag[1]} (saved by version {saved.get('version')}); "
+                         f"this version reads format {RESULT_FORMAT[1]}: fit again and save")
+    if tag != RESULT_FORMAT:
         raise ValueError(f"path: {path} is not a result saved by interpretable_zoo.save_result")
     return saved["result"]

@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import pickle
 
 import jax
 import jax.numpy as jnp
@@ -315,8 +316,16 @@ def test_saved_result_loads_to_the_same_predictions_explanation_and_continuation
     np.testing.assert_array_equal(loaded.extend(num_samples=64).idata.posterior["rules"],
                                   result.extend(num_samples=64).idata.posterior["rules"])
     with pytest.raises(ValueError, match="^path: .* is not a result"):
-        (tmp_path / "other.pkl").write_bytes(__import__("pickle").dumps({"a": 1}))
+        (tmp_path / "other.pkl").write_bytes(pickle.dumps({"a": 1}))
         load_result(tmp_path / "other.pkl")
+    # a file of an earlier layout, or one that does not unpickle, is refused by name
+    (tmp_path / "old.pkl").write_bytes(pickle.dumps({"format": ("interpretable-zoo result", 1), "version": "0.1.0",
+                                                     "result": None}))
+    with pytest.raises(ValueError, match=r"^path: .* holds a result of format 1 .* reads format 2: fit again"):
+        load_result(tmp_path / "old.pkl")
+    (tmp_path / "cut.pkl").write_bytes((tmp_path / "brl.pkl").read_bytes()[:1000])
+    with pytest.raises(ValueError, match=r"^path: .* cannot be read as a saved result \(\w+Error"):
+        load_result(tmp_path / "cut.pkl")
 
 
 def test_rule_list_and_trace_plots_draw_the_frame_and_the_swap_acceptance(planted):
