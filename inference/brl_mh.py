@@ -557,7 +557,8 @@ def neighbour_list_size(n_pairs: int) -> int:
 
 
 def neighbour_table_bytes(neighbour_counts) -> int:
-    """Bytes of the neighbour tables (:func:`neighbour_tables`) of antecedents with ``neighbour_counts``."""
+    """Bytes of the relation's compressed rows (neighbour_starts and neighbour_list of :func:`neighbour_tables`)
+    for antecedents with ``neighbour_counts``; log_neighbour_choice adds 4 bytes per antecedent slot."""
     slots = padded_antecedent_count(len(neighbour_counts))
     return 4 * (slots + 1 + neighbour_list_size(int(np.sum(neighbour_counts))))
 
