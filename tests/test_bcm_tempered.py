@@ -1,0 +1,83 @@
+"""BCM under the tempering engine, exactly: the posterior rung's draws against the enumerated posterior
+(negative controls: a wrong prior, swaps with the sign of the log likelihood turned), and
+simulation-based calibration of the tempered sampler (negative control: a wrong prior)."""
+
+import dataclasses
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import pytest
+from test_bcm_exact import N_CLUSTERS, OTHER_PRIORS, X_TINY, exact_probabilities, gof_of_draws
+from test_bcm_sbc import N_CLUSTERS as SBC_CLUSTERS
+from test_bcm_sbc import N_OBS, N_VALUES, PRIORS, STATISTICS, THIN
+
+from interpretable_zoo.datasets.smiley_faces import conditioned_model
+from interpretable_zoo.diagnostics.sbc import simulation_based_calibration
+from interpretable_zoo.inference import bcm_gibbs, convergence, tempering
+from interpretable_zoo.inference.bcm import _kernel
+from interpretable_zoo.models import bcm
+
+KERNEL_WITH_Z = _kernel(store_z=True)  # the engine's BCM kernel, z kept in the draws
+
+
+def tempered_draws(sampler_priors, seed, kernel=KERNEL_WITH_Z):
+    """8 chains x 3000 kept scans of a 4-rung ladder with a tuned schedule on X_TINY; their params."""
+    static, data = bcm_gibbs.make_target(X_TINY, N_CLUSTERS, sampler_priors)
+    run = convergence.sample(kernel, static, data, num_chains=8, seed=seed, n_temperatures=4, num_samples=3000,
+                             tuning_rounds=2, scans_per_chunk=500, progress_bar=False)
+    assert run.n_temperatures == 4 and 0 < run.swap_accept.mean() < 1
+    return {name: run.records[name] for name in ("omega", "prototype", "z")}
+
+
+def gof_against_enumeration(draws, exact_priors):
+    states, probs = exact_probabilities(exact_priors)
+    return gof_of_draws(draws, states, probs)
+
+
+def test_tempered_sampler_matches_the_enumerated_posterior():
+    result = gof_against_enumeration(tempered_draws(OTHER_PRIORS, seed=3), OTHER_PRIORS)
+    assert result.passed(alpha=1e-3), result
+
+
+def test_tempered_negative_control_wrong_prior_fails():
+    result = gof_against_enumeration(tempered_draws(bcm.Priors(), seed=3), OTHER_PRIORS)
+    assert not result.passed(alpha=1e-3), result
+
+
+def test_swaps_with_the_sign_of_log_likelihood_turned_fail(monkeypatch):
+    """A swap of rungs beta < beta' is accepted with min(1, exp((beta' - beta) (log L' - log L))), log L'
+    that of the state at beta; turned the other way it favours the worse state at the posterior rung."""
+    monkeypatch.setattr(tempering, "path_log_likelihood", lambda states: -states.log_likelihood)
+    kernel = KERNEL_WITH_Z._replace(record=partial(KERNEL_WITH_Z.record))  # another static argument: traced again
+    result = gof_against_enumeration(tempered_draws(OTHER_PRIORS, seed=3, kernel=kernel), OTHER_PRIORS)
+    assert not result.passed(alpha=1e-3), result
+
+
+@pytest.mark.parametrize("fit_priors, passes", [(PRIORS, True), (dataclasses.replace(PRIORS, q=0.8), False)],
+                         ids=["exact", "other_prior_must_fail"])
+def test_simulation_based_calibration_of_the_tempered_sampler(fit_priors, passes):
+    """Data sets drawn from the model; each fitted by one chain of a fixed 3-rung ladder (every part of
+    it, swaps included, run inside jax.vmap over the simulations); the posterior rung's draws ranked.
+    Negative control: the fits target another prior of the subspace indicators."""
+    schedule = jnp.array([0.0, 0.4, 1.0])
+    num_warmup, num_draws = 100, 200
+    n_scans = num_warmup + num_draws
+
+    def fit(rng_key, data):
+        static, target = bcm_gibbs.make_target(data["x"], SBC_CLUSTERS, fit_priors, N_VALUES)
+        ladder = tempering.initial_ladder(KERNEL_WITH_Z, static, target, rng_key[None], len(schedule))
+        _, _, (records, _, _) = tempering.ladder_scans(KERNEL_WITH_Z, static, target, ladder, schedule, n_scans, n_scans)
+        return {name: records[name][num_warmup:, 0] for name in ("omega", "prototype", "z")}
+
+    result = simulation_based_calibration(
+        jax.random.key(2),
+        conditioned_model,
+        fit,
+        num_simulations=400,
+        data_sites=["x"],
+        model_args=(N_OBS, N_VALUES, SBC_CLUSTERS, PRIORS),
+        statistics=STATISTICS,
+        thin=THIN,
+    )
+    assert result.passed(alpha=1e-3) == passes, result
