@@ -107,8 +107,10 @@ UNIFORMS_PER_STEP = 5
 WORD_BUCKETS_PER_DOUBLING = 8
 """Word counts are rounded up to m 2^e with WORD_BUCKETS_PER_DOUBLING <= m < 2 WORD_BUCKETS_PER_DOUBLING."""
 
-NEIGHBOUR_BUCKETS_PER_DOUBLING = 8
-"""The flat neighbour list's length is rounded up likewise (:func:`neighbour_list_size`)."""
+NEIGHBOUR_BUCKETS_PER_DOUBLING = 1
+"""The flat neighbour list's length is rounded up to a power of two (:func:`neighbour_list_size`): the
+relation's size varies more between fits of close data (bootstrap rows, folds) than the antecedent
+count does, and one bucket per doubling keeps such refits on one compiled program."""
 
 
 class BRLStatic(NamedTuple):
@@ -551,8 +553,8 @@ def _neighbour_pairs(neighbours) -> tuple[np.ndarray, np.ndarray]:
 
 def neighbour_list_size(n_pairs: int) -> int:
     """Entries of the flat neighbour list: the relation's pairs (at least 1) rounded up to a bucket
-    (:func:`size_bucket`, NEIGHBOUR_BUCKETS_PER_DOUBLING per doubling: at most 1/8 more), so that close
-    sizes share a compiled program."""
+    (:func:`size_bucket`, NEIGHBOUR_BUCKETS_PER_DOUBLING per doubling: a power of two, at most twice the
+    pairs), so that relations of close sizes share a compiled program."""
     return size_bucket(max(int(n_pairs), 1), NEIGHBOUR_BUCKETS_PER_DOUBLING)
 
 

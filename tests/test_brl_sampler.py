@@ -290,6 +290,31 @@ def test_a_second_target_in_the_same_buckets_compiles_nothing():
     assert compile_events(lambda: step(other_static, other_data, states, keys, betas)) == []
 
 
+
+def test_targets_whose_neighbour_relations_differ_in_size_share_one_program():
+    """Fits of close data (bootstrap rows, folds) mine antecedent sets whose neighbour relations differ in
+    size more than their antecedent counts do: relations of 3 and 4 pairs (each both ways: 6 and 8
+    entries) keep the same shapes, and the second compiles nothing."""
+    step = jax.jit(brl_mh.step, static_argnums=0)
+    init = jax.jit(jax.vmap(brl_mh.init, in_axes=(None, None, 0)), static_argnums=0)
+    keys = jax.random.split(jax.random.PRNGKey(0), 3)
+    betas = jnp.array([1.0, 0.5, 0.0])
+    truth_table, y = tiny_problem()
+    targets = []
+    for pairs in ([(0, 1), (1, 2), (3, 4)], [(0, 1), (1, 2), (3, 4), (0, 2)]):
+        both_ways = pairs + [(b, a) for a, b in pairs]
+        neighbours = [sorted(b for a, b in both_ways if a == source) for source in range(len(ANTECEDENTS))]
+        targets.append(brl_mh.make_target(truth_table, CARDINALITIES, 2, y, brl.Priors(), 4, neighbours=neighbours))
+    (static, data), (other_static, other_data) = targets
+    assert int(data.neighbour_starts[-1]) == 6 and int(other_data.neighbour_starts[-1]) == 8
+    assert other_static == static
+    assert jax.tree.map(jnp.shape, other_data) == jax.tree.map(jnp.shape, data)
+    states = init(static, data, keys)
+    assert "/jax/core/compile/backend_compile_duration" in compile_events(lambda: step(static, data, states, keys, betas))
+    states = jax.block_until_ready(init(other_static, other_data, keys))
+    assert compile_events(lambda: step(other_static, other_data, states, keys, betas)) == []
+
+
 # ---------------------------------------------------------------- the NumPyro kernel against enumeration
 
 
