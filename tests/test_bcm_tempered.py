@@ -46,8 +46,9 @@ def test_tempered_negative_control_wrong_prior_fails():
 
 
 def test_swaps_with_the_sign_of_log_likelihood_turned_fail(monkeypatch):
-    """A swap of rungs beta < beta' is accepted with min(1, exp((beta' - beta) (log L' - log L))), log L'
-    that of the state at beta; turned the other way it favours the worse state at the posterior rung."""
+    """A swap of rungs beta < beta' holding states x and x' is accepted with probability
+    min(1, exp((beta' - beta) (log L(x) - log L(x')))); with the sign turned it favours the worse state at
+    the posterior rung."""
     monkeypatch.setattr(tempering, "path_log_likelihood", lambda states: -states.log_likelihood)
     kernel = KERNEL_WITH_Z._replace(record=partial(KERNEL_WITH_Z.record))  # another static argument: traced again
     result = gof_against_enumeration(tempered_draws(OTHER_PRIORS, seed=3, kernel=kernel), OTHER_PRIORS)
