@@ -45,15 +45,20 @@ STATISTICS = {
 }
 
 
-def test_ranks_are_uniform_over_simulated_data_sets():
-    result = simulation_based_calibration(
-        jax.random.key(0),
+def calibrate(fit_fn, seed: int):
+    """SBC of ``fit_fn`` (rng_key, data) -> draws over 400 data sets simulated from the model with PRIORS."""
+    return simulation_based_calibration(
+        jax.random.key(seed),
         conditioned_model,
-        fit,
+        fit_fn,
         num_simulations=400,
         data_sites=["x"],
         model_args=(N_OBS, N_VALUES, N_CLUSTERS, PRIORS),
         statistics=STATISTICS,
         thin=THIN,
     )
+
+
+def test_ranks_are_uniform_over_simulated_data_sets():
+    result = calibrate(fit, seed=0)
     assert result.passed(alpha=1e-3), result

@@ -5,15 +5,12 @@ simulation-based calibration of the tempered sampler (negative control: a wrong 
 import dataclasses
 from functools import partial
 
-import jax
 import jax.numpy as jnp
 import pytest
 from test_bcm_exact import N_CLUSTERS, OTHER_PRIORS, X_TINY, exact_probabilities, gof_of_draws
 from test_bcm_sbc import N_CLUSTERS as SBC_CLUSTERS
-from test_bcm_sbc import N_OBS, N_VALUES, PRIORS, STATISTICS, THIN
+from test_bcm_sbc import N_VALUES, PRIORS, calibrate
 
-from interpretable_zoo.datasets.smiley_faces import conditioned_model
-from interpretable_zoo.diagnostics.sbc import simulation_based_calibration
 from interpretable_zoo.inference import bcm_gibbs, convergence, tempering
 from interpretable_zoo.inference.bcm import _kernel
 from interpretable_zoo.models import bcm
@@ -71,14 +68,5 @@ def test_simulation_based_calibration_of_the_tempered_sampler(fit_priors, passes
         _, _, (records, _, _) = tempering.ladder_scans(KERNEL_WITH_Z, static, target, ladder, schedule, n_scans, n_scans)
         return {name: records[name][num_warmup:, 0] for name in ("omega", "prototype", "z")}
 
-    result = simulation_based_calibration(
-        jax.random.key(2),
-        conditioned_model,
-        fit,
-        num_simulations=400,
-        data_sites=["x"],
-        model_args=(N_OBS, N_VALUES, SBC_CLUSTERS, PRIORS),
-        statistics=STATISTICS,
-        thin=THIN,
-    )
+    result = calibrate(fit, seed=2)
     assert result.passed(alpha=1e-3) == passes, result
