@@ -107,6 +107,11 @@ UNIFORMS_PER_STEP = 5
 WORD_BUCKETS_PER_DOUBLING = 8
 """Word counts are rounded up to m 2^e with WORD_BUCKETS_PER_DOUBLING <= m < 2 WORD_BUCKETS_PER_DOUBLING."""
 
+PLANE_MULTIPLE = 2
+"""Bit planes of merged samples' multiplicities are rounded up to a multiple of this (:func:`bit_planes`):
+resampled rows move the largest multiplicity across a power of two (Titanic's lies around 512), and an
+even plane count keeps such refits on one compiled program."""
+
 NEIGHBOUR_BUCKETS_PER_DOUBLING = 1
 """The flat neighbour list's length is rounded up to a power of two (:func:`neighbour_list_size`): the
 relation's size varies more between fits of close data (bootstrap rows, folds) than the antecedent
@@ -218,10 +223,16 @@ def pack_labels(y, n_classes: int, n_words: int, multiplicity=None):
     labels = xp.concatenate([classes, xp.ones((1, y.shape[0]), bool)])[:, None, :]
     if multiplicity is not None:
         multiplicity = np.asarray(multiplicity)
-        planes = np.arange(int(multiplicity.max()).bit_length())
+        planes = np.arange(bit_planes(int(multiplicity.max())))
         labels = labels & ((multiplicity[None, :] >> planes[:, None]) & 1).astype(bool)[None]
     words = pack_bits(labels, n_words)
     return words if xp is jnp else jax.device_put(words)
+
+
+def bit_planes(largest_multiplicity: int) -> int:
+    """Bit planes that hold multiplicities up to ``largest_multiplicity``, rounded up to a multiple of
+    PLANE_MULTIPLE (the planes above the largest's bits are zero and count nothing)."""
+    return -(-int(largest_multiplicity).bit_length() // PLANE_MULTIPLE) * PLANE_MULTIPLE
 
 
 def merge_duplicate_samples(table, y):
@@ -489,7 +500,7 @@ def make_target(
     multiplicity = None
     if merge_duplicates and _words(n_samples) > 1:
         merged_table, merged_y, counts = merge_duplicate_samples(table, y)
-        if int(counts.max()).bit_length() * _words(len(counts)) < _words(n_samples):
+        if bit_planes(counts.max()) * _words(len(counts)) < _words(n_samples):
             table, y, multiplicity = merged_table, merged_y, counts
     static = BRLStatic(
         antecedent_slots=padded_antecedent_count(n_antecedents),

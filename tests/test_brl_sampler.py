@@ -210,7 +210,7 @@ def test_bit_vector_label_counts_equal_the_model_files_captures(capacity, distin
         truth_table, y = truth_table[copied], y[copied]
     static, data = brl_mh.make_target(truth_table, np.ones(n_antecedents, int), n_classes, y, brl.Priors(), capacity)
     _, multiplicity = np.unique(np.column_stack([truth_table, y]), axis=0, return_counts=True)
-    planes = 1 if distinct_rows is None else int(multiplicity.max()).bit_length()
+    planes = 1 if distinct_rows is None else brl_mh.bit_planes(multiplicity.max())
     assert (static.antecedent_slots, static.n_words) == (64, 18 if distinct_rows is None else 1)
     assert data.label_bits.shape == (n_classes, planes, static.n_words)
     assert (distinct_rows is None) == (len(multiplicity) == n_samples)
@@ -225,15 +225,24 @@ def test_bit_vector_label_counts_equal_the_model_files_captures(capacity, distin
         assert not got[m + 1 :].any()
 
 
+def test_bit_planes_are_even_so_that_resampled_rows_keep_their_shapes():
+    """Largest multiplicities on both sides of a power of two (Titanic's lie around 512) take the same
+    planes; the planes always hold the largest multiplicity."""
+    assert [brl_mh.bit_planes(n) for n in (1, 2, 3, 4, 255, 256, 450, 511, 512, 574, 1023, 1024)] == [
+        2, 2, 2, 4, 8, 10, 10, 10, 10, 10, 10, 12]
+    for n in range(1, 5000):
+        assert n < 2 ** brl_mh.bit_planes(n) and brl_mh.bit_planes(n) % 2 == 0
+
+
 def test_merging_duplicate_samples_changes_no_draw():
-    """Samples merged into bit planes (1 word and 5 planes instead of 7 words) give the same chains,
+    """Samples merged into bit planes (1 word and 6 planes instead of 7 words) give the same chains,
     bit for bit, as one bit per sample; samples without duplicates are left unmerged."""
     truth_table, y = tiny_problem(n=200, seed=2)
     targets = [
         brl_mh.make_target(truth_table, CARDINALITIES, 2, y, brl.Priors(), 5, steps_per_call=7, merge_duplicates=merge)
         for merge in (True, False)
     ]
-    assert [(static.n_words, data.label_bits.shape[1]) for static, data in targets] == [(1, 5), (7, 1)]
+    assert [(static.n_words, data.label_bits.shape[1]) for static, data in targets] == [(1, 6), (7, 1)]
     chains = []
     for static, data in targets:
         states = jax.vmap(functools.partial(brl_mh.init, static, data))(jax.random.split(jax.random.key(3), 6))
@@ -288,7 +297,6 @@ def test_a_second_target_in_the_same_buckets_compiles_nothing():
     assert other_static == static
     states = jax.block_until_ready(init(other_static, other_data, keys))
     assert compile_events(lambda: step(other_static, other_data, states, keys, betas)) == []
-
 
 
 def test_targets_whose_neighbour_relations_differ_in_size_share_one_program():
