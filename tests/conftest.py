@@ -1,4 +1,5 @@
-"""Shared fixtures: the real-data folder (tests needing it skip with the reason when it is absent)."""
+"""Shared fixtures: the real-data folder (tests needing it skip with the reason when it is absent); the
+longest files collected first."""
 
 import os
 from pathlib import Path
@@ -6,6 +7,24 @@ from pathlib import Path
 import pytest
 
 DATA_ENV = "INTERPRETABLE_ZOO_DATA"
+LONGEST_FILES = (
+    "test_sklearn_clusterer_checks.py",
+    "test_mgm.py",
+    "test_bcm_tempered.py",
+    "test_sklearn_conformance.py",
+    "test_bcm_exact.py",
+    "test_mgm_vi.py",
+    "test_notebooks.py",
+)
+"""The files that take longest (a minute to five on 2 cores), longest first. `make test`'s workers take
+whole files in collection order, so a long file collected late (alphabetically) would run alone at the
+end while the other worker idles."""
+
+
+def pytest_collection_modifyitems(items):
+    """LONGEST_FILES first, in that order, then every other test in its collected order."""
+    rank = {name: index for index, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FILES)))
 
 
 @pytest.fixture(scope="session")
