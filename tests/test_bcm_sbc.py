@@ -45,15 +45,16 @@ STATISTICS = {
 }
 
 
-def calibrate(fit_fn, seed: int):
-    """SBC of ``fit_fn`` (rng_key, data) -> draws over 400 data sets simulated from the model with PRIORS."""
+def calibrate(fit_fn, seed: int, simulated_priors=PRIORS):
+    """SBC of ``fit_fn`` (rng_key, data) -> draws over 400 data sets simulated from the model with
+    ``simulated_priors``."""
     return simulation_based_calibration(
         jax.random.key(seed),
         conditioned_model,
         fit_fn,
         num_simulations=400,
         data_sites=["x"],
-        model_args=(N_OBS, N_VALUES, N_CLUSTERS, PRIORS),
+        model_args=(N_OBS, N_VALUES, N_CLUSTERS, simulated_priors),
         statistics=STATISTICS,
         thin=THIN,
     )

@@ -1,6 +1,6 @@
 """BCM under the tempering engine, exactly: the posterior rung's draws against the enumerated posterior
 (negative controls: a wrong prior, swaps with the sign of the log likelihood turned), and
-simulation-based calibration of the tempered sampler (negative control: a wrong prior)."""
+simulation-based calibration of the tempered sampler (negative control: data from another prior)."""
 
 import dataclasses
 from functools import partial
@@ -52,21 +52,25 @@ def test_swaps_with_the_sign_of_log_likelihood_turned_fail(monkeypatch):
     assert not result.passed(alpha=1e-3), result
 
 
-@pytest.mark.parametrize("fit_priors, passes", [(PRIORS, True), (dataclasses.replace(PRIORS, q=0.8), False)],
-                         ids=["exact", "other_prior_must_fail"])
-def test_simulation_based_calibration_of_the_tempered_sampler(fit_priors, passes):
-    """Data sets drawn from the model; each fitted by one chain of a fixed 3-rung ladder (every part of
-    it, swaps included, run inside jax.vmap over the simulations); the posterior rung's draws ranked.
-    Negative control: the fits target another prior of the subspace indicators."""
-    schedule = jnp.array([0.0, 0.4, 1.0])
-    num_warmup, num_draws = 100, 200
-    n_scans = num_warmup + num_draws
+SBC_SCHEDULE = jnp.array([0.0, 0.4, 1.0])
+SBC_WARMUP, SBC_DRAWS = 100, 200
 
-    def fit(rng_key, data):
-        static, target = bcm_gibbs.make_target(data["x"], SBC_CLUSTERS, fit_priors, N_VALUES)
-        ladder = tempering.initial_ladder(KERNEL_WITH_Z, static, target, rng_key[None], len(schedule))
-        _, _, (records, _, _) = tempering.ladder_scans(KERNEL_WITH_Z, static, target, ladder, schedule, n_scans, n_scans)
-        return {name: records[name][num_warmup:, 0] for name in ("omega", "prototype", "z")}
 
-    result = calibrate(fit, seed=2)
+def tempered_fit(rng_key, data):
+    """One chain of a fixed 3-rung ladder on a simulated data set (every part of it, swaps included,
+    traceable, so that SBC runs it inside jax.vmap over the simulations); the posterior rung's draws."""
+    static, target = bcm_gibbs.make_target(data["x"], SBC_CLUSTERS, PRIORS, N_VALUES)
+    ladder = tempering.initial_ladder(KERNEL_WITH_Z, static, target, rng_key[None], len(SBC_SCHEDULE))
+    n_scans = SBC_WARMUP + SBC_DRAWS
+    _, _, (records, _, _) = tempering.ladder_scans(KERNEL_WITH_Z, static, target, ladder, SBC_SCHEDULE, n_scans, n_scans)
+    return {name: records[name][SBC_WARMUP:, 0] for name in ("omega", "prototype", "z")}
+
+
+@pytest.mark.parametrize("simulated_priors, passes", [(PRIORS, True), (dataclasses.replace(PRIORS, q=0.8), False)],
+                         ids=["exact", "data_from_another_prior_must_fail"])
+def test_simulation_based_calibration_of_the_tempered_sampler(simulated_priors, passes):
+    """Data sets drawn from the model, each fitted by :func:`tempered_fit`, the draws ranked among the
+    simulated values. Negative control: the data sets drawn under another prior of the subspace
+    indicators than the one the fits target."""
+    result = calibrate(tempered_fit, seed=2, simulated_priors=simulated_priors)
     assert result.passed(alpha=1e-3) == passes, result
