@@ -279,48 +279,46 @@ def compile_events(run):
     return events
 
 
-def test_a_second_target_in_the_same_buckets_compiles_nothing():
-    """Another data set (6 instead of 5 antecedents, 20 instead of 14 samples: the same buckets) and
-    other priors: the jitted step is neither traced nor compiled again."""
+def assert_the_second_target_compiles_nothing(first, second):
+    """A jitted step on ``first`` (static, data) compiles; on ``second``, of the same static, it is neither
+    traced nor compiled again."""
+    (static, data), (other_static, other_data) = first, second
+    assert other_static == static
     step = jax.jit(brl_mh.step, static_argnums=0)
     init = jax.jit(jax.vmap(brl_mh.init, in_axes=(None, None, 0)), static_argnums=0)
     keys = jax.random.split(jax.random.PRNGKey(0), 3)
     betas = jnp.array([1.0, 0.5, 0.0])
-    truth_table, y = tiny_problem()
-    static, data = brl_mh.make_target(truth_table, CARDINALITIES, 2, y, brl.Priors(), 4)
     states = init(static, data, keys)
     assert "/jax/core/compile/backend_compile_duration" in compile_events(lambda: step(static, data, states, keys, betas))
-
-    other_table, other_y = tiny_problem(n=20, seed=1)
-    other_table = np.hstack([other_table, other_table[:, :1] & ~other_table[:, 1:2]])
-    other_static, other_data = brl_mh.make_target(other_table, [*CARDINALITIES, 2], 2, other_y, OTHER_PRIORS, 4)
-    assert other_static == static
     states = jax.block_until_ready(init(other_static, other_data, keys))
     assert compile_events(lambda: step(other_static, other_data, states, keys, betas)) == []
+
+
+def test_a_second_target_in_the_same_buckets_compiles_nothing():
+    """Another data set (6 instead of 5 antecedents, 20 instead of 14 samples: the same buckets) and
+    other priors: the jitted step is neither traced nor compiled again."""
+    truth_table, y = tiny_problem()
+    other_table, other_y = tiny_problem(n=20, seed=1)
+    other_table = np.hstack([other_table, other_table[:, :1] & ~other_table[:, 1:2]])
+    assert_the_second_target_compiles_nothing(
+        brl_mh.make_target(truth_table, CARDINALITIES, 2, y, brl.Priors(), 4),
+        brl_mh.make_target(other_table, [*CARDINALITIES, 2], 2, other_y, OTHER_PRIORS, 4),
+    )
 
 
 def test_targets_whose_neighbour_relations_differ_in_size_share_one_program():
     """Fits of close data (bootstrap rows, folds) mine antecedent sets whose neighbour relations differ in
     size more than their antecedent counts do: relations of 3 and 4 pairs (each both ways: 6 and 8
     entries) keep the same shapes, and the second compiles nothing."""
-    step = jax.jit(brl_mh.step, static_argnums=0)
-    init = jax.jit(jax.vmap(brl_mh.init, in_axes=(None, None, 0)), static_argnums=0)
-    keys = jax.random.split(jax.random.PRNGKey(0), 3)
-    betas = jnp.array([1.0, 0.5, 0.0])
     truth_table, y = tiny_problem()
     targets = []
     for pairs in ([(0, 1), (1, 2), (3, 4)], [(0, 1), (1, 2), (3, 4), (0, 2)]):
         both_ways = pairs + [(b, a) for a, b in pairs]
         neighbours = [sorted(b for a, b in both_ways if a == source) for source in range(len(ANTECEDENTS))]
         targets.append(brl_mh.make_target(truth_table, CARDINALITIES, 2, y, brl.Priors(), 4, neighbours=neighbours))
-    (static, data), (other_static, other_data) = targets
-    assert int(data.neighbour_starts[-1]) == 6 and int(other_data.neighbour_starts[-1]) == 8
-    assert other_static == static
-    assert jax.tree.map(jnp.shape, other_data) == jax.tree.map(jnp.shape, data)
-    states = init(static, data, keys)
-    assert "/jax/core/compile/backend_compile_duration" in compile_events(lambda: step(static, data, states, keys, betas))
-    states = jax.block_until_ready(init(other_static, other_data, keys))
-    assert compile_events(lambda: step(other_static, other_data, states, keys, betas)) == []
+    assert [int(data.neighbour_starts[-1]) for _, data in targets] == [6, 8]
+    assert jax.tree.map(jnp.shape, targets[1][1]) == jax.tree.map(jnp.shape, targets[0][1])
+    assert_the_second_target_compiles_nothing(*targets)
 
 
 # ---------------------------------------------------------------- the NumPyro kernel against enumeration
