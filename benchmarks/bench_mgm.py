@@ -72,12 +72,14 @@ def _bernoulli_mixture_em(W, onehot, iterations):
 
 
 def bernoulli_mixture(X, n_clusters: int, seed: int = 0) -> np.ndarray:
-    """The ablation: best of ``RESTARTS`` EM runs from MGM's own restart starts (``mgm_vi.kmeans_start``, same keys)."""
+    """The ablation: best of ``RESTARTS`` EM runs from the search's k-means starts (``mgm_vi.kmeans_start``, the
+    restarts' keys; on the data unpadded)."""
     W = jnp.asarray(X, jnp.float32)
     active = jnp.ones(n_clusters, bool)
     config = mgm_vi.SearchConfig()
+    observed = jnp.ones(W.shape[0], W.dtype)
     runs = [
-        _bernoulli_mixture_em(W, mgm_vi.kmeans_start(key, W, active, config), EM_ITERATIONS)
+        _bernoulli_mixture_em(W, mgm_vi.kmeans_start(key, W, observed, active, config), EM_ITERATIONS)
         for key in _restart_keys(seed, n_clusters, RESTARTS)
     ]
     return np.asarray(max(runs, key=lambda run: float(run[1]))[0])

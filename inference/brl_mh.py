@@ -89,6 +89,7 @@ from jax import lax, random
 from numpyro.infer.mcmc import MCMCKernel
 from scipy.special import gammaln, logsumexp
 
+from interpretable_zoo.inference.shapes import size_bucket
 from interpretable_zoo.inference.validation import check_positive_int
 from interpretable_zoo.models import brl
 
@@ -191,14 +192,6 @@ class BRLInfo(NamedTuple):
     probability of its iterations."""
 
     accept_prob: jnp.ndarray
-
-
-def size_bucket(n: int, per_doubling: int) -> int:
-    """The smallest m 2^e >= n with per_doubling <= m < 2 per_doubling (n itself up to per_doubling)."""
-    if n <= per_doubling:
-        return n
-    scale = 2 ** ((n - 1).bit_length() - per_doubling.bit_length())
-    return -(-n // scale) * scale
 
 
 def pack_bits(bits, n_words: int):
@@ -564,7 +557,7 @@ def _neighbour_pairs(neighbours) -> tuple[np.ndarray, np.ndarray]:
 
 def neighbour_list_size(n_pairs: int) -> int:
     """Entries of the flat neighbour list: the relation's pairs (at least 1) rounded up to a bucket
-    (:func:`size_bucket`, NEIGHBOUR_BUCKETS_PER_DOUBLING per doubling: a power of two, at most twice the
+    (``shapes.size_bucket``, NEIGHBOUR_BUCKETS_PER_DOUBLING per doubling: a power of two, at most twice the
     pairs), so that relations of close sizes share a compiled program."""
     return size_bucket(max(int(n_pairs), 1), NEIGHBOUR_BUCKETS_PER_DOUBLING)
 

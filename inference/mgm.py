@@ -22,6 +22,7 @@ from interpretable_zoo.inference import mgm_vi, progress, target_check
 from interpretable_zoo.inference.explanation import html_card, records
 from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin
 from interpretable_zoo.inference.names import resolve_names
+from interpretable_zoo.inference.shapes import size_bucket
 from interpretable_zoo.inference.validation import (
     check_binary_matrix,
     check_estimator_input,
@@ -245,12 +246,13 @@ def _result_from(search: mgm_vi.SearchResult, n_clusters, names, priors, exact_o
     best = int(np.nanargmax(np.asarray(search.elbo)))
     take = lambda v: np.asarray(v[best])  # noqa: E731
     ext, params = jax.tree.map(take, search.ext), jax.tree.map(take, search.params)
+    observations = ext.observed > 0  # the padding rows left out
     slots = np.flatnonzero(ext.sizes > 0)
     groups = [tuple(int(d) for d in np.flatnonzero(ext.assignment == g)) for g in slots]
     lam = params.lam[slots, :n_clusters].astype(float)
     eta = params.eta[slots].astype(float)
     phi = params.phi[slots, :n_clusters].astype(float)
-    nu, tau = params.nu[:, :n_clusters], params.tau[:n_clusters]
+    nu, tau = params.nu[observations, :n_clusters], params.tau[:n_clusters]
     occupied = np.isin(np.arange(n_clusters), nu.argmax(1))
     all_equal = np.prod(lam[:, occupied], 1) + np.prod(1 - lam[:, occupied], 1)
     lengths = np.asarray(search.n_iterations) + 2  # the start, the iterations, the final cluster moves
@@ -320,11 +322,34 @@ def _fold_in_restarts(key, n_clusters, restarts: int):
     return jax.vmap(lambda r: jax.random.fold_in(base, r))(jnp.arange(restarts))
 
 
+BUCKETS_PER_DOUBLING = 4
+"""The search pads the observations, dimensions and clusters to ``shapes.size_bucket(n, 4)`` (at most a
+quarter more), and to at least MIN_ROWS observations, MIN_COLUMNS dimensions and MIN_CLUSTERS clusters."""
+MIN_ROWS, MIN_COLUMNS, MIN_CLUSTERS = 32, 4, 4
+
+
+def _bucket(n: int, least: int) -> int:
+    """The padded size of ``n`` observations, dimensions or clusters (at least ``least``)."""
+    return size_bucket(max(n, least), BUCKETS_PER_DOUBLING)
+
+
+def _padded_data(array):
+    """(W, observed, features): the data as float32 with zero rows and columns appended up to its size
+    buckets, and the masks of the rows that are observations and the columns that are dimensions; fits whose
+    sizes share buckets share one compiled search."""
+    n_obs, n_dims = array.shape
+    W = np.zeros((_bucket(n_obs, MIN_ROWS), _bucket(n_dims, MIN_COLUMNS)), np.float32)
+    W[:n_obs, :n_dims] = array
+    return W, (np.arange(W.shape[0]) < n_obs).astype(np.float32), (np.arange(W.shape[1]) < n_dims).astype(np.float32)
+
+
 def _search(array, cluster_numbers, width, per_batch, *, restarts, seed, priors, config, bar=None) -> dict:
     """Every restart for every number of clusters, ``per_batch`` numbers of clusters per vmapped call (the last
-    call padded with repeats, so that all calls share one compiled program), all padded to ``width`` clusters;
-    returns {number of clusters: its restarts' ``SearchResult``, stacked}. ``bar`` counts the numbers done."""
-    W = jax.device_put(np.asarray(array, np.float32))
+    call padded with repeats, so that all calls share one compiled program), all padded to the bucket of
+    ``width`` clusters, and the data to its buckets (:func:`_padded_data`); returns {number of clusters: its
+    restarts' ``SearchResult``, stacked}. ``bar`` counts the numbers done."""
+    W, observed, features = jax.device_put(_padded_data(np.asarray(array)))
+    width = _bucket(width, MIN_CLUSTERS)
     results = {}
     for first in range(0, len(cluster_numbers), per_batch):
         if bar is not None:
@@ -334,7 +359,8 @@ def _search(array, cluster_numbers, width, per_batch, *, restarts, seed, priors,
         keys = jnp.concatenate([_restart_keys(seed, k, restarts) for k in padded])
         active = np.repeat(np.arange(width)[None, :] < np.array(padded)[:, None], restarts, axis=0)
         # on the host at once: slicing device arrays would compile one small program per operation
-        batch = jax.device_get(mgm_vi.search_batch(keys, W, jnp.asarray(active), priors=priors, config=config))
+        batch = jax.device_get(mgm_vi.search_batch(keys, W, observed, features, jnp.asarray(active), priors=priors,
+                                                       config=config))
         for c, k in enumerate(chunk):
             rows = slice(c * restarts, (c + 1) * restarts)
             results[k] = jax.tree.map(lambda leaf, rows=rows: leaf[rows], batch)
@@ -365,8 +391,9 @@ def fit_mgm(
     ``rel_tol`` stops a restart once an iteration improves the ELBO by less than that fraction of the first
     iteration's improvement (the paper's "0.1 relative"); ``exact_or`` uses the exact OR of eq. 2 instead of
     the relaxed one of eq. 3. The search is compiled for ``max_clusters`` clusters (default ``n_clusters``),
-    the ones past ``n_clusters`` masked out: fits of one data shape sharing ``max_clusters`` and ``restarts``
-    share one compiled program whatever the data, prior values and seed.
+    observations and dimensions, each rounded up to a size bucket (at most a quarter more; at least 4 clusters,
+    32 observations and 4 dimensions), the padding masked out: fits whose sizes share buckets, with the same
+    ``restarts``, share one compiled program whatever the data, prior values and seed.
 
     Example:
         >>> import numpy as np

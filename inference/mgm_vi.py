@@ -61,6 +61,13 @@ coordinate ascent runs. The search goes: start, cluster moves, merge iterations 
 iteration's ELBO gain falls below ``rel_tol`` (the paper's 0.1) times the first iteration's gain, cluster
 moves on the final extraction. From the end of the annealing on, every step raises the ELBO.
 
+Padding: the search runs on W with rows marked ``observed`` (N,) and columns marked ``features`` (D,). A row
+that is not an observation has nu = 0, adds nothing to any sum over observations and is never a k-means
+centre; a column that is not a dimension (zeros) belongs to no group, and the structure prior counts the
+dimensions (G = D) from the group sizes. A data set padded with such rows and columns to size buckets has the
+ELBO of its observations and dimensions alone, and fits of nearby sizes share one compiled program (the
+random draws of the search, e.g. k-means++'s, depend on the padded sizes).
+
 The paper's "improved by less than 0.1 relative to the previous iteration" read as gain / |ELBO| < 0.1
 would stop every run after one iteration (gains are a few per cent of |ELBO| at most); relative to the first
 gain, 0.1 stops a search once its merges have become an order of magnitude less useful than at the start.
@@ -89,6 +96,7 @@ class Extraction(NamedTuple):
     sizes: jax.Array  # (G,) m_g, 0 for empty slots
     ones: jax.Array  # (N, G) c_ng
     present: jax.Array  # (N, G) I_ng = SAT(g; w_n, f_g), float
+    observed: jax.Array  # (N,) 1.0 for an observation, 0.0 for a padding row (module docstring)
 
 
 class VariationalParams(NamedTuple):
@@ -108,18 +116,28 @@ def satisfied(ones, sizes, formula):
     return (jnp.where(formula == AND, ones == sizes, ones > 0) & (sizes > 0)).astype(ones.dtype)
 
 
-def make_extraction(W, assignment, formula):
-    """Group summaries of the data W (N, D) for assignments l (D,) into G = len(formula) slots."""
+def make_extraction(W, assignment, formula, observed=None):
+    """Group summaries of the data W (N, D) for assignments l (D,) into G = len(formula) slots; ``observed``
+    (N,) marks the rows that are observations (None: all)."""
     membership = jax.nn.one_hot(assignment, formula.shape[0], dtype=W.dtype)
     ones = W @ membership
     sizes = membership.sum(0)
-    return Extraction(assignment, formula, sizes, ones, satisfied(ones, sizes, formula))
+    observed = jnp.ones(W.shape[0], W.dtype) if observed is None else jnp.asarray(observed, W.dtype)
+    return Extraction(assignment, formula, sizes, ones, satisfied(ones, sizes, formula), observed)
 
 
-def singleton_extraction(W):
-    """The search's start: every dimension its own OR group."""
+def singleton_extraction(W, observed=None, features=None):
+    """The search's start: every dimension its own OR group; a padding column (``features`` (D,) 0) belongs
+    to no group (None: every column is a dimension)."""
     n_dims = W.shape[1]
-    return make_extraction(W, jnp.arange(n_dims), jnp.full(n_dims, OR))
+    slots = jnp.arange(n_dims)
+    assignment = slots if features is None else jnp.where(features > 0, slots, n_dims)  # n_dims: no slot
+    return make_extraction(W, assignment, jnp.full(n_dims, OR), observed)
+
+
+def n_dimensions(ext: Extraction):
+    """D, the number of dimensions (padding columns belong to no group): the model's G group slots."""
+    return ext.sizes.sum()
 
 
 def _beta_stats(params):
@@ -209,10 +227,15 @@ def global_terms(nu, tau, priors: Priors, active=None):
     return log_p_pi + _sum_clusters(nu.sum(0) * elpi, active) + entropy_pi + entr(nu).sum()
 
 
+def _sum_observed(cells, observed):
+    """Sum over the observations (axis 0) of per-observation terms (N, ...), padding rows left out."""
+    return jnp.sum(jnp.where(observed.reshape(-1, *[1] * (cells.ndim - 1)) > 0, cells, 0.0), 0)
+
+
 def group_emissions(ext: Extraction, priors: Priors, exact_or=False):
     """sum_n log p(w_{n,g} | i_ng, f_g) per group slot (G,); 0 for empty slots."""
     cells = group_log_likelihood(ext.ones, ext.sizes, ext.present > 0, ext.formula, priors.s, exact_or)
-    return jnp.where(ext.sizes > 0, cells.sum(0), 0.0)
+    return jnp.where(ext.sizes > 0, _sum_observed(cells, ext.observed), 0.0)
 
 
 def cluster_counts(nu, present):
@@ -223,7 +246,7 @@ def cluster_counts(nu, present):
 
 def extraction_terms(ext: Extraction, priors: Priors, exact_or=False):
     """The ELBO's terms that depend on the extraction only: log p(partition, f) + sum log p(w | i, f, l)."""
-    structure = mgm.log_structure_prior(ext.sizes, ext.formula, priors, ext.formula.shape[0])
+    structure = mgm.log_structure_prior(ext.sizes, ext.formula, priors, n_dimensions(ext))
     return structure + jnp.sum(group_emissions(ext, priors, exact_or))
 
 
@@ -288,9 +311,10 @@ def cluster_logits(phi, tau, present, occupied, active=None):
 
 
 def update_nu(params, ext, priors, inverse_temperature=1.0):
-    """(U6); for an inverse temperature b < 1, the maximiser (U6b) of the annealed objective F_b."""
+    """(U6); for an inverse temperature b < 1, the maximiser (U6b) of the annealed objective F_b. Padding rows
+    keep nu = 0."""
     logits = cluster_logits(params.phi, params.tau, ext.present, ext.sizes > 0, params.active)
-    return params._replace(nu=jax.nn.softmax(inverse_temperature * logits, -1))
+    return params._replace(nu=jax.nn.softmax(inverse_temperature * logits, -1) * ext.observed[:, None])
 
 
 def annealed_objective(params, ext, priors, inverse_temperature, exact_or=False):
@@ -373,20 +397,21 @@ def _hamming(W, centre):
     return W @ (1 - centre) + (1 - W) @ centre
 
 
-def kmeans_plus_plus(key, W, active):
+def kmeans_plus_plus(key, W, observed, active):
     """k-means++ seeding (Arthur & Vassilvitskii 2007): centre k is an observation drawn with probability
     proportional to its squared distance to the nearest earlier centre (uniform for the first, and when every
-    observation is a centre). Slot k draws with ``fold_in(key, k)`` and inactive slots do not count as
-    centres, so the centres of the active prefix do not depend on the padding. Returns (width, D)."""
-    n_obs = W.shape[0]
+    observation is a centre); padding rows (``observed`` 0) are never drawn. Slot k draws with
+    ``fold_in(key, k)`` and inactive slots do not count as centres, so the centres of the active prefix do not
+    depend on the padding of the clusters. Returns (width, D)."""
 
     def pick(nearest, k):
         usable = jnp.isfinite(nearest).all() & (nearest.sum() > 0)  # inf before the first active centre
-        index = jax.random.categorical(jax.random.fold_in(key, k), jnp.log(jnp.where(usable, nearest, 1.0)))
+        index = jax.random.categorical(jax.random.fold_in(key, k), jnp.log(jnp.where(usable, nearest, observed)))
         nearest = jnp.where(active[k], jnp.minimum(nearest, _hamming(W, W[index])), nearest)
         return nearest, index
 
-    _, indices = jax.lax.scan(pick, jnp.full(W.shape[0], jnp.inf, W.dtype), jnp.arange(active.shape[0]))
+    start = jnp.where(observed > 0, jnp.inf, 0.0).astype(W.dtype)  # padding rows stay at 0
+    _, indices = jax.lax.scan(pick, start, jnp.arange(active.shape[0]))
     return W[indices]
 
 
@@ -396,23 +421,26 @@ def nearest_centres(W, centres, active):
     return jax.nn.one_hot(jnp.argmin(jnp.where(active, distance, jnp.inf), 1), active.shape[0], dtype=W.dtype)
 
 
-def kmeans(key, W, active, iterations):
-    """Hard k-means clustering (N, width) one-hot: k-means++ seeding, then ``iterations`` Lloyd steps
-    (an emptied cluster keeps its centre)."""
+def kmeans(key, W, observed, active, iterations):
+    """Hard k-means clustering (N, width) one-hot of the observations (padding rows: all 0): k-means++
+    seeding, then ``iterations`` Lloyd steps (an emptied cluster keeps its centre)."""
+
+    def assigned(centres):
+        return nearest_centres(W, centres, active) * observed[:, None]
 
     def lloyd(centres, _):
-        hard = nearest_centres(W, centres, active)
+        hard = assigned(centres)
         counts = hard.sum(0)[:, None]
         return jnp.where(counts > 0, hard.T @ W / jnp.maximum(counts, 1), centres), None
 
-    centres, _ = jax.lax.scan(lloyd, kmeans_plus_plus(key, W, active), None, length=iterations)
-    return nearest_centres(W, centres, active)
+    centres, _ = jax.lax.scan(lloyd, kmeans_plus_plus(key, W, observed, active), None, length=iterations)
+    return assigned(centres)
 
 
-def soft_responsibilities(hard, active):
+def soft_responsibilities(hard, observed, active):
     """nu from a hard clustering (N, K) one-hot: 0.9 on each observation's cluster, the remaining 0.1
-    spread over the active clusters, 0 on the others."""
-    return jnp.where(active, 0.9 * hard + 0.1 / active.sum(), 0.0)
+    spread over the active clusters, 0 on the others and on padding rows."""
+    return jnp.where(active, 0.9 * hard + 0.1 / active.sum(), 0.0) * observed[:, None]
 
 
 def anneal(params, ext, priors, schedule, sweeps_per_stage):
@@ -549,13 +577,13 @@ def evaluate_merge(a, b, ext, nu, current_values, priors, exact_or, active=None)
     cells = group_log_likelihood(ones[:, None], size, present > 0, formulas, priors.s, exact_or)
     n1 = present.T @ nu  # (2, K)
     groups, values = local_optimum(n1, nu.sum(0) - n1, priors, active)
-    totals = values + cells.sum(0)
+    totals = values + _sum_observed(cells, ext.observed)
     best = jnp.argmax(totals)
     group = jax.tree.map(lambda v: v[best], groups)
     additive = totals[best] - current_values[a] - current_values[b]
     new_sizes = ext.sizes.at[a].set(size).at[b].set(0)
     new_formulas = ext.formula.at[a].set(formulas[best])
-    n_groups = ext.formula.shape[0]
+    n_groups = n_dimensions(ext)
     structure = mgm.log_structure_prior(new_sizes, new_formulas, priors, n_groups)
     structure -= mgm.log_structure_prior(ext.sizes, ext.formula, priors, n_groups)
     valid = (a != b) & (ext.sizes[a] > 0) & (ext.sizes[b] > 0)
@@ -571,11 +599,13 @@ def _random_pairs(key, occupied, count):
 
 
 def _between_cluster_variance(present, kmeans_onehot):
-    """Variance across k-means clusters (weighted by size) of the merged features' cluster means, (M,)."""
+    """Variance across k-means clusters (weighted by size) of the merged features' cluster means, (M,), over
+    the observations (the rows of ``kmeans_onehot`` that hold a 1; padding rows hold none)."""
     counts = kmeans_onehot.sum(0)
+    n_obs = counts.sum()
     means = (kmeans_onehot.T @ present) / jnp.maximum(counts, 1)[:, None]  # (Kkm, M)
-    overall = present.mean(0)
-    return jnp.sum(counts[:, None] * (means - overall) ** 2, 0) / present.shape[0]
+    overall = kmeans_onehot.sum(1) @ present / n_obs
+    return jnp.sum(counts[:, None] * (means - overall) ** 2, 0) / n_obs
 
 
 class SearchConfig(NamedTuple):
@@ -633,7 +663,7 @@ def select_merges(proposals: Proposal, ext, priors):
 
     Returns (accepted mask over proposals, total ELBO change of the accepted set).
     """
-    n_groups = ext.formula.shape[0]
+    n_groups = n_dimensions(ext)
     order = jnp.argsort(-proposals.gain)
     base = mgm.log_structure_prior(ext.sizes, ext.formula, priors, n_groups)
 
@@ -651,7 +681,7 @@ def select_merges(proposals: Proposal, ext, priors):
         return (used, sizes, formulas, additive, total), (take, total)
 
     zero = jnp.zeros((), proposals.gain.dtype)
-    init = (jnp.zeros(n_groups, bool), ext.sizes, ext.formula, zero, zero)
+    init = (jnp.zeros(ext.sizes.shape, bool), ext.sizes, ext.formula, zero, zero)
     _, (taken, totals) = jax.lax.scan(step, init, order)
     best = jnp.argmax(totals)
     best_total = totals[best]
@@ -671,7 +701,7 @@ def apply_merges(proposals: Proposal, accepted, ext, params):
         sizes = ext.sizes.at[a].add(ext.sizes[b]).at[b].set(0)
         formula = ext.formula.at[a].set(proposal.formula).at[b].set(OR)
         assignment = jnp.where(ext.assignment == b, a, ext.assignment)
-        merged = Extraction(assignment, formula, sizes, ones, satisfied(ones, sizes, formula))
+        merged = Extraction(assignment, formula, sizes, ones, satisfied(ones, sizes, formula), ext.observed)
         phi, lam, eta, ell = proposal.group
         merged_params = params._replace(
             phi=params.phi.at[a].set(phi), lam=params.lam.at[a].set(lam),
@@ -700,9 +730,9 @@ def cluster_moves(key, params, ext, priors, config: SearchConfig):
     return run_cavi(params, ext, priors, tol=config.cavi_tol, max_sweeps=config.max_sweeps, exact_or=config.exact_or)
 
 
-def kmeans_start(key, W, active, config: SearchConfig):
+def kmeans_start(key, W, observed, active, config: SearchConfig):
     """The k-means clustering (N, K) one-hot that the restart with PRNG key ``key`` starts from."""
-    return kmeans(jax.random.fold_in(key, 0), W, active, config.kmeans_iterations)
+    return kmeans(jax.random.fold_in(key, 0), W, observed, active, config.kmeans_iterations)
 
 
 def merge_iterations(key, ext, params, value, trace, first, kmeans_onehot, priors, config: SearchConfig, enabled=True):
@@ -730,29 +760,29 @@ def merge_iterations(key, ext, params, value, trace, first, kmeans_onehot, prior
     return ext, params, value, trace, iteration
 
 
-def search(key, W, active, *, priors: Priors, config: SearchConfig) -> SearchResult:
+def search(key, W, observed, features, active, *, priors: Priors, config: SearchConfig) -> SearchResult:
     """One restart (sec. 3). Start on singleton OR groups: :func:`kmeans_start`, U1-U5 fitted to it and
     deterministic annealing up to b = 1. Then two phases, each cluster moves (:func:`cluster_moves`) and, in
     the first only, merge iterations until the stopping rule (:func:`merge_iterations`).
 
-    ``active`` (K,) bool marks the clusters in use (the number of clusters is ``active.sum()``).
+    ``observed`` (N,) and ``features`` (D,) mark the rows of W that are observations and its columns that are
+    dimensions (the others are padding); ``active`` (K,) bool marks the clusters in use (the number of
+    clusters is ``active.sum()``).
     """
-    ext = singleton_extraction(W)
-    kmeans_onehot = kmeans_start(key, W, active, config)
-    params = initial_params(soft_responsibilities(kmeans_onehot, active), W.shape[1], priors, active)
+    ext = singleton_extraction(W, observed, features)
+    kmeans_onehot = kmeans_start(key, W, ext.observed, active, config)
+    params = initial_params(soft_responsibilities(kmeans_onehot, ext.observed, active), W.shape[1], priors, active)
     params = fit_groups_given_clusters(params, ext, priors)
     params = anneal(params, ext, priors, jnp.asarray(config.anneal_schedule(), W.dtype), config.anneal_sweeps)
     trace = jnp.full(config.max_iter + 2, jnp.nan, W.dtype)
-    merging = W.shape[1] > 1  # one dimension: nothing to merge
+    merging = n_dimensions(ext) > 1  # one dimension: nothing to merge
 
     def phase(carry, index):
         ext, params, _, trace, iteration = carry
         params, value = cluster_moves(jax.random.fold_in(key, 1 + index), params, ext, priors, config)
         trace = trace.at[iteration].set(value)
-        if not merging:
-            return (ext, params, value, trace, iteration + 1), None
         carry = merge_iterations(jax.random.fold_in(key, 3), ext, params, value, trace, iteration + 1,
-                                 kmeans_onehot, priors, config, enabled=index == 0)  # fmt: skip
+                                 kmeans_onehot, priors, config, enabled=(index == 0) & merging)  # fmt: skip
         return carry, None
 
     init = _varying_with(params.tau[0], (ext, params, jnp.zeros((), W.dtype), trace, jnp.zeros((), jnp.int32)))
@@ -760,19 +790,24 @@ def search(key, W, active, *, priors: Priors, config: SearchConfig) -> SearchRes
     return SearchResult(ext, params, value, trace, iteration - 2)
 
 
-def search_batch(keys, W, active, *, priors: Priors, config: SearchConfig) -> SearchResult:
+def search_batch(keys, W, observed, features, active, *, priors: Priors, config: SearchConfig) -> SearchResult:
     """``search`` for a batch of runs, vmapped: keys (B, 2) and active (B, K), one row per run (restarts, and
-    numbers of clusters padded to one width K); results stacked on a leading axis B. One compiled program
-    serves every batch of the same shapes, whatever the data, prior values, seeds and numbers of clusters;
-    it is traced again when a hook of the model file is replaced in a running session."""
+    numbers of clusters padded to one width K), on the data W (N, D) whose rows ``observed`` (N,) are
+    observations and whose columns ``features`` (D,) are dimensions (the others padding); results stacked on
+    a leading axis B. One compiled program serves every batch of the same shapes, whatever the data, prior
+    values, seeds and numbers of observations, dimensions and clusters (up to N, D and K); it is traced again
+    when a hook of the model file is replaced in a running session."""
     hooks = (mgm.beta_parameters, mgm.log_structure_prior)
-    return _search_batch(keys, W, active, compiled_hooks.prior_values(priors), hooks=hooks, config=config)
+    return _search_batch(keys, W, observed, features, active, compiled_hooks.prior_values(priors), hooks=hooks,
+                         config=config)  # fmt: skip
 
 
 @partial(jax.jit, static_argnames=("hooks", "config"))
-def _search_batch(keys, W, active, prior_values, *, hooks, config: SearchConfig) -> SearchResult:
+def _search_batch(keys, W, observed, features, active, prior_values, *, hooks, config: SearchConfig) -> SearchResult:
     """:func:`search_batch` with the prior values traced; ``hooks``, the model file's hook functions the
     search calls, only key the compiled program."""
     normalizers = _log_beta_normalizers(compiled_hooks.priors_with(Priors, prior_values))
     priors = compiled_hooks.priors_with(_SearchPriors, {**prior_values, "log_beta_normalizers": normalizers})
-    return jax.vmap(lambda key, active: search(key, W, active, priors=priors, config=config))(keys, active)
+    return jax.vmap(lambda key, active: search(key, W, observed, features, active, priors=priors, config=config))(
+        keys, active
+    )

@@ -32,6 +32,7 @@ import scipy.optimize
 import scipy.sparse
 
 from interpretable_zoo.inference import memory
+from interpretable_zoo.inference.shapes import size_bucket
 from interpretable_zoo.models import prototype_selection as ps_model
 
 METRICS = ("l1", "l2", "cosine")
@@ -201,10 +202,7 @@ def _tile_size(n_points: int, n_features: int, metric: str) -> int:
 
 def _bucket(size: int) -> int:
     """Round a dimension up to one of 8 sizes per doubling (at most 12.5 % more), so the tiles compile once per bucket."""
-    if size <= 64:
-        return 64
-    step = 1 << (size.bit_length() - 4)
-    return -(-size // step) * step
+    return max(64, size_bucket(size, 8))
 
 
 def _tiles(X64: np.ndarray, Z64: np.ndarray, metric: str, symmetric: bool):

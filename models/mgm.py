@@ -163,8 +163,10 @@ def group_log_likelihood(ones, size, present, formula, s, exact_or=False):
 def log_structure_prior(group_sizes, formulas, priors: Priors, n_groups: int):
     """log p(partition of the dimensions, formulas of its groups) with pi_l and pi_f integrated out.
 
-    ``group_sizes`` (G,) member counts (0 for empty groups), ``formulas`` (G,) OR/AND codes (ignored
-    for empty groups, whose formulas are integrated out). With m occupied groups, D dimensions and
+    ``group_sizes`` (G',) member counts (0 for empty groups), ``formulas`` (G',) OR/AND codes (ignored
+    for empty groups, whose formulas are integrated out); ``n_groups`` G, an integer or a traced integer
+    array (the compiled search passes D = sum of the sizes, so that fits of other numbers of dimensions
+    share one program), with G' >= G slots given. With m occupied groups, D dimensions and
     a = alpha_l / G, summing the collapsed Dirichlet-categorical over the G! / (G - m)! labelings:
         log G!/(G-m)! + log Gamma(alpha_l) - log Gamma(alpha_l + D) + sum_g [log Gamma(a + n_g) - log Gamma(a)]
     and the Dirichlet-categorical over the formulas of the m occupied groups:
@@ -175,7 +177,7 @@ def log_structure_prior(group_sizes, formulas, priors: Priors, n_groups: int):
     m = occupied.sum()
     n_dims = group_sizes.sum()
     a = priors.alpha_l / n_groups
-    labelings = math.lgamma(n_groups + 1.0) - gammaln(n_groups - m + 1.0)
+    labelings = gammaln(n_groups + 1.0) - gammaln(n_groups - m + 1.0)
     partition = (
         gammaln(priors.alpha_l) - gammaln(priors.alpha_l + n_dims)
         + jnp.sum(jnp.where(occupied, gammaln(a + group_sizes) - gammaln(a), 0.0))

@@ -256,13 +256,6 @@ def test_merging_duplicate_samples_changes_no_draw():
     assert (static.n_words, data.label_bits.shape[1]) == (10, 1)
 
 
-def test_size_buckets():
-    assert [brl_mh.size_bucket(n, 8) for n in (1, 8, 9, 16, 17, 19, 30, 33, 100)] == [1, 8, 9, 16, 18, 20, 30, 36, 104]
-    for n in range(1, 2000):
-        bucket = brl_mh.size_bucket(n, 8)
-        assert n <= bucket <= max(n, 1.125 * n)
-
-
 def compile_events(run):
     """``run()`` and the JAX compile-pipeline events (tracing, lowering, backend compile) it caused."""
     events = []

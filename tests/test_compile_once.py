@@ -38,16 +38,19 @@ def test_bcm_refit_with_other_data_priors_and_seed_compiles_nothing():
     assert not np.array_equal(first.idata.posterior["omega"].values, second.idata.posterior["omega"].values)
 
 
-def test_mgm_refit_with_other_data_priors_and_seed_compiles_nothing():
+def test_mgm_refit_with_other_data_priors_seed_and_sizes_compiles_nothing():
+    """Another number of observations and of clusters in the same size buckets (24 and 30 rows padded to 32;
+    3 and 2 clusters to 4) shares the compiled search."""
     rng = np.random.default_rng(3)
     first = fit_mgm(rng.integers(0, 2, (24, 6)), 3, restarts=2, seed=0)
     first.explain()
     with counted_compiles() as compiles:
-        second = fit_mgm(rng.integers(0, 2, (24, 6)), 3, restarts=2, seed=1,
+        second = fit_mgm(rng.integers(0, 2, (30, 6)), 2, restarts=2, seed=1,
                          priors=mgm.Priors(alpha_l=5.0, alpha_f=(2.0, 0.5), rho=0.3, sigma2=3.0, alpha_z=2.0, s=0.6))
         second.explain()
     assert compiles == []
     assert first.elbo != second.elbo
+    assert second.responsibilities.shape == (30, 2)
 
 
 def test_mgm_follows_a_hook_replaced_in_a_running_session(monkeypatch):

@@ -524,15 +524,58 @@ def same_partition(labels, truth):
 def test_kmeans_start_finds_planted_clusters_whatever_the_padding():
     rng = np.random.default_rng(7)
     W, truth = planted_clusters(rng)
+    assert W.any(1).all()  # no observation is a row of zeros, as the padding rows are
     W = jnp.asarray(W, jnp.float32)
+    observed = jnp.ones(W.shape[0])
     key = jax.random.PRNGKey(0)
-    narrow = np.asarray(vi.kmeans(key, W, jnp.ones(3, bool), 10))
-    wide = np.asarray(vi.kmeans(key, W, jnp.arange(6) < 3, 10))
+    narrow = np.asarray(vi.kmeans(key, W, observed, jnp.ones(3, bool), 10))
+    wide = np.asarray(vi.kmeans(key, W, observed, jnp.arange(6) < 3, 10))
     np.testing.assert_array_equal(wide[:, :3], narrow)
     assert not wide[:, 3:].any()  # padding slots get nobody
     assert same_partition(narrow.argmax(1), truth)
-    centres = np.asarray(vi.kmeans_plus_plus(key, W, jnp.ones(3, bool)))
+    centres = np.asarray(vi.kmeans_plus_plus(key, W, observed, jnp.ones(3, bool)))
     assert len({tuple(c) for c in centres}) == 3  # seeds are distinct observations
+    # padding rows (zeros, not observed) are never a centre and belong to no cluster
+    padded = jnp.concatenate([W, jnp.zeros((40, W.shape[1]))])
+    mask = jnp.arange(padded.shape[0]) < W.shape[0]
+    for seed in range(5):
+        hard = np.asarray(vi.kmeans(jax.random.PRNGKey(seed), padded, mask, jnp.ones(3, bool), 10))
+        assert not hard[W.shape[0]:].any() and (hard[: W.shape[0]].sum(1) == 1).all()
+        assert same_partition(hard[: W.shape[0]].argmax(1), truth)
+        centres = np.asarray(vi.kmeans_plus_plus(jax.random.PRNGKey(seed), padded, mask, jnp.ones(3, bool)))
+        assert centres.any(1).all()
+
+
+def test_a_padded_search_has_the_elbo_of_its_observations_and_dimensions():
+    """The search on data padded with zero rows and columns that are marked as padding reports the ELBO of its
+    state on the observations and dimensions alone (nu = 0 on the padding rows, the padding columns in no
+    group); with either marked as data, the same zeros change it (controls)."""
+    rng = np.random.default_rng(3)
+    W, _ = planted_clusters(rng, n_per_cluster=8, width=3)
+    n_obs, n_dims = W.shape
+    padded = np.zeros((n_obs + 8, n_dims + 3))
+    padded[:n_obs, :n_dims] = W
+    rows, columns = np.arange(len(padded)) < n_obs, np.arange(padded.shape[1]) < n_dims
+    priors = Priors()
+    config = vi.SearchConfig(max_iter=3, n_proposals=4, n_candidates=4, split_merge_rounds=2)
+    keys = jax.vmap(lambda r: jax.random.fold_in(jax.random.PRNGKey(0), r))(jnp.arange(3))
+    active = jnp.ones((3, 3), bool)
+    with enable_x64():
+        for observed, features in ((rows, columns), (np.ones(len(padded)), columns), (rows, np.ones(padded.shape[1]))):
+            runs = vi.search_batch(keys, jnp.asarray(padded), jnp.asarray(observed, float), jnp.asarray(features, float),
+                                   active, priors=priors, config=config)  # fmt: skip
+            for r in range(3):
+                ext, params = jax.tree.map(lambda leaf: leaf[r], runs.ext), jax.tree.map(lambda leaf: leaf[r], runs.params)
+                # the unpadded problem: its observations, and its dimensions in as many group slots (G = D)
+                alone = vi.make_extraction(jnp.asarray(W), ext.assignment[:n_dims], ext.formula[:n_dims])
+                slots = {name: getattr(params, name)[:n_dims] for name in ("phi", "lam", "eta", "ell")}
+                on_data = float(elbo(params._replace(nu=params.nu[:n_obs], **slots), alone, priors))
+                if observed is rows and features is columns:
+                    assert not np.asarray(params.nu[n_obs:]).any()
+                    assert (np.asarray(ext.assignment[:n_dims]) < n_dims).all()  # no padding slot holds a group
+                    assert float(runs.elbo[r]) == pytest.approx(on_data, rel=1e-12)
+                else:
+                    assert float(runs.elbo[r]) != pytest.approx(on_data, rel=1e-6)
 
 
 def test_split_merge_repairs_a_bad_clustering_and_never_lowers_the_elbo():
@@ -547,7 +590,7 @@ def test_split_merge_repairs_a_bad_clustering_and_never_lowers_the_elbo():
         ext = vi.singleton_extraction(jnp.asarray(W))
         active = jnp.ones(3, bool)
         bad = np.where(truth == 2, 1 + (np.arange(len(truth)) % 2), 0)
-        nu = vi.soft_responsibilities(jax.nn.one_hot(jnp.asarray(bad), 3), active)
+        nu = vi.soft_responsibilities(jax.nn.one_hot(jnp.asarray(bad), 3), jnp.ones(len(bad)), active)
         params = fit_groups_given_clusters(vi.initial_params(nu, W.shape[1], priors, active), ext, priors)
         params, before = run_cavi(params, ext, priors, tol=1e-12, max_sweeps=1000)
         stuck = np.asarray(params.nu).argmax(1)
@@ -572,7 +615,8 @@ def test_search_reports_its_elbo_which_is_below_the_exact_log_evidence():
     config = vi.SearchConfig(max_iter=3, n_proposals=4, n_candidates=4, split_merge_rounds=2)
     with enable_x64():
         keys = jax.vmap(lambda r: jax.random.fold_in(jax.random.PRNGKey(0), r))(jnp.arange(3))
-        runs = vi.search_batch(keys, jnp.asarray(W), jnp.ones((3, 2), bool), priors=priors, config=config)
+        runs = vi.search_batch(keys, jnp.asarray(W), jnp.ones(W.shape[0]), jnp.ones(W.shape[1]), jnp.ones((3, 2), bool),
+                               priors=priors, config=config)  # fmt: skip
         for r in range(3):
             ext, params = jax.tree.map(lambda leaf: leaf[r], runs.ext), jax.tree.map(lambda leaf: leaf[r], runs.params)
             assert float(runs.elbo[r]) == pytest.approx(float(elbo(params, ext, priors)), rel=1e-12)

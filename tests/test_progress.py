@@ -46,7 +46,7 @@ def test_mgm_sweep_bar_counts_the_numbers_of_clusters_searched(monkeypatch):
         def set_postfix_str(self, text):
             self.labels.append(text)
 
-    def search_batch(keys, W, active, *, priors, config):
+    def search_batch(keys, W, observed, features, active, *, priors, config):
         return {"elbo": np.zeros(len(keys))}
 
     monkeypatch.setattr(mgm.mgm_vi, "search_batch", search_batch)
