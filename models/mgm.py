@@ -164,9 +164,9 @@ def log_structure_prior(group_sizes, formulas, priors: Priors, n_groups: int):
     """log p(partition of the dimensions, formulas of its groups) with pi_l and pi_f integrated out.
 
     ``group_sizes`` (G',) member counts (0 for empty groups), ``formulas`` (G',) OR/AND codes (ignored
-    for empty groups, whose formulas are integrated out); ``n_groups`` G, an integer or a traced integer
-    array (the compiled search passes D = sum of the sizes, so that fits of other numbers of dimensions
-    share one program), with G' >= G slots given. With m occupied groups, D dimensions and
+    for empty groups, whose formulas are integrated out); ``n_groups`` G, a number or a traced scalar
+    array holding a whole number (the compiled search passes D = sum of the sizes, a float, so that fits of
+    other numbers of dimensions share one program), with G' >= G slots given. With m occupied groups, D dimensions and
     a = alpha_l / G, summing the collapsed Dirichlet-categorical over the G! / (G - m)! labelings:
         log G!/(G-m)! + log Gamma(alpha_l) - log Gamma(alpha_l + D) + sum_g [log Gamma(a + n_g) - log Gamma(a)]
     and the Dirichlet-categorical over the formulas of the m occupied groups:
