@@ -6,17 +6,18 @@ default up to four, fewer once a round finds the schedule settled: its rungs rej
 often); each later round runs with the schedule tuned on the round before it, and is itself a valid MCMC
 run started where the previous one stopped. A kernel that learns its proposal
 (``TargetKernel.learn_proposal``) runs every round, tuning or sampling, with the proposal that the rounds
-before it taught; within a round it is fixed. After every chunk of a sampling round the label-free
-summaries of the posterior rung (the log joint and the kernel's summaries) are checked: the run stops
-when every one has rank-normalised split R-hat <= ``target_rhat`` and bulk ESS >= ``min_ess`` (Vehtari et
-al. 2021; ArviZ's formulas) over the draws of the round so far joined to the sampling round before it
+before it taught; within a round it is fixed. After chunks of a sampling round (every chunk at first,
+then ``TESTS_PER_DOUBLING`` times per doubling of the draws judged) the label-free summaries of the
+posterior rung (the log joint and the kernel's summaries) are checked: the run stops when every one has
+rank-normalised split R-hat <= ``target_rhat`` and bulk ESS >= ``min_ess`` (Vehtari et al. 2021; ArviZ's
+formulas) over the draws of the round so far joined to the sampling round before it
 (rounds double: at the end of a round about the last three quarters of the sampling; a round with the
 schedule before it still draws the same posterior rung), or, at the end of a round, over the round's
 draws alone (about the second half, the classical warm-up rule: on a slowly mixing posterior the round
 before may still hold the approach to it), or when ``max_seconds`` have passed; the result keeps the
 draws judged, says which (``converged``), and warns with the numbers when the budget ended first.
-Checking after every chunk, rather than at the end of a round only, stops a run that has converged
-without doubling it once more; being tested more often, a run that hovers at the target is a little
+Checking within a round, rather than at its end only, stops a run that has converged without doubling
+it once more; being tested more often, a run that hovers at the target is a little
 likelier to be judged converged on a chance dip (the reported R-hat and ESS are those of the kept
 draws). A fixed ``num_samples`` runs exactly that many scans after the tuning rounds instead. For chains
 that mix slowly R-hat is about 1 + (number of chains) / (bulk ESS) even when they agree, so with more than
@@ -24,11 +25,14 @@ four chains the R-hat target asks for a larger ESS than ``min_ess`` (:func:`ess_
 unconverged run says so).
 
 Scans run in compiled chunks of ``scans_per_chunk``; every chunk of a run, and of any later run of the
-same shapes, reuses one compiled program. A chunk that would end past the budget runs only the scans that
-fit at the pace measured so far, so a run ends within about a scan of ``max_seconds``. Tuning ends once it
-has used ``TUNING_SHARE`` of the budget (the schedule so far is a valid one), leaving the rest to sampling.
-When the budget ends a run, how far it got depends on the machine's speed; otherwise the same seed gives
-the same draws.
+same shapes, reuses one compiled program. Tuning and sampling advance in rounds counted in scans, never in
+seconds: the one decision that reads the clock is the ``max_seconds`` cut, which may end a tuning round or
+a sampling round. A chunk that would end past the budget runs only the scans that fit at the pace measured
+so far, so a run ends within about a scan of ``max_seconds``. When the budget ends a tuning round, the
+run ends there with that round's draws (not converged); the result says where the budget cut in
+(``TemperedRun.budget_cut``). So a run that converges within its budget gives the same draws for the same
+seed on any machine load and device count; when the budget ends it, how far it got depends on the
+machine's speed.
 """
 
 from __future__ import annotations
@@ -90,11 +94,6 @@ MAX_DRAWS = 2000
 
 DEFAULT_TUNING_ROUNDS = 4
 """The most tuning rounds of a run with ``tuning_rounds="auto"``."""
-
-TUNING_SHARE = 0.5
-"""The share of ``max_seconds`` that the tuning rounds may use; the rest is left to sampling (as Stan's
-default gives warm-up as many iterations as sampling), so a run whose budget is too short to tune fully
-still samples long enough for its R-hat and ESS to say so."""
 
 SETTLED_IMBALANCE = 0.25
 """A run with ``tuning_rounds="auto"`` stops tuning after its second round, or a later one, that keeps
@@ -165,7 +164,9 @@ class TemperedRun:
     and chain in the last round; ``log_evidence`` +- ``log_evidence_se`` (stepping stone, NaN without tempering);
     ``diagnostics`` name -> (R-hat, bulk ESS); ``seconds`` {"total", "compile", "sampling"};
     ``ladder``, ``settings``, ``proposal`` (the kernel's learned proposal that the last round ran with,
-    None for a kernel that learns none): what :func:`extend` needs to continue."""
+    None for a kernel that learns none): what :func:`extend` needs to continue. ``budget_cut``: None, or
+    "tuning" / "sampling" when the ``max_seconds`` cut ended the run, in round ``budget_cut_round``
+    (counted from 1 within its stage); only then can the draws of a seed depend on the machine's pace."""
 
     records: dict
     summaries: dict
@@ -183,10 +184,22 @@ class TemperedRun:
     ladder: object = field(repr=False)
     settings: dict = field(repr=False)
     proposal: object = field(default=None, repr=False)
+    budget_cut: str | None = None
+    budget_cut_round: int | None = None
 
     @property
     def n_temperatures(self) -> int:
         return len(self.schedule)
+
+    def budget_note(self) -> str:
+        """Where the time budget ended the run ("during tuning round 2 of at most 4"), or empty."""
+        if self.budget_cut is None:
+            return ""
+        if self.budget_cut == "tuning":
+            rounds = self.settings["tuning_rounds"]
+            most = DEFAULT_TUNING_ROUNDS if rounds == "auto" else rounds
+            return f"during tuning round {self.budget_cut_round} of at most {most}"
+        return f"during sampling round {self.budget_cut_round}"
 
     def message(self) -> str:
         rhat, ess = worst(self.diagnostics)
@@ -196,6 +209,8 @@ class TemperedRun:
             f"{state}: worst R-hat {rhat:.3f}, worst bulk ESS {ess:.0f} over {self.summaries['log_joint'].shape[0]} "
             f"chains x {self.summaries['log_joint'].shape[1]} draws (every {self.thin} scans), "
             f"{self.n_temperatures} temperatures{trips}"
+            + (f"; the time budget ended {self.budget_note()}" if self.budget_cut else "")
+            + (" (the draws are that round's)" if self.budget_cut == "tuning" else "")
         )
 
 
@@ -207,6 +222,12 @@ class TemperedResult:
     @property
     def converged(self) -> bool:
         return self.run.converged
+
+    @property
+    def budget_cut(self) -> str | None:
+        """None, or "tuning" / "sampling": the stage in which ``max_seconds`` ended the run
+        (:class:`TemperedRun`)."""
+        return self.run.budget_cut
 
     @property
     def diagnostics(self) -> dict:
@@ -320,22 +341,23 @@ def sample(
     ladder = tempering.shard_ladder(ladder, mesh)
     bar = progress.bar(progress_bar, description, unit=" scans")
     deadline = None if num_samples is not None or target.max_seconds is None else start + target.max_seconds
-    tuning_deadline = None if deadline is None else start + TUNING_SHARE * target.max_seconds
-    cut = None
+    cut = None  # (statistics, outputs, budget cut or None for an interruption) of a tuning round that ended the run
     pace = _Pace()
     try:
         for round_index in range(first_round, max_rounds):
             partial = _saved_chunks(saved) if round_index == first_round else None
             ladder, statistics, outputs, interrupted = _run_round(
                 kernel, static, data, ladder, schedule, settings["scans_per_chunk"] * 2**round_index, settings, bar,
-                tuning_deadline, partial,
+                deadline, partial,
                 _saver(writer, start, stage="tuning", round_index=round_index, schedule=schedule, proposal=proposal),
                 pace=pace,
             )
-            if interrupted:
+            out_of_time = deadline is not None and time.perf_counter() > deadline
+            if interrupted or out_of_time:
                 if statistics is None:
                     raise KeyboardInterrupt  # before the first chunk ended: no draws to keep
-                cut = (statistics, outputs)  # the tuning draws so far are the result
+                # the tuning draws so far are the result
+                cut = (statistics, outputs, None if interrupted else ("tuning", round_index + 1))
                 break
             proposal, data = _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh)
             tuned, ladder = _retuned(ladder, schedule, statistics, settings)
@@ -344,11 +366,7 @@ def sample(
             schedule = tuned
             if settled:
                 break
-            if tuning_deadline is not None and time.perf_counter() > tuning_deadline:
-                break  # tuning's share of the budget ended: sample with the schedule so far
         resume = saved if saved is not None and saved["stage"] == "sampling" else None
-        if deadline is not None and time.perf_counter() > deadline:
-            pace = _Pace()  # a tuning chunk ran past the whole budget: a fresh pace runs one whole chunk
         return _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut,
                                 resume=resume, writer=writer, pace=pace, proposal=proposal)
     finally:
@@ -460,7 +478,9 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
     compiled program runs any count up to a chunk), so a round that reaches the deadline ends within about
     a scan of it. ``partial``: (statistics, outputs) of the round's chunks already run (from a checkpoint);
     ``on_chunk(ladder, statistics, outputs)`` is called after every chunk; ``finished(outputs)`` True ends
-    the round after a chunk."""
+    the round after a chunk. ``finished`` is asked only after a whole number of ``scans_per_chunk`` scans,
+    so a chunk shortened at the deadline moves no test of it: the draws of a run that the deadline does
+    not end do not depend on the pace."""
     chunk = settings["scans_per_chunk"]
     chunk_statistics, outputs = partial or ([], [])
     done = sum(int(c.n_scans) for c in chunk_statistics)
@@ -468,9 +488,10 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
     while done < n_scans:
         # the test of the chunks so far, here rather than after the chunk: a checkpoint is written before
         # it, so a run resumed from one repeats it on the chunks it restored
-        if outputs and finished is not None and finished(outputs):
+        if outputs and finished is not None and done % chunk == 0 and finished(outputs):
             break
-        size = pace.scans_that_fit(min(chunk, n_scans - done), deadline, len(schedule))
+        # up to the next whole number of chunks: a chunk shortened at the deadline leaves the rest aligned
+        size = pace.scans_that_fit(min(chunk - done % chunk, n_scans - done), deadline, len(schedule))
         began = time.perf_counter()
         try:
             ladder, statistics, output = tempering.run_scans(kernel, static, data, ladder, schedule, size, capacity=chunk)
@@ -491,29 +512,48 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
     return ladder, statistics, outputs, interrupted
 
 
-def _verdict(windows, settings, interrupted=False):
+def _verdict(windows, settings, may_converge=True):
     """The first of ``windows`` (each a list of chunk outputs) whose thinned summaries meet the target, else
-    the last: (that window, its diagnostics table, (worst R-hat, worst ESS), converged); an interrupted
-    run is never converged."""
+    the last: (that window, its diagnostics table, (worst R-hat, worst ESS), converged); never converged
+    without ``may_converge`` (an interrupted run, or tuning draws)."""
     target: ConvergenceTarget = settings["target"]
     for kept in windows:
         summaries, _ = _thinned([output[1] for output in kept], settings["max_draws"])
         table = diagnose(summaries)
         rhat, ess = worst(table)
-        converged = rhat <= target.target_rhat and ess >= target.min_ess and not interrupted
+        converged = rhat <= target.target_rhat and ess >= target.min_ess and may_converge
         if converged:
             break
     return kept, table, (rhat, ess), converged
 
 
+TESTS_PER_DOUBLING = 8
+"""A sampling round tests its draws so far, joined to the round before, after every chunk while that
+window spans fewer than twice this many chunks, then this many times per doubling of it (:func:`_test_due`):
+the test (ranks and autocorrelations of up to ``max_draws`` draws per chain) can cost more than the
+chunk of cheap scans it follows, and tested after every chunk a long run would spend most of its time
+testing, while it still stops within 1 / TESTS_PER_DOUBLING of the window past the chunk that first
+passes."""
+
+
+def _test_due(window_chunks: int) -> bool:
+    """Whether a window of n = ``window_chunks`` whole chunks is tested: when n is a multiple of
+    max(1, 2^floor(log2 n) / TESTS_PER_DOUBLING) (counts only, so a resumed run tests where an
+    uninterrupted one does)."""
+    spacing = max(1, 2 ** int(math.log2(max(window_chunks, 1))) // TESTS_PER_DOUBLING)
+    return window_chunks % spacing == 0
+
+
 def _converged_so_far(previous, settings, bar, n_rungs, passed):
     """A sampling round's ``finished`` test (:func:`_run_round`): the round's draws so far, joined to the
-    round before it (``previous``: its (statistics, outputs), or None), meet the target; a passing verdict
-    (:func:`_verdict`) is appended to ``passed``. The progress bar shows the worst R-hat and ESS after
-    every chunk."""
+    round before it (``previous``: its (statistics, outputs), or None), meet the target, judged when
+    :func:`_test_due`; a passing verdict (:func:`_verdict`) is appended to ``passed``. The progress bar
+    shows the worst R-hat and ESS of every test."""
 
     def finished(outputs):
         window = outputs if previous is None else previous[1] + outputs
+        if not _test_due(sum(len(output[2]) for output in window) // settings["scans_per_chunk"]):
+            return False
         verdict = _verdict([window], settings)
         if bar is not None:
             bar.set_postfix_str(f"K={n_rungs} R-hat={verdict[2][0]:.3f} ESS={verdict[2][1]:.0f}")
@@ -545,8 +585,9 @@ def _rhat_hint(rhat: float, num_chains: int, target: ConvergenceTarget) -> str:
 
 def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut=None,
                      resume=None, writer=None, pace=None, proposal=None):
-    """Sampling rounds until converged, out of time or interrupted; ``cut``: (statistics, outputs) of an
-    interrupted tuning round, which then are the result; ``resume``: a checkpoint saved while sampling,
+    """Sampling rounds until converged, out of time or interrupted; ``cut``: (statistics, outputs, budget
+    cut) of a tuning round that the budget (budget cut ("tuning", round)) or an interruption (None) ended,
+    whose draws then are the result; ``resume``: a checkpoint saved while sampling,
     ``writer``: the run's checkpoint writer (None: no checkpoints); ``pace``: the :class:`_Pace` of the
     tuning rounds (None, as for :func:`extend`: measured from the first chunk, which then
     runs whole); ``proposal``: the kernel's learned proposal, which ``data`` already holds."""
@@ -574,9 +615,10 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
                 kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline, partial, saver, finished,
                 pace=pace,
             )
-            partial = None
+            partial, budget_cut = None, None
         else:
-            (statistics, outputs), interrupted, passed = cut, True, []
+            statistics, outputs, budget_cut = cut
+            interrupted, passed = budget_cut is None, []
         if statistics is None:  # interrupted before this round's first chunk ended: keep the round before
             if previous is None:
                 raise KeyboardInterrupt
@@ -588,7 +630,11 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
         # to the one before it
         joined = [] if previous is None else [previous[1] + outputs]
         windows = (joined or [outputs]) if scans_run < n_scans else [*joined, outputs]
-        kept, table, (rhat, ess), converged = passed[0] if passed else _verdict(windows, settings, interrupted)
+        kept, table, (rhat, ess), converged = passed[0] if passed else _verdict(
+            windows, settings, may_converge=cut is None and not interrupted
+        )
+        if cut is None and out_of_time and not passed and not interrupted:
+            budget_cut = ("sampling", round(math.log2(n_scans / settings["scans_per_chunk"])) + 1)
         (records, summaries, swap_accept), thin = _thinned(kept, settings["max_draws"])
         if bar is not None:
             bar.set_postfix_str(f"K={len(schedule)} R-hat={rhat:.3f} ESS={ess:.0f}")
@@ -618,6 +664,8 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
         ladder=ladder,
         settings=settings,
         proposal=proposal,
+        budget_cut=None if budget_cut is None else budget_cut[0],
+        budget_cut_round=None if budget_cut is None else budget_cut[1],
     )
     if writer is not None and not interrupted:
         writer.remove()

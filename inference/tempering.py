@@ -280,12 +280,13 @@ def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity):
         )
         ladder = Ladder(states, rung_of_slot, slot_of_rung, phase, keys[:, 0], ladder.scan + 1)
 
+        # the posterior rung's states first, so that summaries and records cost C replicas, not C * K
         posterior_slot = (slot_of_rung[:, -1:] + chain_offset)[:, 0]
-        take = lambda tree: jax.tree.map(lambda x: x[posterior_slot], tree)  # noqa: E731
-        summaries = dict(take(kernel.summaries(static, data, states)))
-        summaries["log_joint"] = take(states.log_prior + states.log_likelihood)
+        posterior = jax.tree.map(lambda x: x[posterior_slot], states)
+        summaries = dict(kernel.summaries(static, data, posterior))
+        summaries["log_joint"] = posterior.log_prior + posterior.log_likelihood
         swap_accept = jnp.where(attempted, alpha, 0.0).sum(1) / jnp.maximum(attempted.sum(), 1)
-        return (ladder, statistics), (take(kernel.record(static, data, states)), summaries, swap_accept)
+        return (ladder, statistics), (kernel.record(static, data, posterior), summaries, swap_accept)
 
     carry = (ladder, statistics)
     idle_outputs = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), jax.eval_shape(one_scan, carry, None)[1])

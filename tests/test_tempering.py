@@ -142,18 +142,25 @@ def test_untempered_chains_disagree_and_say_so(bimodal):
     assert "round trips" not in stuck.message()
 
 
-def _untempered_run_on_a_scripted_clock(bimodal, monkeypatch, tuning_rounds: int, max_seconds: float):
-    """An untempered run (it never converges) in chunks of 100 scans, on a clock that moves 0.01 s per scan
-    and only while scanning; returns the run and the clock's final time."""
+def _scripted_clock(monkeypatch, seconds_per_scan: float, first_chunk_seconds: float = 0.0):
+    """The clock that ``inference.convergence`` reads, moving ``seconds_per_scan`` per scan run, only while
+    scanning, and ``first_chunk_seconds`` more in the first chunk (a cold compile); returns it ([seconds])."""
     clock = [0.0]
     run_scans = tempering.run_scans
 
     def scans_on_the_clock(kernel, static, data, ladder, schedule, n_scans, **options):
-        clock[0] += 0.01 * n_scans
+        clock[0] += seconds_per_scan * n_scans + (first_chunk_seconds if clock[0] == 0.0 else 0.0)
         return run_scans(kernel, static, data, ladder, schedule, n_scans, **options)
 
     monkeypatch.setattr(tempering, "run_scans", scans_on_the_clock)
     monkeypatch.setattr(convergence, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    return clock
+
+
+def _untempered_run_on_a_scripted_clock(bimodal, monkeypatch, tuning_rounds: int, max_seconds: float):
+    """An untempered run (it never converges) in chunks of 100 scans, on a clock that moves 0.01 s per scan
+    and only while scanning; returns the run and the clock's final time."""
+    clock = _scripted_clock(monkeypatch, 0.01)
     _, data, _, _ = bimodal
     with pytest.warns(UserWarning, match="NOT converged"):
         stuck = convergence.sample(toy.KERNEL, toy.LatticeStatic(12), data, num_chains=4, seed=0, n_temperatures=1,
@@ -164,33 +171,62 @@ def _untempered_run_on_a_scripted_clock(bimodal, monkeypatch, tuning_rounds: int
 
 def test_a_round_that_reaches_the_budget_stops_within_a_scan_of_it(bimodal, monkeypatch):
     """A budget of 37.055 s: rounds of 100, 100, 200, ..., 1600 scans end at 32 s, and the round of 3200
-    runs five chunks of 100, the 5 scans that fit and the one that crosses the deadline, not a sixth chunk
-    of 100 (to 38 s)."""
+    (the sixth of sampling) runs five chunks of 100, the 5 scans that fit and the one that crosses the
+    deadline, not a sixth chunk of 100 (to 38 s)."""
     stuck, seconds = _untempered_run_on_a_scripted_clock(bimodal, monkeypatch, tuning_rounds=1, max_seconds=37.055)
     assert stuck.n_scans == 3706 and seconds == pytest.approx(37.06)
+    assert (stuck.budget_cut, stuck.budget_cut_round) == ("sampling", 6)
+    assert stuck.message().endswith("; the time budget ended during sampling round 6")
 
 
-def test_tuning_keeps_to_its_share_of_the_budget_and_the_pace_carries_over(bimodal, monkeypatch):
-    """Tuning rounds of 100 and 200 scans and a budget of 3.555 s: tuning stops at its share (1.7775 s),
-    the second round's first chunk cut at the first round's pace to the 77 scans that fit, and one more;
-    sampling then runs a round of 100 and, of the next, 77 + 1 scans, so the run keeps 178 draws of 356
-    scans. Without the share tuning would take 300 scans and leave 56 draws; without the carried pace the
-    run would end at 400 scans."""
-    stuck, _ = _untempered_run_on_a_scripted_clock(bimodal, monkeypatch, tuning_rounds=2, max_seconds=3.555)
-    assert stuck.n_scans == 100 + 78 + 100 + 78
-    assert stuck.summaries["log_joint"].shape == (4, 178)
+def test_a_budget_that_ends_a_tuning_round_ends_the_run_there(bimodal, monkeypatch):
+    """Tuning rounds of 100 and 200 scans and a budget of 2.555 s: the second round, at the first round's
+    pace, runs 100 scans, the 55 that fit and one more; its 156 draws are the result, not converged."""
+    stuck, _ = _untempered_run_on_a_scripted_clock(bimodal, monkeypatch, tuning_rounds=2, max_seconds=2.555)
+    assert stuck.n_scans == 100 + 156
+    assert stuck.summaries["log_joint"].shape == (4, 156)
+    assert (stuck.budget_cut, stuck.budget_cut_round) == ("tuning", 2)
+    assert "the time budget ended during tuning round 2 of at most 2 (the draws are that round's)" in stuck.message()
 
 
-def test_auto_tempering_converges_and_stops(bimodal):
+@pytest.fixture(scope="module")
+def converged_auto(bimodal):
+    """A default auto-tempered run that converges well within its budget."""
     _, data, _, _ = bimodal
-    result = convergence.sample(toy.KERNEL, toy.LatticeStatic(12), data, num_chains=4, seed=2, progress_bar=False,
-                                target=convergence.ConvergenceTarget(max_seconds=120.0))
-    assert result.converged
+    return convergence.sample(toy.KERNEL, toy.LatticeStatic(12), data, num_chains=4, seed=2, progress_bar=False,
+                              target=convergence.ConvergenceTarget(max_seconds=120.0))
+
+
+def test_auto_tempering_converges_and_stops(converged_auto):
+    result = converged_auto
+    assert result.converged and result.budget_cut is None
     assert result.round_trip_rate > 0
     assert f"({result.round_trip_rate:.3g} round trips per scan and chain)" in result.message()
     rhat, ess = convergence.worst(result.diagnostics)
     assert rhat <= 1.01 and ess >= 400
     assert 2 <= result.n_temperatures <= 8
+
+
+def test_the_clock_moves_no_draw_of_a_run_within_its_budget(bimodal, converged_auto, monkeypatch):
+    """Rounds count scans: on a clock 50 times slower (0.05 s per scan) whose first chunk also takes 1000 s
+    (a cold compile on a busy machine), the run of ``converged_auto`` ends within a budget of 2000 s with
+    its draws: its two tuning rounds end at 1038.4 s, past half the budget, where a rule that stopped
+    tuning at half the budget would have stopped it after one round. A budget of 1030 s ends the slow run
+    in its second tuning round (which ends at 1000 + 0.05 * 256 * 3 = 1038.4 s), and the run says so."""
+    _, data, _, _ = bimodal
+    clock = _scripted_clock(monkeypatch, 0.05, first_chunk_seconds=1000.0)
+    slow = convergence.sample(toy.KERNEL, toy.LatticeStatic(12), data, num_chains=4, seed=2, progress_bar=False,
+                              target=convergence.ConvergenceTarget(max_seconds=2000.0))
+    assert slow.converged and slow.budget_cut is None and 1000.0 < clock[0] < 2000.0
+    assert slow.n_scans == converged_auto.n_scans
+    np.testing.assert_array_equal(slow.records["x"], converged_auto.records["x"])
+
+    clock[0] = 0.0
+    with pytest.warns(UserWarning, match="ended during tuning round 2 of at most 4"):
+        cut = convergence.sample(toy.KERNEL, toy.LatticeStatic(12), data, num_chains=4, seed=2, progress_bar=False,
+                                 target=convergence.ConvergenceTarget(max_seconds=1030.0))
+    assert not cut.converged and (cut.budget_cut, cut.budget_cut_round) == ("tuning", 2)
+    assert cut.n_scans < converged_auto.n_scans
 
 
 def test_same_seed_same_draws_and_no_compilation_on_refit(bimodal):
@@ -325,6 +361,13 @@ def test_a_round_is_judged_after_every_chunk_joined_to_the_round_before_or_at_it
                                 progress_bar=False)
     assert seen == WINDOWS[: passing_call + 1]
     assert result.converged and result.records["x"].shape[1] == kept and result.n_scans == scans
+
+
+def test_a_long_window_is_tested_a_fixed_number_of_times_per_doubling():
+    """Every chunk up to 16, then every 2nd chunk up to 32, every 4th up to 64: 8 tests per doubling."""
+    due = [n for n in range(1, 65) if convergence._test_due(n)]
+    assert due == [*range(1, 17), *range(18, 33, 2), *range(36, 65, 4)]
+    assert sum(convergence._test_due(n) for n in range(1024, 2048)) == convergence.TESTS_PER_DOUBLING
 
 
 def _ar1_chains(rng, n_chains, n_draws, phi):
