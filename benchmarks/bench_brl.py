@@ -21,7 +21,7 @@ from sklearn.model_selection import StratifiedKFold
 from benchmarks.runner import Comparison, PeerUnavailable, benchmark, import_peer, time_call
 from interpretable_zoo.datasets import load_adult, load_mushroom, load_tictactoe, load_titanic, load_titanic_table
 from interpretable_zoo.inference import brl_mh, tempering
-from interpretable_zoo.inference.brl import KERNEL, BayesianRuleListClassifier
+from interpretable_zoo.inference.brl import KERNEL, BayesianRuleListClassifier, fit_brl
 from interpretable_zoo.inference.convergence import worst
 from interpretable_zoo.inference.rule_mining import fit_item_encoder, mine_antecedents, truth_table
 from interpretable_zoo.models import brl
@@ -80,6 +80,36 @@ def ours_timer(table, y, antecedents, num_chains, num_iterations, capacity=20, n
     return seconds_per_iteration
 
 
+class FitTimer:
+    """Times ``fit_brl`` at ``num_chains`` chains, 1 Metropolis-Hastings step per draw, untempered, a fixed
+    number of draws and no tuning, in seconds per draw per chain: the difference between fits of
+    ``draws`` and ``draws // 10`` draws, so that the set-up (truth table, neighbour tables, fit-time check)
+    and the result (its InferenceData) cancel out; ``setup_seconds``: that fixed cost, per fit, and
+    ``engine_seconds``: the sampling engine's share per draw and chain (``convergence.sample``, its chunks'
+    host work included), of the last call."""
+
+    FIXED = {"n_temperatures": 1, "steps_per_scan": 1, "num_warmup": 0, "progress_bar": False, "seed": SEED}
+
+    def __init__(self, items, y, antecedents, num_chains=10, draws=20000):
+        self.items, self.y, self.antecedents = items, y, antecedents
+        self.num_chains, self.draws = num_chains, draws
+        self.setup_seconds = self.engine_seconds = None
+        self._fit(draws // 10)  # compiles
+
+    def _fit(self, draws):
+        start = time.perf_counter()
+        result = fit_brl(self.items, self.y, antecedents=self.antecedents, num_chains=self.num_chains,
+                         num_samples=draws, **self.FIXED)
+        return time.perf_counter() - start, result.run.seconds["total"]
+
+    def __call__(self):
+        (short, _), (long, engine) = self._fit(self.draws // 10), self._fit(self.draws)
+        per_draw = (long - short) / (self.draws - self.draws // 10)
+        self.setup_seconds = short - per_draw * (self.draws // 10)
+        self.engine_seconds = engine / (self.draws * self.num_chains)
+        return per_draw / self.num_chains
+
+
 def write_sbrl_files(table, y, directory):
     """The antecedent truth tables and labels in pysbrl's text format."""
     data_path, label_path = os.path.join(directory, "data.txt"), os.path.join(directory, "label.txt")
@@ -94,6 +124,14 @@ def write_sbrl_files(table, y, directory):
     return data_path, label_path
 
 
+FIT_ROW = "10 chains through fit_brl, 1 MH step per draw, untempered"
+FIT_NOTES = (
+    "fit_brl's lists of at most 30 rules with neighbour moves; per draw: the difference of fits of 2,000 and "
+    "20,000 draws"
+)
+"""The row of ``brl_mh_speed`` that times the whole engine (``convergence.sample``) at one step per draw."""
+
+
 @benchmark(
     "brl_mh_speed",
     peers=("imodels", "pysbrl"),
@@ -105,7 +143,8 @@ def write_sbrl_files(table, y, directory):
         "run times 10 to 10,000 chains against pysbrl on the same machine's CPU, and leaves imodels out). Ours: "
         "lists of at most 20 rules, the kernel's compiled sample step (100 iterations per call, uniforms drawn "
         "once per call) without trace collection; plain Metropolis-Hastings (one rung) unless the row names "
-        "a 4-rung tempering ladder (the engine's scans: 4 MH steps, a swap round and a kept record). Every "
+        "a 4-rung tempering ladder (the engine's scans: 4 MH steps, a swap round and a kept record), or fit_brl "
+        "(the whole engine, at 1 MH step per draw and lists of at most 30 rules with neighbour moves). Every "
         "configuration and peer is timed once per round, in 3 interleaved rounds; the table gives medians and "
         "the notes the lowest and highest ratio of a round."
     ),
@@ -130,8 +169,9 @@ def bench_speed() -> list[Comparison]:
             "10 chains": ours_timer(table, data.y, antecedents, 10, 50000),
             "100 chains": ours_timer(table, data.y, antecedents, 100, 5000),
             "10 chains, 4-temperature ladder": ours_timer(table, data.y, antecedents, 10, 10000, n_rungs=4),
+            FIT_ROW: FitTimer(items, data.y, antecedents),
         }
-        against_pysbrl = ["10 chains"]
+        against_pysbrl = ["10 chains", FIT_ROW]
         imodels = ImodelsTimer(items, data.y)
         peers, missing = {"imodels": imodels}, {}
     try:
@@ -149,7 +189,15 @@ def bench_speed() -> list[Comparison]:
         notes = f"ratio per round {min(ratios):.2f}x-{max(ratios):.2f}x; {notes}"
         return Comparison(f"s / iteration / chain, {task}", ours_seconds, peer, peer_seconds, notes)
 
-    rows = [compare(task, "pysbrl", "same antecedents; pysbrl (CPU) runs 10 chains") for task in against_pysbrl]
+    def pysbrl_notes(task):
+        notes = "same antecedents; pysbrl (CPU) runs 10 chains"
+        if task != FIT_ROW:
+            return notes
+        fit = ours[FIT_ROW]
+        return (f"{notes}; {FIT_NOTES}; of the last round: the engine (convergence.sample) "
+                f"{fit.engine_seconds * 1e6:.1f} us per draw and chain, set-up and result {fit.setup_seconds:.2f} s per fit")
+
+    rows = [compare(task, "pysbrl", pysbrl_notes(task)) for task in against_pysbrl]
     if on_gpu:
         return rows
     notes = f"imodels (3 serial chains) mined {imodels.n_antecedents} antecedents"

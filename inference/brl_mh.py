@@ -79,6 +79,7 @@ functions at inverse temperature 1 as a NumPyro kernel.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import NamedTuple
 
@@ -761,20 +762,22 @@ def reference_draw(static: BRLStatic, data: BRLData, key) -> BRLState:
     return list_state(static, data, jnp.where(jnp.arange(static.capacity) < length, order, -1), length)
 
 
-def _batch_steps(static: BRLStatic, data: BRLData, states: BRLState, keys, betas) -> tuple[BRLState, BRLInfo]:
-    """:func:`step` on one batch whose replicas share ``data``'s tables: first the replica of least beta,
-    if its beta is 0, gets an independent draw from the reference (:func:`reference_draw`), then every
-    replica takes its Metropolis-Hastings steps. Without a replica at the reference (an untempered batch)
-    nothing is drawn, and every stream is as it was."""
-    first = jnp.argmin(betas)
+def _batch_steps(static: BRLStatic, data: BRLData, states: BRLState, keys, betas, may_redraw: bool
+                 ) -> tuple[BRLState, BRLInfo]:
+    """:func:`step` on one batch whose replicas share ``data``'s tables: first, with ``may_redraw``, the
+    replica of least beta, if its beta is 0, gets an independent draw from the reference
+    (:func:`reference_draw`), then every replica takes its Metropolis-Hastings steps. Without a replica at
+    the reference (an untempered batch) nothing is drawn, and every stream is as it was."""
+    if may_redraw:
+        first = jnp.argmin(betas)
 
-    def redraw(states_keys):
-        states, keys = states_keys
-        key_draw, key_first = random.split(keys[first])
-        fresh = reference_draw(static, data, key_draw)
-        return jax.tree.map(lambda batch, new: batch.at[first].set(new), states, fresh), keys.at[first].set(key_first)
+        def redraw(states_keys):
+            states, keys = states_keys
+            key_draw, key_first = random.split(keys[first])
+            fresh = reference_draw(static, data, key_draw)
+            return jax.tree.map(lambda batch, new: batch.at[first].set(new), states, fresh), keys.at[first].set(key_first)
 
-    states, keys = lax.cond(betas[first] == 0, redraw, lambda states_keys: states_keys, (states, keys))
+        states, keys = lax.cond(betas[first] == 0, redraw, lambda states_keys: states_keys, (states, keys))
     return jax.vmap(partial(_replica_steps, static, data))(states, keys, betas)
 
 
@@ -788,16 +791,27 @@ def step(static: BRLStatic, data: BRLData, states: BRLState, keys, betas) -> tup
     Before its steps, the replica at the reference (beta = 0; one per chain, or one per batch with shared
     tables) is replaced by an independent draw from r, as Pigeons.jl does: a replica that reaches the
     reference leaves it with a list unrelated to the one it came with, and a round trip regenerates the
-    chain; at the reference a Metropolis-Hastings step changes one rule of a list of some capacity / 2."""
-    if data.ticket_bounds.ndim == 1:
-        return _batch_steps(static, data, states, keys, betas)
-    n_chains = data.ticket_bounds.shape[0]
-    by_chain = lambda x: x.reshape(n_chains, -1, *x.shape[1:])  # noqa: E731
-    data_axes = BRLData(*(0 if name in PER_CHAIN_FIELDS else None for name in BRLData._fields))
-    batched = jax.vmap(partial(_batch_steps, static), in_axes=(data_axes, 0, 0, 0))(
-        data, *jax.tree.map(by_chain, (states, keys, betas))
-    )
-    return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), batched)
+    chain; at the reference a Metropolis-Hastings step changes one rule of a list of some capacity / 2.
+    A batch with no replica at the reference (an untempered run) skips the redraw as a whole: vmapped over
+    the chains, the redraw's test would become a select that draws from r for every chain and discards it
+    (at one step per scan, most of a scan's cost)."""
+
+    def batch_steps(may_redraw: bool):
+        def run(operands):
+            states, keys, betas = operands
+            if data.ticket_bounds.ndim == 1:
+                return _batch_steps(static, data, states, keys, betas, may_redraw)
+            n_chains = data.ticket_bounds.shape[0]
+            by_chain = lambda x: x.reshape(n_chains, -1, *x.shape[1:])  # noqa: E731
+            data_axes = BRLData(*(0 if name in PER_CHAIN_FIELDS else None for name in BRLData._fields))
+            batched = jax.vmap(partial(_batch_steps, static, may_redraw=may_redraw), in_axes=(data_axes, 0, 0, 0))(
+                data, *jax.tree.map(by_chain, (states, keys, betas))
+            )
+            return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), batched)
+
+        return run
+
+    return lax.cond(jnp.any(betas == 0), batch_steps(True), batch_steps(False), (states, keys, betas))
 
 
 def summaries(static: BRLStatic, data: BRLData, states: BRLState) -> dict:
@@ -884,9 +898,19 @@ class BRLMetropolisHastings(MCMCKernel):
         return make_target(truth_table, cardinalities, n_classes, y, priors, capacity, steps_per_call=self.steps_per_sample)
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
+        """Chains' starts, after the fit-time check of ``fit_brl`` (``target_check.check_brl``): under an
+        edit of the model file that this kernel cannot follow, a ModelMismatchError, not the old posterior."""
+        from interpretable_zoo.inference import target_check  # it imports this module
+
+        target = self.target(model_args, model_kwargs)
+        _, cardinalities, n_classes, _ = model_args
+        priors = (model_kwargs or {}).get("priors", brl.Priors())
+        with ThreadPoolExecutor(1) as outside_traces:  # JAX traces per thread: not under chain_method="parallel"'s pmap
+            outside_traces.submit(target_check.check_brl, np.asarray(cardinalities), int(n_classes), priors,
+                                  target[0].capacity).result()  # fmt: skip
         batched = _is_batched(rng_key)
         params = None if init_params is None else jax.tree.map(jnp.asarray, init_params)
-        chains = _init_chains(*self.target(model_args, model_kwargs), rng_key if batched else rng_key[None], params)
+        chains = _init_chains(*target, rng_key if batched else rng_key[None], params)
         return chains if batched else jax.tree.map(lambda x: x[0], chains)
 
     def sample(self, state, model_args, model_kwargs):
