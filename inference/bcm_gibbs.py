@@ -58,6 +58,7 @@ from __future__ import annotations
 import inspect
 import itertools
 from collections import namedtuple
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import NamedTuple
 
@@ -494,16 +495,13 @@ def _z_block(static: BCMStatic, data: BCMData, keys, betas, states: BCMTargetSta
 
 def _inverse_cdf_draw(weight, u):
     """One category per row of the unnormalised weights (L, K): the first whose cumulative weight exceeds
-    u * total, u (L,) uniform in [0, 1). The running sum is unrolled over the K (static) categories: on CPU
-    this is much cheaper inside a scan than a cumsum op."""
-    cumulative = [weight[:, 0]]
-    for k in range(1, weight.shape[1]):
-        cumulative.append(cumulative[-1] + weight[:, k])
-    target = u * cumulative[-1]
-    draw = jnp.zeros(u.shape, jnp.int32)
-    for below in cumulative[:-1]:
-        draw = draw + (below < target)
-    return draw
+    u * total, u (L,) uniform in [0, 1). The running sums are one product with a triangular matrix: on CPU
+    much cheaper inside a scan than a cumsum op, and than a sum unrolled over the K categories, which XLA
+    recomputes in every consumer of the draw."""
+    n_categories = weight.shape[1]
+    upper = jnp.triu(jnp.ones((n_categories, n_categories), weight.dtype))
+    cumulative = jnp.matmul(weight, upper, precision=jax.lax.Precision.HIGHEST)  # no reduced-precision products
+    return (cumulative[:, :-1] < (u * cumulative[:, -1])[:, None]).sum(-1, dtype=jnp.int32)
 
 
 def _log_split_proposal(log_ratio, in_pair, n_b, n_pair):
@@ -515,7 +513,11 @@ def _log_split_proposal(log_ratio, in_pair, n_b, n_pair):
     several counts per replica sharing the products over tokens, which cost the most."""
     tilts = jnp.asarray(RESPLIT_TILTS, log_ratio.dtype)
     log_tilt_weight = -jnp.log(3.0 * len(RESPLIT_TILTS))
-    normaliser = jnp.where(in_pair[:, None, :], jax.nn.softplus(log_ratio[:, None, :] + tilts[:, None]), 0.0).sum(-1)
+    # softplus(l_j + lambda_c) as log1p(exp(l_j) exp(lambda_c)): one transcendental per term instead of two;
+    # where the sum is large, softplus(x) = x to float precision
+    shifted = log_ratio[:, None, :] + tilts[:, None]  # (C, T, P)
+    softplus = jnp.where(shifted > 30.0, shifted, jnp.log1p(jnp.exp(log_ratio)[:, None, :] * jnp.exp(tilts)[:, None]))
+    normaliser = jnp.where(in_pair[:, None, :], softplus, 0.0).sum(-1)
     terms = [
         log_tilt_weight + tilts * n_b[..., None] - normaliser,  # (..., C, L)
         jnp.where(n_b == 0, -jnp.log(3.0), -jnp.inf)[..., None],
@@ -564,7 +566,8 @@ def _row_resplit_block(static: BCMStatic, data: BCMData, keys, betas, omega, pro
     # flat positions (C, P) of each feature's cell and column in chain c, before adding the cluster
     cells = (features * n_values + data.x)[:, None, :] + n_features * n_values * chain  # (N, C, P)
     cols = (features + n_features * chain) * n_clusters
-    alpha = data.pi_concentration
+    # log Gamma(a_s + m), m = 0..P: the row term's factors, read from a table (one gather per observation)
+    row_log_gamma = gammaln(data.pi_concentration[:, None] + jnp.arange(n_features + 1))
     n_tilts = len(RESPLIT_TILTS)
     tilts = jnp.asarray(RESPLIT_TILTS, g_cells.dtype)
 
@@ -593,22 +596,19 @@ def _row_resplit_block(static: BCMStatic, data: BCMData, keys, betas, omega, pro
         in_b = z_row == b
         in_pair = (z_row == a) | in_b
 
-        def log_weight(s):  # log w_s per token, the token left out of its current cluster's counts
+        def weight(s):  # w_s per token, the token left out of its current cluster's counts
             own = (z_row == s).astype(cell_counts.dtype)
             cell, col = row_cells + s, cols + s
-            return jnp.log((g_cells[cell] + cell_counts[cell] - own) / (g_totals[col] + col_totals[col] - own))
+            return (g_cells[cell] + cell_counts[cell] - own) / (g_totals[col] + col_totals[col] - own)
 
-        log_ratio = jnp.where(in_pair, betas[:, None] * (log_weight(b) - log_weight(a)), 0.0)  # l_j
+        log_ratio = jnp.where(in_pair, betas[:, None] * jnp.log(weight(b) / weight(a)), 0.0)  # l_j
         tilt = tilts[jnp.minimum(component, n_tilts - 1)]
         to_b = jnp.where((component < n_tilts)[:, None], uniforms < jax.nn.sigmoid(log_ratio + tilt[:, None]),
                          (component >= 2 * n_tilts)[:, None]) & in_pair
-        n_pair, n_b, new_b = in_pair.sum(-1), in_b.sum(-1), to_b.sum(-1)
-        alpha_a, alpha_b = alpha[a[:, 0]], alpha[b[:, 0]]
+        n_pair, n_b, new_b, n_moving = jnp.stack([in_pair, in_b, to_b, to_b != in_b]).sum(-1, dtype=jnp.int32)  # one reduction
         log_split_now, log_split_new = _log_split_proposal(log_ratio, in_pair, jnp.stack([n_b, new_b]), n_pair)
-        log_accept = (
-            gammaln(alpha_a + n_pair - new_b) + gammaln(alpha_b + new_b) - gammaln(alpha_a + n_pair - n_b) - gammaln(alpha_b + n_b)
-            + log_split_now - log_split_new
-        )
+        row_terms = row_log_gamma[jnp.stack([a[:, 0], b[:, 0]] * 2), jnp.stack([n_pair - new_b, new_b, n_pair - n_b, n_b])]
+        log_accept = row_terms[0] + row_terms[1] - row_terms[2] - row_terms[3] + log_split_now - log_split_new
         accept = log_u < log_accept
         moved = accept[:, None] & (to_b != in_b)  # tokens changing cluster (only in the pair)
         source, target = jnp.where(in_b, b, a), jnp.where(in_b, a, b)
@@ -620,7 +620,7 @@ def _row_resplit_block(static: BCMStatic, data: BCMData, keys, betas, omega, pro
         clusters = jnp.arange(n_clusters)
         split = jnp.where(clusters == a, (n_pair - new_b)[:, None], jnp.where(clusters == b, new_b[:, None], row_count))
         row_count = jnp.where(accept[:, None], split, row_count)
-        return (cell_counts, col_totals), (z_row, row_count, moved.any(-1))
+        return (cell_counts, col_totals), (z_row, row_count, accept & (n_moving > 0))
 
     carry = (cell_counts.reshape(-1), col_totals.reshape(-1))
     (cell_counts, _), (z, row_counts, moved) = jax.lax.scan(resplit_row, carry, inputs)
@@ -1035,7 +1035,14 @@ class BCMGibbs(MCMCKernel):
         return target_from_model_args(model_args, model_kwargs, **self._options)
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
+        """Chains' starts, after the fit-time check of ``fit_bcm`` (``target_check.check_bcm``): under an
+        edit of the model file that this kernel cannot follow, a ModelMismatchError, not the old posterior."""
+        from interpretable_zoo.inference import target_check  # it imports this module
+
         static, data = self.target(model_args, model_kwargs)
+        priors = inspect.signature(bcm.collapsed_model).bind(*model_args, **(model_kwargs or {})).arguments.get("priors")
+        with ThreadPoolExecutor(1) as outside_traces:  # JAX traces per thread: not under chain_method="parallel"'s pmap
+            outside_traces.submit(target_check.check_bcm, static.n_clusters, priors or bcm.Priors()).result()
         labels = self._init_labels
         batched = not is_prng_key(rng_key)
         shapes = [(static.n_obs,)] + ([(len(rng_key), static.n_obs)] if batched else [])

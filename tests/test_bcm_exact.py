@@ -353,6 +353,21 @@ def test_each_replica_gets_the_same_draws_whatever_the_other_replicas(ours_sweep
         np.testing.assert_array_equal(np.roll(getattr(second, name), -3, axis=0)[kept], getattr(first, name)[kept])
 
 
+def test_a_replica_at_beta_one_draws_the_same_in_an_untempered_batch():
+    """A batch all at beta = 1 skips the power w ** beta of tempered eq. (1); a replica at beta = 1 gets the
+    same draws there as beside replicas at other temperatures (split-merge sweeps included)."""
+    static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)
+    states = jit_init(static, data, jax.random.split(jax.random.PRNGKey(9), 8))
+    mixed_betas = jnp.tile(jnp.array([1.0, 0.5]), 4)
+    for i in range(8):
+        keys = jax.random.split(jax.random.PRNGKey(10 + i), 8)
+        untempered, _ = jit_step(static, data, states, keys, jnp.ones(8))
+        mixed, _ = jit_step(static, data, states, keys, mixed_betas)
+        for name in ("z", "omega", "prototype", "row_counts", "cell_counts", "log_prior", "log_likelihood"):
+            np.testing.assert_array_equal(getattr(mixed, name)[::2], getattr(untempered, name)[::2])
+        states = untempered
+
+
 def test_thousands_of_tokens_in_one_cell_stay_finite():
     x = np.zeros((2500, 2), int)
     x[::7, 1] = 1

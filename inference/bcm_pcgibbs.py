@@ -1,0 +1,247 @@
+"""Exact tempered partially collapsed Gibbs sampler for the Bayesian Case Model: phi explicit, pi integrated out.
+
+Following Magnusson, Jonsson, Villani and Broman (2018, "Sparse partially collapsed MCMC for parallel inference
+in topic models"), the cluster distributions phi_sj are kept in the state and only pi_i is integrated out.
+Given phi, the tokens of different observations share no count, so every observation's tokens are updated
+at once; within an observation the Polya term of pi_i couples them, so its P tokens are visited in turn:
+P sequential steps per sweep, each over all N observations (the collapsed kernel, ``inference.bcm_gibbs``,
+needs max(N, P) steps, each with scatter updates of the shared cell counts).
+
+A replica at inverse temperature beta targets the explicit path
+
+    pi_beta(omega, p, phi, z) propto p(omega) p(p) p(phi | omega, p) p(z) p(x | z, phi)^beta,
+
+p(phi | omega, p) = prod_sj Dirichlet(phi_sj; g_sj), g_sj = g(x_{p_s j}, omega_sj) over the values v < V_j
+(``models.bcm.g``), p(z) the row term of ``models.bcm.collapsed_model`` (pi_i integrated out) and
+p(x | z, phi) = prod_sjv phi_sjv^{n_sjv}, n_sjv the tokens of feature j with value v in cluster s.
+Integrating phi out gives
+
+    pi_beta(omega, p, z) propto p(omega) p(p) p(z) prod_sj B(g_sj + beta n_sj) / B(g_sj),        (*)
+
+which at beta = 1 is ``collapsed_model``'s posterior (the target of ``inference.bcm_gibbs``); at beta < 1
+it differs from the collapsed kernel's path, whose likelihood factor is [B(g + n) / B(g)]^beta. beta = 0 is
+the prior. :func:`step` runs two blocks, each drawing from a conditional of pi_beta:
+
+(a) z | phi, omega, p (:func:`_z_block`): p(z_ij = s | rest) propto (a_s + n_{i,s,not j}) phi_{s j x_ij}^beta
+    (eq. (1) with phi explicit), a_s the Dirichlet concentration of pi_i (``models.bcm.z_concentration``),
+    n_{i,s,not j} the tokens of observation i in s other than j: features in turn, all observations at once;
+(b) (omega, p, phi) | z jointly (:func:`_parameters_block`): the clusters are independent given z. With
+    phi_s integrated out (*), p_s with omega_s summed out: log p(p_s = i) = prior logit +
+    sum_j log sum_b p(omega_sj = b) exp(E_b[s, j, x_ij]), E_b[s, j, v] = log B(g(v, b) + beta n_sj) -
+    log B(g(v, b)) (non-integer tempered counts: log Gamma evaluated directly); then omega_sj given p_s,
+    log-odds = prior log-odds + E_1 - E_0 (eq. (2) with tempered counts); then
+    phi_sj ~ Dirichlet(g_sj + beta n_sj), the conjugate update of the tempered likelihood.
+
+No whole-observation re-split or split-merge move: with alpha small an observation whose tokens share one
+cluster rarely moves (as in the collapsed kernel's block 1 alone), so the cluster sizes mix slowly. Given
+phi, the collapsed kernel's re-split move (``bcm_gibbs._row_resplit_block``) would apply to every
+observation at once, with l_j = beta (log phi_bjx - log phi_ajx).
+
+State fields follow ``inference.bcm_gibbs.BCMTargetState`` (z, omega, prototype, row and cell counts) plus
+log phi, so that ``bcm_gibbs.summaries`` and the records of ``inference.bcm`` apply. ``log_prior`` =
+log p(omega) + log p(p) + log p(phi | omega, p) + log p(z) and ``log_likelihood`` = log p(x | z, phi): the
+tempering engine swaps on the latter. The engine's ``log_joint`` is therefore the explicit joint; the
+summary ``collapsed_log_joint`` is log p(omega, p, z, x) (phi and pi integrated out), the collapsed
+kernel's ``log_joint``. Static and data are the collapsed kernel's (:func:`make_target`), so the prior
+tables come from the model file's hooks in one place.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.special import logsumexp
+
+from interpretable_zoo.inference import bcm_gibbs
+from interpretable_zoo.inference.bcm_gibbs import BCMData, BCMStatic
+from interpretable_zoo.inference.tempering import TargetKernel
+from interpretable_zoo.models import bcm
+
+
+class PCGibbsState(NamedTuple):
+    """One replica (or a batch along a leading axis): z (N, P), omega (S, P), prototype (S,) int32;
+    log_phi (S, P, V) log phi_sjv, -inf on padded values v >= V_j; row_counts (N, S), cell_counts (P * V, S)
+    as in ``bcm_gibbs.BCMTargetState``; log_prior, log_likelihood as in the module docstring."""
+
+    z: jax.Array
+    omega: jax.Array
+    prototype: jax.Array
+    log_phi: jax.Array
+    row_counts: jax.Array
+    cell_counts: jax.Array
+    log_prior: jax.Array
+    log_likelihood: jax.Array
+
+
+class PCGibbsInfo(NamedTuple):
+    """What a :func:`step` did, per replica: z_changed, the share of tokens whose cluster changed."""
+
+    z_changed: jax.Array
+
+
+def make_target(x, n_clusters: int, priors: bcm.Priors | None = None, n_values=None) -> tuple[BCMStatic, BCMData]:
+    """(static, data) of ``collapsed_model(x, n_clusters, priors, n_values)``: those of
+    ``bcm_gibbs.make_target`` (arguments checked there) without the split-merge move, which this kernel
+    does not run."""
+    return bcm_gibbs.make_target(x, n_clusters, priors, n_values, split_merge_clusters=0)
+
+
+def _concentrations(static: BCMStatic, data: BCMData, omega, prototype):
+    """g_sj over the values, (S, P, V), 0 on padded values."""
+    return data.g_values[omega, jnp.arange(static.n_features), data.x[prototype]]
+
+
+def _log_terms(static: BCMStatic, data: BCMData, omega, prototype, log_phi, row_counts, cell_counts):
+    """(log_prior, log_likelihood) of one replica (module docstring)."""
+    mask = data.value_mask
+    collapsed_prior, _ = bcm_gibbs._log_target_parts(static, data, omega, prototype, row_counts, cell_counts)
+    concentration = _concentrations(static, data, omega, prototype)
+    log_dirichlet = jnp.where(mask, (concentration - 1.0) * log_phi, 0.0).sum() - bcm.log_multivariate_beta(
+        jnp.where(mask, concentration, 1.0), mask
+    ).sum()
+    counts = bcm_gibbs._cells_by_cluster(static, cell_counts)
+    log_likelihood = jnp.where(mask, counts * log_phi, 0.0).sum()
+    return collapsed_prior + log_dirichlet, log_likelihood
+
+
+def _with_log_terms(static, data, z, omega, prototype, log_phi, row_counts, cell_counts) -> PCGibbsState:
+    log_prior, log_likelihood = _log_terms(static, data, omega, prototype, log_phi, row_counts, cell_counts)
+    return PCGibbsState(z, omega, prototype, log_phi, row_counts, cell_counts, log_prior, log_likelihood)
+
+
+def state_from_params(static: BCMStatic, data: BCMData, omega, prototype, log_phi, z) -> PCGibbsState:
+    """The replica state of the given omega (S, P), prototype (S,), log phi (S, P, V) and z (N, P)."""
+    omega, prototype, z = (jnp.asarray(value, jnp.int32) for value in (omega, prototype, z))
+    row_counts, cell_counts = bcm_gibbs._counts(static, data, z)
+    log_phi = jnp.where(data.value_mask, jnp.asarray(log_phi, jnp.result_type(float)), -jnp.inf)
+    return _with_log_terms(static, data, z, omega, prototype, log_phi, row_counts, cell_counts)
+
+
+def log_gamma_draws(key, concentration):
+    """log X, X ~ Gamma(concentration, 1) elementwise: Marsaglia and Tsang's (2000) rejection sampler, every
+    element proposing at once until all have accepted (each element's accepted proposal is an exact draw,
+    whatever the others do), and for a < 1 their boost X = Y U^(1/a), Y ~ Gamma(a + 1), in log space so
+    that tiny X stay finite. On CPU it costs less than half of ``jax.random.loggamma``, which runs a
+    rejection loop and splits a key per element."""
+    boost = concentration < 1.0
+    shape = jnp.where(boost, concentration + 1.0, concentration)
+    d = shape - 1.0 / 3.0
+    c = 1.0 / jnp.sqrt(9.0 * d)
+
+    def propose(carry):
+        key, done, log_x = carry
+        key, key_normal, key_uniform = jax.random.split(key, 3)
+        normal = jax.random.normal(key_normal, concentration.shape)
+        log_u = jnp.log1p(-jax.random.uniform(key_uniform, concentration.shape))
+        v = 1.0 + c * normal
+        log_v3 = 3.0 * jnp.log(jnp.where(v > 0, v, 1.0))
+        accept = ~done & (v > 0) & (log_u < 0.5 * normal**2 + d - d * v**3 + d * log_v3)
+        return key, done | accept, jnp.where(accept, jnp.log(d) + log_v3, log_x)
+
+    key_loop, key_boost = jax.random.split(key)
+    start = (key_loop, jnp.zeros(concentration.shape, bool), jnp.zeros(concentration.shape, d.dtype))
+    _, _, log_x = jax.lax.while_loop(lambda carry: ~carry[1].all(), propose, start)
+    log_u = jnp.log1p(-jax.random.uniform(key_boost, concentration.shape, d.dtype))
+    return jnp.where(boost, log_x + log_u / concentration, log_x)
+
+
+def _draw_log_phi(data: BCMData, key, concentration):
+    """log phi_sj ~ log Dirichlet(concentration) over the valid values, from log-Gamma draws (stable for
+    small concentrations); -inf on padded values."""
+    log_gamma = log_gamma_draws(key, jnp.where(data.value_mask, concentration, 1.0))
+    log_gamma = jnp.where(data.value_mask, log_gamma, -jnp.inf)
+    return log_gamma - logsumexp(log_gamma, -1, keepdims=True)
+
+
+def init(static: BCMStatic, data: BCMData, key) -> PCGibbsState:
+    """One replica drawn from the prior: (omega, p, z) as ``bcm_gibbs.init``, phi_sj ~ Dirichlet(g_sj)."""
+    key_collapsed, key_phi = jax.random.split(key)
+    start = bcm_gibbs.init(static, data, key_collapsed)
+    log_phi = _draw_log_phi(data, key_phi, _concentrations(static, data, start.omega, start.prototype))
+    return _with_log_terms(static, data, start.z, start.omega, start.prototype, log_phi, start.row_counts,
+                           start.cell_counts)
+
+
+def _z_block(static: BCMStatic, data: BCMData, key, beta, z, log_phi, row_counts):
+    """Block (a) for one replica: z_ij by p(z_ij = s) propto (a_s + n_{i,s,not j}) phi_{s j x_ij}^beta, one
+    feature j at a time over all observations (they are independent given phi). Returns z and row counts.
+    The counts are carried as (S, N) floats (small integers, exact): on CPU a step over that layout costs
+    half as much as over (N, S)."""
+    token_log_phi = jnp.take_along_axis(jnp.moveaxis(log_phi, 1, 0), data.x.T[:, None, :], axis=2)  # (P, S, N)
+    tempered = beta * token_log_phi  # finite: x_ij is a valid value of feature j
+    # phi^beta relative to the token's largest: exp never overflows, and the weights keep their ratios
+    weights = jnp.exp(tempered - tempered.max(1, keepdims=True))
+    uniforms = jax.random.uniform(key, (static.n_features, static.n_obs))
+    clusters = jnp.arange(static.n_clusters)[:, None]
+    alpha = data.pi_concentration[:, None]
+
+    def update_feature(counts, inputs):
+        old, phi_weight, u = inputs
+        is_old = clusters == old
+        new = bcm_gibbs._inverse_cdf_draw(((alpha + counts - is_old) * phi_weight).T, u)
+        return counts + (clusters == new) - is_old, new
+
+    counts, z_new = jax.lax.scan(update_feature, row_counts.T.astype(weights.dtype), (z.T, weights, uniforms))
+    return z_new.T, counts.T.astype(row_counts.dtype)
+
+
+def _parameters_block(static: BCMStatic, data: BCMData, key, beta, cell_counts):
+    """Block (b) for one replica: (omega, p, phi) given z from the tempered conditional (module docstring):
+    p_s with phi_s integrated out and omega_s summed out, omega_s given p_s, then phi_s. Returns
+    (omega, prototype, log_phi)."""
+    key_prototype, key_omega, key_phi = jax.random.split(key, 3)
+    features = jnp.arange(static.n_features)
+    tempered = beta * bcm_gibbs._cells_by_cluster(static, cell_counts).astype(jnp.result_type(float))  # (S, P, V)
+    mask = data.value_mask[:, None, :]  # (P, 1, V) over (j, v, u)
+    # E[b, s, j, v] = log B(g(v, b) + beta n_sj) - log B(g(v, b)), g_values (2, P, V, V) over (b, j, v, u).
+    # g(v, 0) does not depend on the prototype value v (models.bcm.g's contract): one term for every v.
+    log_beta_out = bcm.log_multivariate_beta(data.g_values[0, :, 0] + tempered, data.value_mask)  # (S, P)
+    log_beta_in = bcm.log_multivariate_beta(data.g_values[1] + tempered[:, :, None, :], mask)  # (S, P, V)
+    log_beta = jnp.stack([jnp.broadcast_to(log_beta_out[..., None], log_beta_in.shape), log_beta_in])
+    evidence = log_beta - data.log_beta_prior[:, None]  # (2, S, P, V)
+    omega_log_prob = jnp.moveaxis(data.omega_log_prob, -1, 0)[..., None]  # (2, S, P, 1)
+    by_value = logsumexp(omega_log_prob + evidence, 0)  # (S, P, V), omega summed out
+    scores = data.prototype_log_prob + by_value[:, features, data.x].sum(-1)  # (S, N)
+    prototype = jax.random.categorical(key_prototype, scores).astype(jnp.int32)
+    prototype_values = data.x[prototype]  # (S, P)
+    clusters = jnp.arange(static.n_clusters)[:, None]
+    omega_logits = omega_log_prob[..., 0] + evidence[:, clusters, features, prototype_values]  # (2, S, P)
+    omega = jax.random.categorical(key_omega, omega_logits, axis=0).astype(jnp.int32)
+    concentration = _concentrations(static, data, omega, prototype) + tempered
+    return omega, prototype, _draw_log_phi(data, key_phi, concentration)
+
+
+def _one_step(static: BCMStatic, data: BCMData, state: PCGibbsState, key, beta):
+    key_z, key_parameters = jax.random.split(key)
+    z, row_counts = _z_block(static, data, key_z, beta, state.z, state.log_phi, state.row_counts)
+    _, cell_counts = bcm_gibbs._counts(static, data, z)
+    omega, prototype, log_phi = _parameters_block(static, data, key_parameters, beta, cell_counts)
+    new = _with_log_terms(static, data, z, omega, prototype, log_phi, row_counts, cell_counts)
+    return new, PCGibbsInfo(jnp.mean(z != state.z, dtype=jnp.float32))
+
+
+def step(static: BCMStatic, data: BCMData, states: PCGibbsState, keys, betas) -> tuple[PCGibbsState, PCGibbsInfo]:
+    """One sweep of B replicas (fields of ``states`` with a leading axis B; ``keys`` (B,), ``betas`` (B,) in
+    [0, 1]): block (a), then block (b). Replica b leaves its pi_beta invariant (module docstring)."""
+    betas = jnp.asarray(betas, jnp.result_type(float))
+    return jax.vmap(lambda state, key, beta: _one_step(static, data, state, key, beta))(states, keys, betas)
+
+
+def summaries(static: BCMStatic, data: BCMData, states: PCGibbsState) -> dict:
+    """Label-free scalars per replica: those of ``bcm_gibbs.summaries`` (sorted cluster sizes, active omega)
+    and ``collapsed_log_joint``, log p(omega, p, z, x) with phi and pi integrated out (``collapsed_model``)."""
+    parts = jax.vmap(lambda o, p, r, c: bcm_gibbs._log_target_parts(static, data, o, p, r, c))(
+        states.omega, states.prototype, states.row_counts, states.cell_counts
+    )
+    return {**bcm_gibbs.summaries(static, data, states), "collapsed_log_joint": parts[0] + parts[1]}
+
+
+def record(static: BCMStatic, data: BCMData, states: PCGibbsState) -> dict:
+    """What a kept draw stores: omega, the prototypes and the row counts."""
+    return {"omega": states.omega, "prototype": states.prototype, "row_counts": states.row_counts}
+
+
+KERNEL = TargetKernel(init, step, summaries, record)
+"""The kernel as ``inference.convergence.sample`` runs it."""
