@@ -279,7 +279,11 @@ class BayesianSets:
             feature_names, self.n_features, argument="feature_names", default_prefix="feature_", counted="features"
         )
         feature_means = np.asarray(self.X.sum(axis=0)).ravel() / self.n_items
-        self.alpha, self.beta, self.informative = bs_model.beta_hyperparameters(priors, feature_means)
+        hyperparameters = bs_model.beta_hyperparameters(priors, feature_means)
+        if not isinstance(hyperparameters, tuple) or len(hyperparameters) != 2:
+            raise ValueError("beta_hyperparameters: must return the pair (alpha, beta) of per-feature arrays")
+        self.alpha, self.beta = (np.asarray(value, dtype=np.float64) for value in hyperparameters)
+        self.informative = bs_model.informative_features(self.alpha, self.beta, feature_means)
         self._index_of_name: dict[str, int | None] | None = None
         self._terms_by_size: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._csr: scipy.sparse.csr_matrix | None = None

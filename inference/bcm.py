@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from interpretable_zoo.datasets.preprocessing import CategoricalData, encode_categorical, encode_like
 from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, summary, tempered_inference_data
-from interpretable_zoo.inference import bcm_gibbs, convergence, target_check, tempering
+from interpretable_zoo.inference import bcm_gibbs, convergence, hyperpriors, target_check, tempering
 from interpretable_zoo.inference.checkpoint import as_checkpoint
 from interpretable_zoo.inference.explanation import html_card, mcmc_facts, mcmc_status, plain, records
 from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin
@@ -146,7 +146,8 @@ class BCMResult(convergence.TemperedResult):
         self._labels = _alignment(self._row_counts, self._row_counts[self.best_chain, self.best_draw])
 
     def _kernel(self) -> TargetKernel:
-        return _kernel(self.store_z)
+        kernel = _kernel(self.store_z)
+        return hyperpriors.with_hyperpriors(kernel) if isinstance(self.target[0], hyperpriors.HyperStatic) else kernel
 
     def _with_run(self, run) -> BCMResult:
         return BCMResult(run, self.target, self.data, self.n_clusters, self.priors, self.store_z)
@@ -333,11 +334,13 @@ def _inference_data(run, data: CategoricalData) -> az.InferenceData:
     }
     if "z" in records:
         posterior["z"] = records["z"]
+    sampled_hyperparameters = tuple(name for name in hyperpriors.hyperparameter_names(bcm.Priors) if name in summaries)
+    posterior.update({name: summaries[name] for name in sampled_hyperparameters})
     pointwise = {"x": records["log_likelihood"]} if log_likelihood_fits(*records["log_likelihood"].shape, "BCM") else None
     return tempered_inference_data(
         run,
         posterior,
-        summary_var_names=SUMMARY_VARS,
+        summary_var_names=SUMMARY_VARS + sampled_hyperparameters,
         coords={"feature": list(data.feature_names), "observation": list(data.sample_names)},
         dims={"omega": ["cluster", "feature"], "prototype": ["cluster"], "z": ["observation", "feature"],
               "sorted_cluster_size": ["rank"]},
@@ -453,11 +456,15 @@ def fit_bcm(
     # one replica per chain (untempered): a lower bound of the tempered run's memory
     needed = bcm_gibbs.memory_bytes(n_obs, data.n_values, n_clusters, n_replicas=num_chains)
     check_category_memory(data.n_values, data.feature_names, needed)
-    target = bcm_gibbs.make_target(data.codes, n_clusters, priors, data.n_values)
+    target = bcm_gibbs.make_target(data.codes, n_clusters, hyperpriors.at_point(priors), data.n_values)
     target_check.check_bcm(n_clusters, priors)
     initial = None if init_labels is None else _initial_states(target, init_labels, num_chains, seed)
+    kernel = _kernel(store_z)
+    if hyperpriors.hyperpriors_of(priors):  # hyperparameters sampled within the chain
+        target, kernel = hyperpriors.target(hyperpriors.BCM, target, priors), hyperpriors.with_hyperpriors(kernel)
+        initial = None if initial is None else hyperpriors.initial_states(target, initial, jax.random.PRNGKey(seed))
     run = convergence.sample(
-        _kernel(store_z),
+        kernel,
         *target,
         num_chains=num_chains,
         seed=seed,

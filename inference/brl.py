@@ -17,7 +17,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, tempered_inference_data
-from interpretable_zoo.inference import brl_mh, convergence, memory, target_check, tempering
+from interpretable_zoo.inference import brl_mh, convergence, hyperpriors, memory, target_check, tempering
 from interpretable_zoo.inference.checkpoint import as_checkpoint
 from interpretable_zoo.inference.explanation import html_card, mcmc_facts, mcmc_status, plain, records
 from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin
@@ -138,7 +138,7 @@ class BRLResult(convergence.TemperedResult):
     target: tuple = field(repr=False, default=None)  # (static, data) of the kernel, for extend()
 
     def _kernel(self) -> TargetKernel:
-        return KERNEL
+        return hyperpriors.with_hyperpriors(KERNEL) if isinstance(self.target[0], hyperpriors.HyperStatic) else KERNEL
 
     def _with_run(self, run) -> BRLResult:
         return _result(run, self.target, self.antecedents, self.item_names, self.classes, self.priors,
@@ -152,6 +152,8 @@ class BRLResult(convergence.TemperedResult):
     def idata(self):
         """``arviz.InferenceData`` of the run (see the class docstring)."""
         rules, lengths = self.run.records["rules"], self.run.records["length"]
+        sampled_hyperparameters = tuple(name for name in hyperpriors.hyperparameter_names(brl.Priors)
+                                        if name in self.run.summaries)
         pointwise = None
         if log_likelihood_fits(*lengths.shape, len(self.train_labels), "BRL"):
             pointwise = {"y": _pointwise_log_likelihood(self._slots(self.train_table), self.train_labels,
@@ -163,8 +165,9 @@ class BRLResult(convergence.TemperedResult):
                 "length": lengths,
                 "mean_cardinality": self.run.summaries["mean_cardinality"],
                 "log_posterior": self.run.summaries["log_joint"],
+                **{name: self.run.summaries[name] for name in sampled_hyperparameters},
             },
-            summary_var_names=SUMMARY_VARIABLES,
+            summary_var_names=SUMMARY_VARIABLES + sampled_hyperparameters,
             dims={"rules": ["position"]},
             log_likelihood=pointwise,
         )
@@ -439,14 +442,24 @@ def fit_brl(
     )
     table = truth_table(items, antecedents)
     cardinalities = np.array([len(a) for a in antecedents], dtype=np.int32)
-    kernel_target = brl_mh.make_target(table, cardinalities, len(classes), codes, priors, capacity,
-                                       steps_per_call=steps_per_scan, neighbours=antecedent_neighbours(antecedents))
+    kernel_target = brl_mh.make_target(table, cardinalities, len(classes), codes, hyperpriors.at_point(priors),
+                                       capacity, steps_per_call=steps_per_scan,
+                                       neighbours=antecedent_neighbours(antecedents))
     target_check.check_brl(cardinalities, len(classes), priors, capacity)
+    kernel = KERNEL
+    if hyperpriors.hyperpriors_of(priors):  # hyperparameters sampled within the chain
+        kernel_target = hyperpriors.target(hyperpriors.BRL, kernel_target, priors)
+        kernel = hyperpriors.with_hyperpriors(KERNEL)
     static, data = kernel_target
+    # chains learn their proposal in groups (brl_mh.learn_proposal)
+    if isinstance(static, hyperpriors.HyperStatic):
+        data = data._replace(inner=brl_mh.per_chain(data.inner, num_chains))
+    else:
+        data = brl_mh.per_chain(data, num_chains)
     run = convergence.sample(
-        KERNEL,
+        kernel,
         static,
-        brl_mh.per_chain(data, num_chains),  # chains learn their proposal in groups (brl_mh.learn_proposal)
+        data,
         num_chains=num_chains,
         seed=seed,
         n_temperatures=n_temperatures,

@@ -308,6 +308,7 @@ def _settings(X, feature_names, priors, restarts, max_iter, seed, n_proposals, r
                                   exact_or=check_flag(exact_or, "exact_or"))  # fmt: skip
     priors = _check_priors(priors)
     target_check.check_mgm(priors, config.exact_or)  # the model file's program is the one the ELBO assumes
+    mgm_vi.check_expected_log_prior(priors)  # and the ELBO's prior terms are its log density
     return array, names, priors, config, restarts, _check_seed(seed)
 
 

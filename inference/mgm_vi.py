@@ -14,7 +14,10 @@ Factorised family for the selection variables (sec. 3):
 Expected logs: Elb = E log beta = psi(phi1) - psi(phi1 + phi2), Elb1 = E log(1 - beta) = psi(phi2) - psi(phi1 + phi2);
 Elg, Elg1 likewise from ell; Elpi_k = psi(tau_k) - psi(sum tau). For a Beta(a, b) density,
     E_q log Beta(beta; a, b) = (a - 1) Elb + (b - 1) Elb1 - log B(a, b)                               (E1)
-with (a, b) = (alpha_u, beta_u) ["u"], (alpha_b, beta_b) ["b"], (alpha_t, beta_t) ["t"].
+The prior of beta_gk is Beta(a_c, b_c) at the corner c = (y_g, t_gk) in {00, 01, 10, 11}, (a_c, b_c) =
+``models.mgm.beta_parameters(y, t)`` (the hook ``model`` draws beta_gk with; by default (alpha_u, beta_u) for
+c = 00, 01, (alpha_b, beta_b) for 10 and (alpha_t, beta_t) for 11); E_c is (E1) at (a_c, b_c), and
+w_c = q(y_g, t_gk) = (1 - eta)(1 - lam), (1 - eta) lam, eta (1 - lam), eta lam.
 
 ELBO = log p(partition, f)                                            [log_structure_prior, pi_l, pi_f collapsed]
      + sum_g sum_n log p(w_{n,g} | i_ng, f_g)                          [group_log_likelihood, eq. 2/3; constant in q]
@@ -24,18 +27,17 @@ where n1_gk = sum_n nu_nk I_ng, n0_gk = sum_n nu_nk (1 - I_ng), and
     L_g = eta log rho + (1 - eta) log(1 - rho)                                        E log p(y_g)
         + (sigma1 - 1) Elg + (sigma2 - 1) Elg1 - log B(sigma1, sigma2)                 E log p(gamma_g)
         + sum_k [lam Elg + (1 - lam) Elg1]                                            E log p(t_gk | gamma_g)
-        + sum_k [(1 - eta) E_u + eta ((1 - lam) E_b + lam E_t)]                        E log p(beta_gk | y, t), (E1)
+        + sum_k sum_c w_c E_c                                                         E log p(beta_gk | y, t), (E1)
         + sum_k [n1 Elb + n0 Elb1]                                                    E log p(i_.g | beta, z)
         + H[Bern(eta)] + H[Beta(ell)] + sum_k H[Bern(lam)] + sum_k H[Beta(phi)].
 Empty groups carry no data: their selection variables keep their prior, adding exactly 0.
 
 Coordinate-ascent updates (each the exact maximiser of the ELBO in its block, all others fixed):
     tau_k     = alpha_z + sum_n nu_nk                                                               (U1)
-    phi_gk    = (A_gk + n1_gk, B_gk + n0_gk),  A = (1-eta) alpha_u + eta ((1-lam) alpha_b + lam alpha_t),
-                B likewise with the second parameters (the ELBO is linear in Elb, Elb1 with those weights)    (U2)
-    logit lam = Elg - Elg1 + eta (E_t - E_b)                                                         (U3)
+    phi_gk    = (sum_c w_c a_c + n1_gk, sum_c w_c b_c + n0_gk)   (the ELBO is linear in Elb, Elb1)       (U2)
+    logit lam = Elg - Elg1 + (1 - eta) (E_01 - E_00) + eta (E_11 - E_10)                              (U3)
     ell_g     = (sigma1 + sum_k lam_gk, sigma2 + sum_k (1 - lam_gk))                                   (U4)
-    logit eta = logit rho + sum_k [(1 - lam) E_b + lam E_t - E_u]                                     (U5)
+    logit eta = logit rho + sum_k [(1 - lam) (E_10 - E_00) + lam (E_11 - E_01)]                       (U5)
     log nu_nk = Elpi_k + sum_g [I_ng Elb_gk + (1 - I_ng) Elb1_gk] + const                           (U6)
 
 Deterministic annealing (Ueda & Nakano 1998; Katahira, Watanabe & Okada 2008) climbs, for inverse
@@ -82,8 +84,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 from jax.scipy.special import digamma, entr, gammaln
+from numpyro import handlers
 
 from interpretable_zoo import compiled_hooks
+from interpretable_zoo.inference.target_check import ModelMismatchError
 from interpretable_zoo.models import mgm
 from interpretable_zoo.models.mgm import AND, OR, Priors, group_log_likelihood
 
@@ -155,28 +159,46 @@ def _log_beta_function(a, b):
     return gammaln(a) + gammaln(b) - gammaln(a + b)
 
 
+CORNER_Y, CORNER_T = (0, 0, 1, 1), (0, 1, 0, 1)
+"""The four values (y_g, t_gk) of the corners c = 00, 01, 10, 11 at which the hook
+``models.mgm.beta_parameters`` gives the Beta prior of beta_gk."""
+
+
+class PriorTables(NamedTuple):
+    """What the ELBO and its updates read of the prior of beta_gk and gamma_g: ``corners`` (4, 2) the
+    Beta parameters (a_c, b_c) of beta_gk at the corners (y, t) of :data:`CORNER_Y`, :data:`CORNER_T`
+    (the hook ``beta_parameters``, the function ``model`` draws beta_gk with), ``corner_log_b`` (4,) their
+    log B(a_c, b_c), and ``gamma_log_b`` log B(sigma1, sigma2)."""
+
+    corners: jax.Array
+    corner_log_b: jax.Array
+    gamma_log_b: jax.Array
+
+
+def prior_tables(priors: Priors) -> PriorTables:
+    """:class:`PriorTables` of ``priors`` (precomputed once per search for :class:`_SearchPriors`)."""
+    if isinstance(priors, _SearchPriors):
+        return priors.tables
+    y, t = jnp.asarray(CORNER_Y, jnp.int32), jnp.asarray(CORNER_T, jnp.int32)
+    corners = jnp.asarray(mgm.beta_parameters(y, t, priors), jnp.result_type(float))
+    return PriorTables(corners, _log_beta_function(corners[:, 0], corners[:, 1]),
+                       _log_beta_function(priors.sigma1, priors.sigma2))  # fmt: skip
+
+
 @dataclasses.dataclass(frozen=True)
 class _SearchPriors(Priors):
-    """:class:`Priors` with traced values and their Beta normalisers computed once per search: the search
-    calls the group terms in many loop bodies, and each call would otherwise expand log Gamma anew in the
-    compiled program."""
+    """:class:`Priors` with traced values and their :class:`PriorTables` computed once per search: the
+    search calls the group terms in many loop bodies, and each call would otherwise expand the hook and
+    log Gamma anew in the compiled program."""
 
-    log_beta_normalizers: tuple = ()
-
-
-def _log_beta_normalizers(priors: Priors) -> tuple:
-    """log B of the uni-modal, bottom and top components of beta_gk and of gamma_g's Beta(sigma1, sigma2)."""
-    if isinstance(priors, _SearchPriors):
-        return priors.log_beta_normalizers
-    return tuple(_log_beta_function(a, b) for a, b in (*priors.beta_components(), (priors.sigma1, priors.sigma2)))
+    tables: PriorTables | None = None
 
 
-def _component_log_densities(elb, elb1, priors: Priors):
-    """(E_u, E_b, E_t) of (E1), each (..., K), from E log beta and E log(1 - beta)."""
-    return tuple(
-        (a - 1) * elb + (b - 1) * elb1 - log_b
-        for (a, b), log_b in zip(priors.beta_components(), _log_beta_normalizers(priors)[:3])
-    )
+def _corner_log_densities(elb, elb1, priors: Priors):
+    """(..., K, 4) E_c of (E1) at the corners, from E log beta and E log(1 - beta) (each (..., K))."""
+    tables = prior_tables(priors)
+    a, b = tables.corners[:, 0], tables.corners[:, 1]
+    return (a - 1) * elb[..., None] + (b - 1) * elb1[..., None] - tables.corner_log_b
 
 
 def _bernoulli_entropy(p):
@@ -188,21 +210,106 @@ def _sum_clusters(x, active):
     return jnp.sum(x if active is None else jnp.where(active, x, 0.0), -1)
 
 
+def _log_prior_y(eta, priors: Priors):
+    return eta * jnp.log(priors.rho) + (1 - eta) * jnp.log1p(-priors.rho)
+
+
+def _log_prior_gamma(elg, elg1, priors: Priors):
+    return (priors.sigma1 - 1) * elg + (priors.sigma2 - 1) * elg1 - prior_tables(priors).gamma_log_b
+
+
+def _log_prior_t(elg, elg1, lam):
+    """(..., K) E log p(t_gk | gamma_g)."""
+    return lam * elg[..., None] + (1 - lam) * elg1[..., None]
+
+
+def _log_prior_beta(elb, elb1, lam, eta, priors: Priors):
+    """(..., K) E log p(beta_gk | y_g, t_gk) = sum_c w_c E_c, as (1 - eta) (E_00 + lam (E_01 - E_00)) + eta
+    ((1 - lam) E_10 + lam E_11): where the hook ignores t_gk given y_g = 0 (the paper's model) the first term
+    is E_00 to the last bit."""
+    e = _corner_log_densities(elb, elb1, priors)
+    eta_k = eta[..., None]
+    return (1 - eta_k) * (e[..., 0] + lam * (e[..., 1] - e[..., 0])) + eta_k * ((1 - lam) * e[..., 2] + lam * e[..., 3])
+
+
+def expected_log_prior(elb, elb1, elg, elg1, lam, eta, priors: Priors, active=None) -> dict:
+    """The ELBO's E_q log p of the sites y, gamma, t, beta of every group (leading dims of eta), by site,
+    summed over the active clusters, from q's expectations Elb, Elb1 (..., K), Elg, Elg1 (...,) and
+    q(t_gk = 1) = lam, q(y_g = 1) = eta. Each is affine in the expected logs and multilinear in lam and eta,
+    so at a point (Elb = log beta, Elb1 = log(1 - beta), Elg = log gamma, ..., lam = t, eta = y) it is the
+    log density of ``models.mgm.model`` at that point (:func:`check_expected_log_prior`). :func:`group_terms`
+    adds the same terms."""
+    return {
+        "y": _log_prior_y(eta, priors),
+        "gamma": _log_prior_gamma(elg, elg1, priors),
+        "t": _sum_clusters(_log_prior_t(elg, elg1, lam), active),
+        "beta": _sum_clusters(_log_prior_beta(elb, elb1, lam, eta, priors), active),
+    }
+
+
 def group_terms(phi, lam, eta, ell, n1, n0, priors: Priors, active=None):
     """L_g of the module docstring for every group (leading dims of eta), summed over the active clusters."""
     elb, elb1, entropy_beta = _beta_stats(phi)
     elg, elg1, entropy_gamma = _beta_stats(ell)
-    e_u, e_b, e_t = _component_log_densities(elb, elb1, priors)
-    log_p_y = eta * jnp.log(priors.rho) + (1 - eta) * jnp.log1p(-priors.rho)
-    log_p_gamma = (priors.sigma1 - 1) * elg + (priors.sigma2 - 1) * elg1 - _log_beta_normalizers(priors)[3]
-    eta_k = eta[..., None]
     per_cluster = (
-        lam * elg[..., None] + (1 - lam) * elg1[..., None]  # E log p(t_gk | gamma_g)
-        + (1 - eta_k) * e_u + eta_k * ((1 - lam) * e_b + lam * e_t)  # E log p(beta_gk | y, t)
+        _log_prior_t(elg, elg1, lam) + _log_prior_beta(elb, elb1, lam, eta, priors)
         + n1 * elb + n0 * elb1  # E log p(i_.g | beta, z)
         + _bernoulli_entropy(lam) + entropy_beta
     )  # fmt: skip
-    return log_p_y + log_p_gamma + _bernoulli_entropy(eta) + entropy_gamma + _sum_clusters(per_cluster, active)
+    log_prior = _log_prior_y(eta, priors) + _log_prior_gamma(elg, elg1, priors)
+    return log_prior + _bernoulli_entropy(eta) + entropy_gamma + _sum_clusters(per_cluster, active)
+
+
+EXPECTED_LOG_PRIOR_POINT = {
+    "y": (0, 0, 1, 1),
+    "t": ((0, 1, 0, 1), (1, 0, 1, 0)),
+    "gamma": (0.2, 0.45, 0.7, 0.9),
+    "beta": ((0.15, 0.4, 0.6, 0.85), (0.3, 0.55, 0.1, 0.95)),
+}
+"""Values of y_g, t_gk, gamma_g and beta_gk for 4 groups and 2 clusters at which
+:func:`check_expected_log_prior` compares the ELBO with the program: (y_g, t_gk) takes every corner."""
+EXPECTED_LOG_PRIOR_RTOL = 1e-4
+"""Float32 rounding of a few log Gamma and log terms; a prior edit moves them by far more."""
+
+
+def _expected_log_prior_gaps(priors: Priors) -> dict:
+    """Per site (y, gamma, t, beta), the largest difference, relative to 1 + its size, between
+    :func:`expected_log_prior` at the point masses of :data:`EXPECTED_LOG_PRIOR_POINT` and the site's log
+    density in ``models.mgm.model`` there (its other sites fixed at a point of their support)."""
+    point = {name: jnp.asarray(value, jnp.int32 if name in ("y", "t") else jnp.result_type(float))
+             for name, value in EXPECTED_LOG_PRIOR_POINT.items()}  # fmt: skip
+    n_clusters, n_groups = point["t"].shape
+    fixed = {"pi_l": jnp.full(n_groups, 1.0 / n_groups), "pi_f": jnp.full(2, 0.5), "l": jnp.arange(n_groups),
+             "f": jnp.zeros(n_groups, jnp.int32), "pi": jnp.full(n_clusters, 1.0 / n_clusters),
+             "z": jnp.zeros(1, jnp.int32), "i": jnp.zeros((1, n_groups), jnp.int32)}  # fmt: skip
+    program = handlers.seed(handlers.substitute(mgm.model, {**fixed, **point}), 0)
+    trace = handlers.trace(program).get_trace(1, n_groups, n_clusters, priors, n_groups,
+                                              w=jnp.zeros((1, n_groups), jnp.int32))  # fmt: skip
+    program_terms = {}
+    for site in ("y", "gamma", "t", "beta"):
+        log_prob = trace[site]["fn"].log_prob(trace[site]["value"])
+        program_terms[site] = log_prob.sum(0) if log_prob.ndim == 2 else log_prob  # (G,): clusters summed
+    beta, gamma = point["beta"].T, point["gamma"]
+    elbo_terms = expected_log_prior(jnp.log(beta), jnp.log1p(-beta), jnp.log(gamma), jnp.log1p(-gamma),
+                                    point["t"].T.astype(beta.dtype), point["y"].astype(beta.dtype), priors)  # fmt: skip
+    return {site: jnp.max(jnp.abs(elbo_terms[site] - value) / (1 + jnp.abs(value)))
+            for site, value in program_terms.items()}
+
+
+def check_expected_log_prior(priors: Priors) -> None:
+    """Raise ModelMismatchError unless the ELBO's expected log prior of y, gamma, t and beta
+    (:func:`expected_log_prior`, which the ELBO and the updates U2-U5 evaluate) equals, at point masses
+    over every corner (y_g, t_gk), the log density of ``models.mgm.model``: an edit of the program that the
+    ELBO does not read is refused rather than climbed. One compiled program per binding of the model file."""
+    gaps = compiled_hooks.evaluate(mgm, _expected_log_prior_gaps, priors)
+    for site, gap in gaps.items():
+        if not float(gap) <= EXPECTED_LOG_PRIOR_RTOL:
+            raise ModelMismatchError(
+                f"models.mgm.model: the log density of site {site!r} differs from the ELBO's expected log prior "
+                f"at point masses by up to {float(gap):.3g} (relative). MGM's coordinate ascent reads the prior of "
+                "beta_gk from the hook beta_parameters(y, t, priors) at y, t in {0, 1}, and those of y, gamma and t "
+                "from Priors (rho, sigma1, sigma2); write the edit there."
+            )
 
 
 def _dirichlet_stats(tau, active=None, alpha_z=1.0):
@@ -266,12 +373,19 @@ def elbo(params: VariationalParams, ext: Extraction, priors: Priors, exact_or=Fa
 
 
 def _update_phi(lam, eta, n1, n0, priors: Priors):
-    return mgm.beta_parameters(eta[..., None], lam, priors) + jnp.stack([n1, n0], -1)
+    """(U2), the weights of the corners 00, 10, 11 as ``models.mgm.component_weights`` and the corner 01 as
+    its difference from 00 (exactly 0 where the hook ignores t_gk given y_g = 0)."""
+    corners = prior_tables(priors).corners
+    eta_k = eta[..., None]
+    prior = mgm.component_weights(eta_k, lam) @ corners[jnp.array([0, 2, 3])]
+    prior += ((1 - eta_k) * lam)[..., None] * (corners[1] - corners[0])
+    return prior + jnp.stack([n1, n0], -1)
 
 
 def _update_lam(elb, elb1, eta, elg, elg1, priors: Priors):
-    _, e_b, e_t = _component_log_densities(elb, elb1, priors)
-    return jax.nn.sigmoid((elg - elg1)[..., None] + eta[..., None] * (e_t - e_b))
+    e = _corner_log_densities(elb, elb1, priors)
+    eta_k = eta[..., None]
+    return jax.nn.sigmoid((elg - elg1)[..., None] + (1 - eta_k) * (e[..., 1] - e[..., 0]) + eta_k * (e[..., 3] - e[..., 2]))
 
 
 def _update_ell(lam, priors: Priors, active=None):
@@ -279,9 +393,10 @@ def _update_ell(lam, priors: Priors, active=None):
 
 
 def _update_eta(elb, elb1, lam, priors: Priors, active=None):
-    e_u, e_b, e_t = _component_log_densities(elb, elb1, priors)
+    e = _corner_log_densities(elb, elb1, priors)
     logit_rho = jnp.log(priors.rho) - jnp.log1p(-priors.rho)
-    return jax.nn.sigmoid(logit_rho + _sum_clusters((1 - lam) * e_b + lam * e_t - e_u, active))
+    gap = (1 - lam) * e[..., 2] + lam * e[..., 3] - (e[..., 0] + lam * (e[..., 1] - e[..., 0]))
+    return jax.nn.sigmoid(logit_rho + _sum_clusters(gap, active))
 
 
 def _update_group_blocks(params, counts, priors: Priors):
@@ -806,8 +921,8 @@ def search_batch(keys, W, observed, features, active, *, priors: Priors, config:
 def _search_batch(keys, W, observed, features, active, prior_values, *, hooks, config: SearchConfig) -> SearchResult:
     """:func:`search_batch` with the prior values traced; ``hooks``, the model file's hook functions the
     search calls, only key the compiled program."""
-    normalizers = _log_beta_normalizers(compiled_hooks.priors_with(Priors, prior_values))
-    priors = compiled_hooks.priors_with(_SearchPriors, {**prior_values, "log_beta_normalizers": normalizers})
+    tables = prior_tables(compiled_hooks.priors_with(Priors, prior_values))
+    priors = compiled_hooks.priors_with(_SearchPriors, {**prior_values, "tables": tables})
     return jax.vmap(lambda key, active: search(key, W, observed, features, active, priors=priors, config=config))(
         keys, active
     )

@@ -52,7 +52,7 @@ from numpyro import handlers
 from numpyro.infer.util import compute_log_probs
 
 from interpretable_zoo import compiled_hooks
-from interpretable_zoo.inference import bcm_gibbs, brl_mh
+from interpretable_zoo.inference import bcm_gibbs, brl_mh, hyperpriors
 from interpretable_zoo.models import bcm, brl
 
 N_STATES = 8
@@ -87,13 +87,15 @@ class TargetSpec(NamedTuple):
     kernel: its name in messages; model: the model file's module; programs(statics, arrays, priors):
     ((program, args, kwargs) of the collapsed program, the same of ``model()``); sampled: a
     :class:`SiteRule` for every site of the collapsed program; shared: names of the latent sites
-    ``model()`` states as the collapsed program does; integrated: :class:`SiteRule` of ``model()``'s
+    ``model()`` states as the collapsed program does (hyperprior sites among them, :func:`with_hyperprior_sites`);
+    integrated: :class:`SiteRule` of ``model()``'s
     other sites; kernel_states(kernel_static, kernel_data, raw): the kernel's states (batch) of the raw
     state arrays; values(statics, arrays, state): the collapsed program's latent site values at one
     kernel state; references(statics, arrays, priors, values): further part -> value per state that the
     kernel's parts must match; parameters(statics, arrays, trace, values): label -> (value in
     ``model()``, what the kernel's tables assume) for the integrated sites; kernel_parts(statics, arrays,
-    states): part -> (K,) kernel log terms; supported: what the kernel follows and where to edit.
+    states): part -> (K,) kernel log terms; supported: what the kernel follows and where to edit;
+    hyperpriors: the ``inference.hyperpriors.HyperpriorModel`` of the hyperpriors the kernel samples.
     """
 
     kernel: str
@@ -108,6 +110,7 @@ class TargetSpec(NamedTuple):
     parameters: Callable
     kernel_parts: Callable
     supported: str
+    hyperpriors: object = None
 
 
 class Miniature(NamedTuple):
@@ -129,13 +132,15 @@ class _Concrete(NamedTuple):
 
 class _Key(NamedTuple):
     """The static part of one evaluation: the spec, the miniature's shapes, every binding of the model
-    module, and the priors' class (values traced) or :class:`_Concrete` priors."""
+    module, and the priors' class with the tree and shapes of their values (values traced) or
+    :class:`_Concrete` priors."""
 
     spec: TargetSpec
     statics: tuple
     kernel_static: object
     bindings: tuple
     priors: object
+    prior_shapes: tuple
 
 
 def base_distribution(fn):
@@ -263,8 +268,10 @@ def evaluate(spec: TargetSpec, miniature: Miniature, priors) -> tuple:
     site facts and a function computing ((kernel log target, kernel parts), collapsed log probs,
     generative log probs of the shared sites, references, parameters), compiled on its first call, so
     that a program refused for its structure compiles nothing."""
-    key = _Key(spec, miniature.statics, miniature.kernel_static, _bindings(spec.model), type(priors))
     prior_values = _prior_values(priors)
+    # the values are traced arguments: their tree and shapes are part of the program (alpha as a pair or a number)
+    shapes = (jax.tree.structure(prior_values), tuple(np.shape(leaf) for leaf in jax.tree.leaves(prior_values)))
+    key = _Key(spec, miniature.statics, miniature.kernel_static, _bindings(spec.model), type(priors), shapes)
     try:
         traced = None if key in _COMPILED else _evaluate_jit.trace(key, miniature.arrays, prior_values, miniature.raw)
     except (TypeError, jax.errors.JAXTypeError):  # non-numeric hyperparameters, or NumPy on traced values
@@ -288,15 +295,18 @@ def _program_name(program) -> str:
     return f"{program.__module__.rsplit('.', 1)[-1]}.{program.__name__}"
 
 
-def check_structure(spec: TargetSpec, program, sites: dict, rules, role: str) -> None:
-    """Every site of ``program`` matches one of ``rules`` with an accepted family, and every rule a site."""
+def check_structure(spec: TargetSpec, program, sites: dict, rules, role: str, priors=None) -> None:
+    """Every site of ``program`` matches one of ``rules`` with an accepted family, and every rule a site.
+    A latent site named after a field of ``priors`` is refused with how to write a hyperprior."""
     name = _program_name(program)
     for site, (site_family, observed) in sites.items():
         rule = _rule_of(site, rules)
         if rule is None:
+            how = "" if observed or priors is None or spec.hyperpriors is None else hyperpriors.hint(
+                spec.hyperpriors, priors, site)
             raise ModelMismatchError(
                 f"{name} has a{'n observed' if observed else ' latent'} site {site!r} ({site_family}) that the "
-                f"{spec.kernel} does not {role}; it handles the sites {_describe(rules)}. {spec.supported}"
+                f"{spec.kernel} does not {role}; it handles the sites {_describe(rules)}. {spec.supported}{how}"
             )
         if site_family not in rule.families:
             raise ModelMismatchError(
@@ -327,7 +337,7 @@ def _spread_problem(label: str, ours, theirs) -> str | None:
     tolerance = RTOL * max(float(np.max(np.abs(ours))), float(np.max(np.abs(theirs)))) + ATOL
     if spread <= tolerance:
         return None
-    return f"{label} varies by {spread:.4g} over {ours.size} states (tolerance {tolerance:.2g})"
+    return f"{label} is not one constant: it varies by {spread:.4g} over {ours.size} states (tolerance {tolerance:.2g})"
 
 
 def check_target(spec: TargetSpec, miniature: Miniature, priors) -> None:
@@ -335,26 +345,28 @@ def check_target(spec: TargetSpec, miniature: Miniature, priors) -> None:
     collapsed program's and ``model()`` integrates to it (module docstring)."""
     collapsed, generative = (program for program, _, _ in spec.programs(miniature.statics, miniature.arrays, priors))
     sites, run = evaluate(spec, miniature, priors)
-    check_structure(spec, collapsed, sites["collapsed"], spec.sampled, "sample or observe")
+    check_structure(spec, collapsed, sites["collapsed"], spec.sampled, "sample or observe", priors)
     rules = tuple(rule for rule in spec.sampled if rule.pattern in spec.shared) + spec.integrated
-    check_structure(spec, generative, sites["generative"], rules, "sample, observe or integrate out")
+    check_structure(spec, generative, sites["generative"], rules, "sample, observe or integrate out", priors)
     (kernel_log_target, kernel_parts), collapsed_log_probs, generative_log_probs, references, parameters = run()
     name = _program_name(collapsed)
 
     program_parts = {}
     for site, log_prob in collapsed_log_probs.items():
         part = _rule_of(site, spec.sampled).part
+        if part == HYPERPRIOR_PART:  # at one point for every state: a constant of the log joint
+            continue
         program_parts[part] = program_parts.get(part, 0.0) + log_prob
     problems = []
     for part, value in program_parts.items():
         patterns = ", ".join(rule.pattern for rule in spec.sampled if rule.part == part)
         kind = "likelihood" if part == "likelihood" else "prior"
-        problems.append(_spread_problem(f"the {kind} of the sites {patterns}: the {spec.kernel}'s minus {name}'s",
+        problems.append(_spread_problem(f"the log {kind} of the sites {patterns} in {name} minus the {spec.kernel}'s",
                                         kernel_parts[part], value))
-    problems += [_spread_problem(f"the {spec.kernel}'s {label} minus {label}", kernel_parts[label], value)
-                 for label, value in references.items()]
+    problems += [_spread_problem(f"{label} minus the log prior that the {spec.kernel} builds from Priors and the hooks",
+                                 kernel_parts[label], value) for label, value in references.items()]
     log_joint = sum(collapsed_log_probs.values())
-    problems.append(_spread_problem(f"log_prior + log_likelihood: the {spec.kernel}'s minus log_density of {name}",
+    problems.append(_spread_problem(f"log_density of {name} minus the {spec.kernel}'s log prior + log likelihood",
                                     kernel_log_target, log_joint))
     problems = [problem for problem in problems if problem]
     if problems:
@@ -375,6 +387,25 @@ def check_target(spec: TargetSpec, miniature: Miniature, priors) -> None:
         raise ModelMismatchError(
             f"{generative_name} and {name} state different models: {'; '.join(problems)}. {spec.supported}"
         )
+
+
+HYPERPRIOR_PART = "hyperprior"
+"""The part of a hyperprior site: the kernel's tables are built at the hyperparameter's mean
+(``inference.hyperpriors.at_point``) and the programs' site stands there too, so the check compares the
+kernel with the programs given the hyperparameter, and ``inference.hyperpriors`` rebuilds the same tables
+from the same hooks at every other value."""
+
+
+def with_hyperprior_sites(spec: TargetSpec, priors) -> TargetSpec:
+    """``spec`` with a rule for the site of every hyperprior of ``priors`` that the kernel samples (shared
+    by both programs); ValueError naming a hyperprior it does not sample."""
+    found = hyperpriors.hyperpriors_of(priors)
+    if not found:
+        return spec
+    hyperpriors.check_supported(spec.hyperpriors, priors)
+    families = dict(spec.hyperpriors.families)
+    rules = tuple(SiteRule(name, families[name], HYPERPRIOR_PART) for name in sorted(found))
+    return spec._replace(sampled=spec.sampled + rules, shared=spec.shared + tuple(sorted(found)))
 
 
 _PASSED: set = set()
@@ -403,9 +434,11 @@ def _rng():
 # ---------------------------------------------------------------------------------------------- BRL
 
 BRL_SUPPORTED = (
-    "The fast BRL sampler follows Priors, the hooks models.brl.log_length_prior (the length prior) and "
-    "log_cardinality_prior (the cardinality prior), a uniform choice among the unused antecedents of a "
-    "cardinality, and theta_j ~ Dirichlet(alpha) integrated out; edit those, not the programs"
+    "The fast BRL sampler follows Priors (lam, eta, alpha), the hooks models.brl.log_length_prior (log p(m), "
+    "the length prior) and log_cardinality_prior (log p(c | the cardinalities left), the cardinality prior), a "
+    "uniform choice among the unused antecedents of a cardinality, and theta_j ~ Dirichlet(alpha) integrated "
+    "out. Write a new length or cardinality prior in those two hooks and new values in Priors; "
+    "models.brl.log_prior, collapsed_model and model call them and stay as they are."
 )
 CATEGORICAL = ("CategoricalLogits", "CategoricalProbs")
 BRL_CAPACITY = 4
@@ -444,7 +477,8 @@ def _brl_references(statics, arrays, priors, values):
     cardinalities, _, capacity = statics
     rules = jnp.stack([values[f"antecedent_{j}"] for j in range(capacity)])
     rules = jnp.where(jnp.arange(capacity) < values["length"], rules, -1)
-    return {"models.brl.log_prior": brl.log_prior(rules, values["length"], np.asarray(cardinalities), priors, capacity)}
+    return {"models.brl.log_prior": brl.log_prior(rules, values["length"], np.asarray(cardinalities),
+                                                  hyperpriors.at_point(priors), capacity)}
 
 
 def _brl_parameters(statics, arrays, trace, values):
@@ -478,6 +512,7 @@ BRL_SPEC = TargetSpec(
     parameters=_brl_parameters,
     kernel_parts=_brl_kernel_parts,
     supported=BRL_SUPPORTED,
+    hyperpriors=hyperpriors.BRL,
 )
 
 
@@ -539,7 +574,9 @@ def check_brl(cardinalities, n_classes: int, priors: brl.Priors, capacity: int) 
     """:func:`check_target` of the BRL kernel on the miniature of a fit of antecedents with these
     ``cardinalities``, ``n_classes`` classes, ``priors`` and lists of at most ``capacity`` rules."""
     structure = brl_miniature_structure(cardinalities, capacity)
-    _check(BRL_SPEC, (structure, int(n_classes)), priors, partial(_brl_miniature, structure, int(n_classes), priors))
+    spec = with_hyperprior_sites(BRL_SPEC, priors)
+    _check(spec, (structure, int(n_classes)), priors,
+           partial(_brl_miniature, structure, int(n_classes), hyperpriors.at_point(priors)))
 
 
 # ---------------------------------------------------------------------------------------------- BCM
@@ -547,8 +584,9 @@ def check_brl(cardinalities, n_classes: int, priors: brl.Priors, capacity: int) 
 BCM_SUPPORTED = (
     "The fast BCM sampler follows Priors, the hooks models.bcm.omega_distribution (one Bernoulli per "
     "cluster and feature), prototype_distribution (one Categorical over the observations per cluster), "
-    "z_concentration (pi_i ~ Dirichlet, integrated out) and g (phi_sj ~ Dirichlet(g), integrated out); "
-    "edit those, not the programs"
+    "z_concentration (pi_i ~ Dirichlet, integrated out) and g (phi_sj ~ Dirichlet(g), integrated out). "
+    "Write the edit in those hooks or in Priors; models.bcm.collapsed_model, model and "
+    "subspace_and_prototype_prior call them and stay as they are."
 )
 BCM_N_VALUES = (2, 3, 2)
 """Values per feature of the BCM miniature (several features, a padded one)."""
@@ -619,6 +657,7 @@ BCM_SPEC = TargetSpec(
     parameters=_bcm_parameters,
     kernel_parts=_bcm_kernel_parts,
     supported=BCM_SUPPORTED,
+    hyperpriors=hyperpriors.BCM,
 )
 
 
@@ -652,7 +691,8 @@ def _bcm_miniature(n_clusters: int, priors: bcm.Priors) -> Miniature:
 def check_bcm(n_clusters: int, priors: bcm.Priors) -> None:
     """:func:`check_target` of the BCM kernel on the miniature of a fit of ``n_clusters`` clusters under
     ``priors``."""
-    _check(BCM_SPEC, (int(n_clusters),), priors, partial(_bcm_miniature, int(n_clusters), priors))
+    spec = with_hyperprior_sites(BCM_SPEC, priors)
+    _check(spec, (int(n_clusters),), priors, partial(_bcm_miniature, int(n_clusters), hyperpriors.at_point(priors)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -742,8 +782,8 @@ def check_assumptions(program, build, extra, priors, point: dict, kernel: str, s
     for (site, parameter), gap in gaps.items():
         if not gap <= 1e-5:
             raise ModelMismatchError(
-                f"{name}: site {site!r} has a {parameter} other than the {kernel} assumes (they differ by up to "
-                f"{gap:.3g}). {supported}"
+                f"{name}: site {site!r} has a {parameter} other than the one the {kernel} assumes (they differ by up "
+                f"to {gap:.3g}). {supported}"
             )
 
 
@@ -794,8 +834,11 @@ def check_mgm(priors, exact_or: bool) -> None:
     and model-file bindings, by one compiled program whatever the prior values."""
     from interpretable_zoo.models import mgm
 
-    supported = ("Edit the Priors values or the hooks beta_parameters and log_structure_prior in models/mgm.py; "
-                 "other families or parameters are not followed by the coordinate-ascent updates.")  # fmt: skip
+    supported = ("The coordinate-ascent updates follow Priors and the hooks beta_parameters and log_structure_prior "
+                 "of models/mgm.py, not other families or parameters written in the program. Write a new Beta prior "
+                 "of beta given y and t in beta_parameters(y, t, priors), a new prior of the partition and formulas "
+                 "in log_structure_prior, and other values in Priors (alpha_l, alpha_f for pi_l and pi_f, rho for y, "
+                 "sigma1 and sigma2 for gamma, alpha_z for pi, s for w); model calls them and stays as it is.")  # fmt: skip
     point = {name: np.asarray(value, np.int32 if name in ("l", "f", "z") else np.float32) for name, value in {
         "pi_l": [0.2, 0.3, 0.5], "pi_f": [0.4, 0.6], "l": [0, 2, 2],
         "f": [1, 0, 1], "y": [1.0, 0.0, 1.0], "gamma": [0.3, 0.6, 0.8],
@@ -824,8 +867,10 @@ def check_bayesian_sets() -> None:
     features, 2 items) once per model-file bindings."""
     from interpretable_zoo.models import bayesian_sets
 
-    supported = ("Edit Priors (kappa, or explicit alpha and beta) in models/bayesian_sets.py; the closed-form "
-                 "scores hold only for a Beta prior and Bernoulli features.")  # fmt: skip
+    supported = ("The closed-form scores hold only for theta_j ~ Beta(alpha_j, beta_j) and Bernoulli features, with "
+                 "alpha and beta from Priors (kappa, or explicit alpha and beta) or the hook beta_hyperparameters of "
+                 "models/bayesian_sets.py. Write other Beta parameters there (e.g. theta ~ Beta(alpha + 1, beta + 1) as "
+                 "a beta_hyperparameters returning (alpha + 1, beta + 1)); model stays as it is.")  # fmt: skip
     point = {"theta": jnp.array([0.2, 0.5, 0.9]), "x": jnp.array([[0.0, 1.0, 1.0], [1.0, 0.0, 1.0]])}
     _check_once(bayesian_sets, "bayesian_sets.model", None, None, lambda: check_assumptions(
         bayesian_sets.model, _bayesian_sets_assumptions, None, None, point, "Bayesian Sets closed form", supported))

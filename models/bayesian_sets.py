@@ -23,9 +23,10 @@ tend to 0 with kappa fixed, its factor in the score of every item of the data se
 (for m_j = 0, s_j = 0 and x_j = 0: (alpha + beta) beta~ / ((alpha + beta + N) beta) = kappa (kappa + N) /
 ((kappa + N) kappa); for m_j = 1, s_j = N and x_j = 1: the factors (alpha + beta) beta~ / ((alpha + beta + N)
 beta) = kappa / (kappa + N) of c and alpha~ beta / (alpha beta~) = (kappa + N) / kappa of q cancel). Such
-features are therefore left out of c and q: :func:`beta_hyperparameters` marks them uninformative and
-:func:`score_coefficients` gives them c_j = q_j = 0. Explicit alpha_j, beta_j must be positive and need no
-special case.
+features are therefore left out of c and q: :func:`informative_features` marks a feature uninformative
+exactly where the hyperparameters that :func:`beta_hyperparameters` returns are alpha_j = 0 (and m_j = 0) or
+beta_j = 0 (and m_j = 1), and :func:`score_coefficients` gives it c_j = q_j = 0. Every feature with positive
+alpha_j and beta_j enters the score, whatever its mean (e.g. under a smoothed prior alpha_j = kappa m_j + 1/2).
 
 A second, optional prior answers the question the paper leaves open (sec. 6), how many items to return:
 each candidate item belongs to the query's cluster with prior probability rho (``membership_rate``) and
@@ -34,8 +35,8 @@ sigmoid(log score(x) + logit rho) (:func:`membership_log_odds`), and the complet
 whose posterior probability is at least 1/2. When rho is not given it is estimated by maximum marginal
 likelihood over the candidates (``inference.bayesian_sets.estimate_membership_rate``).
 
-Editing priors: the scores follow :class:`Priors` (kappa, or explicit alpha and beta) and
-:func:`beta_hyperparameters`. Any other edit of :func:`model` (e.g. theta ~ Beta(alpha + 1, beta + 1), or
+Editing priors: the scores follow :class:`Priors` (kappa, or explicit alpha and beta) and the hook
+:func:`beta_hyperparameters` (which features drop out follows from the values it returns). Any other edit of :func:`model` (e.g. theta ~ Beta(alpha + 1, beta + 1), or
 another family) is refused when ``BayesianSets`` is built, with ``inference.target_check.ModelMismatchError``
 naming the site: the closed form integrates this one program.
 """
@@ -51,6 +52,8 @@ import numpyro
 import numpyro.distributions as dist
 import scipy.sparse
 from scipy.special import betaln
+
+from interpretable_zoo.inference import hyperpriors
 
 
 def _positive_vector(value, name: str) -> np.ndarray:
@@ -86,6 +89,9 @@ class Priors:
     membership_rate: float | None = None
 
     def __post_init__(self):
+        hyperpriors.refuse_hyperpriors(
+            self, "Bayesian Sets' closed-form score",
+            "give it a number (to weigh values by evidence, compare p(D | kappa) over a grid of values)")
         kappa = self.kappa
         if isinstance(kappa, bool) or not isinstance(kappa, Real) or not np.isfinite(kappa) or kappa <= 0:
             raise ValueError(f"priors.kappa: must be a finite positive number, got {kappa!r}")
@@ -103,27 +109,48 @@ class Priors:
             raise ValueError(f"priors.membership_rate: must be None or a number strictly between 0 and 1, got {rate!r}")
 
 
-def beta_hyperparameters(priors: Priors, feature_means) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-feature (alpha, beta, informative) of eq. 8 for data with the given feature means m.
+def beta_hyperparameters(priors: Priors, feature_means) -> tuple[np.ndarray, np.ndarray]:
+    """Per-feature (alpha, beta) of eq. 8 for data with the given feature means m.
 
-    Explicit ``priors.alpha``/``priors.beta`` are returned as they are (every feature informative);
-    otherwise alpha = kappa m and beta = kappa (1 - m) (sec. 5), and features with m_j = 0 or 1 are
-    marked uninformative (module docstring); their alpha_j, beta_j are zero and must not enter a logarithm.
+    Explicit ``priors.alpha``/``priors.beta`` are returned as they are; otherwise alpha = kappa m and
+    beta = kappa (1 - m) (sec. 5), zero on the features with m_j = 0 or 1 (module docstring).
     """
     means = np.asarray(feature_means, dtype=np.float64)
     if priors.alpha is not None:
         if priors.alpha.size != means.size:
             raise ValueError(f"priors.alpha: has {priors.alpha.size} entries for {means.size} features")
-        return priors.alpha, priors.beta, np.ones(means.size, dtype=bool)
+        return priors.alpha, priors.beta
     alpha = priors.kappa * means
     beta = priors.kappa * (1.0 - means)
-    informative = (means > 0) & (means < 1)
-    if np.any(informative & ((alpha == 0) | (beta == 0))):
+    if np.any((means > 0) & (means < 1) & ((alpha == 0) | (beta == 0))):
         raise ValueError(
             f"priors.kappa: {priors.kappa!r} times a feature mean underflows to 0 (an improper Beta prior); "
             "use a larger kappa"
         )
-    return alpha, beta, informative
+    return alpha, beta
+
+
+def informative_features(alpha, beta, feature_means) -> np.ndarray:
+    """(J,) bool: the features that enter the score under the Beta(alpha_j, beta_j) prior of eq. 8.
+
+    A feature drops out only where its factor in every item's score is exactly 1, the limit of a proper
+    prior (module docstring): alpha_j = 0 on a feature no item has, or beta_j = 0 on one every item has.
+    Any other zero, a negative or non-finite value, or a wrong shape makes eq. 8 improper for the data,
+    a ValueError naming ``beta_hyperparameters``, the hook that returned them.
+    """
+    means = np.asarray(feature_means, dtype=np.float64)
+    alpha, beta = np.asarray(alpha, dtype=np.float64), np.asarray(beta, dtype=np.float64)
+    if alpha.shape != means.shape or beta.shape != means.shape:
+        raise ValueError(f"beta_hyperparameters: returned alpha of shape {alpha.shape} and beta of shape "
+                         f"{beta.shape}, expected one value per feature {means.shape}")  # fmt: skip
+    bad = ~(np.isfinite(alpha) & np.isfinite(beta) & (alpha >= 0) & (beta >= 0))
+    bad |= ((alpha == 0) & (means > 0)) | ((beta == 0) & (means < 1))
+    if bad.any():
+        raise ValueError(
+            f"beta_hyperparameters: alpha and beta must be finite and positive, except alpha_j = 0 on a feature "
+            f"no item has or beta_j = 0 on one every item has; features {np.flatnonzero(bad)[:5].tolist()} break this"
+        )
+    return (alpha > 0) & (beta > 0)
 
 
 def model(alpha, beta, n_items: int, x=None):

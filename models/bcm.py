@@ -29,15 +29,18 @@ Editing priors: the fast sampler follows :class:`Priors` (its defaults too), :fu
 :func:`omega_distribution` (one Bernoulli per cluster and feature), :func:`prototype_distribution` (one
 Categorical over the observations per cluster) and :func:`z_concentration` (any positive vector, uneven
 too). It refuses, with ``inference.target_check.ModelMismatchError`` naming the site, a program it cannot
-sample: a new site (e.g. a Beta hyperprior on q), another family, a distribution written in a program
-instead of its hook, or :func:`model` and :func:`collapsed_model` stating different priors. Check an edit
+sample: a new site (a hyperprior written as a site of a program instead of a Priors field), another
+family, a distribution written in a program instead of its hook, or :func:`model` and
+:func:`collapsed_model` stating different priors. A hyperprior on q is written
+``Priors(q=dist.Beta(a, b))``: the programs draw the site ``q`` (:func:`sample_hyperparameters`) and the
+sampler draws q within the chain from its conjugate conditional (``inference.hyperpriors``). Check an edit
 by fitting (the check runs on every fit) and by the enumeration tests of the edited model, as in
 tests/test_prior_edits.py.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -46,6 +49,8 @@ import numpyro
 import numpyro.distributions as dist
 from jax.scipy.special import gammaln
 from numpyro.distributions import constraints
+
+from interpretable_zoo.inference import hyperpriors
 
 
 @dataclass(frozen=True)
@@ -56,25 +61,25 @@ class Priors:
     lam: base concentration lambda of g (sec. 3), entering eqs. (1) and (2).
     c: the prototype's extra weight in g, lambda * (1 + c) on the prototype's value.
     q: prior probability that a feature is in a cluster's subspace, omega_sj ~ Bernoulli(q), eq. (2).
+
+    A field may hold a NumPyro distribution instead, a hyperprior: ``Priors(q=dist.Beta(2, 2))``. The
+    programs draw it as the site named after the field (:func:`sample_hyperparameters`) and the sampler
+    draws it within the chain (``inference.hyperpriors``: q ~ Beta is followed, conjugately).
     """
 
-    alpha: float = 0.01
-    lam: float = 1.0
-    c: float = 50.0
-    q: float = 0.8
+    alpha: float | dist.Distribution = 0.01
+    lam: float | dist.Distribution = 1.0
+    c: float | dist.Distribution = 50.0
+    q: float | dist.Distribution = 0.8
 
     def __post_init__(self):
-        for field in fields(self):
-            value = getattr(self, field.name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-                raise ValueError(f"priors.{field.name}: expected a number, got {value!r}")
-            if not np.isfinite(value):
-                raise ValueError(f"priors.{field.name}: must be finite, got {value!r}")
-        if self.alpha <= 0 or self.lam <= 0:
-            raise ValueError(f"priors.alpha and priors.lam must be positive, got {self.alpha}, {self.lam}")
-        if self.c < 0:
+        values = hyperpriors.concrete_values(self)  # hyperpriors and traced draws are checked where sampled
+        for name in ("alpha", "lam"):
+            if name in values and values[name] <= 0:
+                raise ValueError(f"priors.{name} must be positive, got {values[name]}")
+        if values.get("c", 0.0) < 0:
             raise ValueError(f"priors.c must be non-negative, got {self.c}")
-        if not 0 < self.q < 1:
+        if "q" in values and not 0 < values["q"] < 1:
             raise ValueError(f"priors.q must lie strictly between 0 and 1, got {self.q}")
 
 
@@ -109,6 +114,13 @@ def prototype_distribution(priors: Priors, n_obs: int, n_clusters: int) -> dist.
     """Prior of the prototypes, p_s uniform over the N observations (sec. 3): batch shape (S,), values
     0..N-1. An edit must keep the clusters independent (any logits per cluster and observation)."""
     return dist.Categorical(logits=jnp.zeros(n_obs)).expand([n_clusters])
+
+
+def sample_hyperparameters(priors: Priors) -> Priors:
+    """``priors`` with each hyperprior field drawn as the site named after it (e.g. ``q``), the first lines of
+    :func:`model` and :func:`collapsed_model`; a program that samples a field as a site of its own instead is
+    refused by the sampler with the way to write it."""
+    return hyperpriors.sample_hyperparameters(priors)
 
 
 def subspace_and_prototype_prior(priors: Priors, n_obs: int, n_features: int, n_clusters: int):
@@ -197,7 +209,7 @@ def model(n_obs: int, n_values, n_clusters: int, priors: Priors | None = None, x
     ``n_values``: (P,) number of values of each feature. With ``x`` (N, P) observed, the prototype's
     values are the observation's, ``prototype_value = x[prototype]``.
     """
-    priors = priors or Priors()
+    priors = sample_hyperparameters(priors or Priors())
     n_values = np.asarray(n_values, np.int64)
     n_features, mask = n_values.shape[0], value_mask(n_values)
     omega, prototype = subspace_and_prototype_prior(priors, n_obs, n_features, n_clusters)
@@ -228,7 +240,7 @@ def collapsed_model(x, n_clusters: int, priors: Priors | None = None, n_values=N
             + sum_i log B(alpha/S + n_{.,i,.}) - log B(alpha/S)                    (pi integrated)
             + sum_sj log B(g_sj + n_{s,.,j,.}) - log B(g_sj),  g_sj = g(x_{p_s j}, omega_sj)   (phi integrated)
     """
-    priors = priors or Priors()
+    priors = sample_hyperparameters(priors or Priors())
     n_values = resolve_n_values(x, n_values)
     x = jnp.asarray(x)
     n_obs, n_features = x.shape

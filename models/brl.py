@@ -20,8 +20,9 @@ Antecedents are described by their truth table over the samples (n, |A|) and the
 Editing priors: the fast sampler follows :class:`Priors` (its defaults too) and the hooks
 :func:`log_length_prior` and :func:`log_cardinality_prior`. It refuses, with
 ``inference.target_check.ModelMismatchError`` naming the site, a program it cannot sample: a new site
-(e.g. a Gamma hyperprior on lam), another family, the length or antecedent choice written in
-:func:`rule_list_prior` instead of a hook, theta's Dirichlet changed in :func:`model` alone, or an edit of
+(a hyperprior written as a site of a program: write it as a Priors field, ``Priors(lam=dist.Gamma(a, b))``,
+drawn within the chain by ``inference.hyperpriors``), another family, the length or antecedent choice
+written in :func:`rule_list_prior` instead of a hook, theta's Dirichlet changed in :func:`model` alone, or an edit of
 :func:`log_prior` (a derived evaluation: edit the hooks). Check an edit by fitting (the check runs on
 every fit) and by the enumeration tests of the edited model, as in tests/test_prior_edits.py. The
 tempered rungs start from a reference of their own (``inference.brl_mh.log_reference_density``); it
@@ -45,13 +46,17 @@ from numpyro import handlers
 from scipy import special
 
 from interpretable_zoo import compiled_hooks
+from interpretable_zoo.inference import hyperpriors
 
 
 @dataclass(frozen=True)
 class Priors:
     """Hyperparameters of BRL (Letham et al. 2015, sec. 2).
 
-    lam: prior mean of the list length; m ~ Poisson(lam) truncated to 0..min(|A|, max_length).
+    lam: prior mean of the list length; m ~ Poisson(lam) truncated to 0..min(|A|, max_length). It may
+        hold a hyperprior instead, ``Priors(lam=dist.Gamma(a, b))``: the programs draw it as the site
+        ``lam`` (:func:`sample_hyperparameters`) and the sampler draws it within the chain
+        (``inference.hyperpriors``: slice sampling on log lam).
     eta: prior mean of an antecedent's cardinality; c_j ~ Poisson(eta) truncated to the cardinalities
         that still have unused antecedents.
     alpha: Dirichlet concentration of each rule's label distribution theta_j ~ Dirichlet(alpha); a
@@ -63,11 +68,21 @@ class Priors:
     alpha: float | tuple[float, ...] = 1.0
 
     def __post_init__(self) -> None:
+        if isinstance(self.alpha, dist.Distribution):
+            raise ValueError("priors.alpha: the BRL sampler samples no hyperprior on alpha; give alpha a number or "
+                             "one per class")
         for name in ("lam", "eta"):
             value = getattr(self, name)
+            if isinstance(value, dist.Distribution):  # a hyperprior: sampled within the chain where supported
+                hyperpriors.check_scalar(name, value)
+                continue
+            if isinstance(value, jax.core.Tracer):  # drawn inside a traced program: refused where it is sampled
+                continue
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0:
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}")
         alpha = self.alpha
+        if isinstance(alpha, jax.core.Tracer):
+            return
         if isinstance(alpha, numbers.Real) and not isinstance(alpha, bool):
             values = (float(alpha),)
         else:
@@ -292,12 +307,20 @@ def _finite_logits(logits):
     return jnp.where(jnp.isfinite(logits), logits, IMPOSSIBLE)
 
 
+def sample_hyperparameters(priors: Priors) -> Priors:
+    """``priors`` with each hyperprior field drawn as the site named after it (``lam``), the first line of
+    :func:`rule_list_prior`; a program that samples a field as a site of its own instead is refused by the
+    sampler with the way to write it."""
+    return hyperpriors.sample_hyperparameters(priors)
+
+
 def rule_list_prior(cardinalities, priors: Priors = Priors(), max_length: int | None = None):
     """Sample a list from p(d | A, lam, eta) (Letham Algorithm 1, lines 2, 5, 6); returns (rules, length).
 
-    Sites: ``length``; for each position j < max_length, ``cardinality_j`` and ``antecedent_j``
-    (masked out beyond ``length``).
+    Sites: ``lam`` when it holds a hyperprior (:func:`sample_hyperparameters`); ``length``; for each
+    position j < max_length, ``cardinality_j`` and ``antecedent_j`` (masked out beyond ``length``).
     """
+    priors = sample_hyperparameters(priors)
     cards = np.asarray(cardinalities)
     counts = cardinality_counts(cards)
     capacity = list_capacity(cards.size, max_length)

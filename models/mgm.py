@@ -35,7 +35,9 @@ Editing priors: the coordinate-ascent updates follow :class:`Priors` (its defaul
 arguments, so a new value compiles nothing; the hooks therefore get them as arrays, and use ``jnp`` and
 ``jax.scipy`` functions on them, not ``math``. Any other edit of :func:`model` (another family, a
 parameter written inline, a new site) is refused by ``fit_mgm`` with ``inference.target_check.ModelMismatchError``
-naming the site: the updates are closed forms of this one program.
+naming the site: the updates are closed forms of this one program. ``fit_mgm`` also checks that the ELBO's
+expected log prior of y, gamma, t and beta is this program's log density at point masses
+(``inference.mgm_vi.check_expected_log_prior``).
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ import numpyro
 import numpyro.distributions as dist
 from jax.scipy.special import gammaln
 from numpyro.distributions import constraints
+
+from interpretable_zoo.inference import hyperpriors
 
 OR, AND = 0, 1
 FORMULA_NAMES = ("OR", "AND")
@@ -101,6 +105,9 @@ class Priors:
     s: float = 2 / 3
 
     def __post_init__(self) -> None:
+        hyperpriors.refuse_hyperpriors(
+            self, "Mind the Gap's coordinate-ascent fit",
+            "give it a number (to weigh values by evidence, compare the fits' ELBO over a grid of values)")
         positive = ("alpha_l", "sigma1", "sigma2", "alpha_u", "beta_u", "alpha_b", "beta_b", "alpha_t",
                     "beta_t", "alpha_z")  # fmt: skip
         for name in positive:
@@ -136,8 +143,9 @@ def component_weights(y, t):
 
 def beta_parameters(y, t, priors: Priors):
     """(..., 2) parameters of the Beta prior of beta_gk given y_g and t_gk: the uni-modal component when
-    y_g = 0, the bottom (t_gk = 0) or top (t_gk = 1) one when y_g = 1. ``model`` draws beta_gk from it and
-    the variational update of q(beta_gk) adds the counts to it at q's probabilities."""
+    y_g = 0, the bottom (t_gk = 0) or top (t_gk = 1) one when y_g = 1. ``model`` draws beta_gk from it; the
+    ELBO and its updates read it at the four values (y_g, t_gk) in {0, 1}^2 (int32, as ``model`` draws them)
+    and weight them by q(y_g) q(t_gk), so an edit may be any function of the two binary values."""
     weights = component_weights(y, t)
     return weights @ jnp.asarray(priors.beta_components(), jnp.result_type(weights.dtype, float))
 

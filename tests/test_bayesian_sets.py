@@ -14,7 +14,7 @@ from scipy.special import expit, logsumexp, roots_sh_jacobi
 
 from interpretable_zoo.demos.bayesian_sets import cli_demo
 from interpretable_zoo.inference.bayesian_sets import BayesianSets, estimate_membership_rate
-from interpretable_zoo.models.bayesian_sets import Priors, beta_hyperparameters, log_marginal, model
+from interpretable_zoo.models.bayesian_sets import Priors, beta_hyperparameters, informative_features, log_marginal, model
 
 N_ITEMS, N_FEATURES = 14, 7
 QUADRATURE_NODES = 12  # Gauss-Jacobi with K nodes integrates polynomials of degree 2K - 1 exactly
@@ -30,8 +30,8 @@ def random_binary(seed: int, n_items: int = N_ITEMS, n_features: int = N_FEATURE
 
 
 def hyperparameters(priors: Priors, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    alpha, beta, informative = beta_hyperparameters(priors, X.mean(axis=0))
-    assert informative.all()
+    alpha, beta = beta_hyperparameters(priors, X.mean(axis=0))
+    assert informative_features(alpha, beta, X.mean(axis=0)).all()
     return alpha, beta
 
 

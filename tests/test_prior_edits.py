@@ -1,7 +1,9 @@
 """Prior edits to the model files, as a researcher makes them: each is followed exactly by the BRL or BCM
 fit (its draws pass the exact test against enumeration of the edited model and fail it against the
-original model) or refused at fit time with a ModelMismatchError naming the site; MGM's coordinate ascent
-and Bayesian Sets' closed form follow their Priors and hooks and refuse any other edit of their programs. Edits are applied by
+original model) or refused at fit time with a ModelMismatchError naming the site (NumPyro's MCMC with the
+kernels refuses what the fits refuse); MGM's coordinate ascent and Bayesian Sets' closed form follow their
+Priors and hooks (checked against closed forms of the edited model) and refuse any other edit of their
+programs. Edits are applied by
 replacing the model module's hooks, ``Priors`` or programs (``monkeypatch``), or by a handler that changes
 one site's distribution inside a program."""
 
@@ -9,6 +11,7 @@ import copy
 import re
 from dataclasses import dataclass
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
@@ -21,7 +24,10 @@ from jax.scipy.special import logsumexp
 from interpretable_zoo.diagnostics.exact import enumerate_posterior, exact_gof_test, state_index
 from interpretable_zoo.inference.bayesian_sets import BayesianSets
 from interpretable_zoo.inference.bcm import fit_bcm
+from interpretable_zoo.inference.bcm_gibbs import BCMGibbs
 from interpretable_zoo.inference.brl import BayesianRuleListClassifier, fit_brl
+from interpretable_zoo.inference.brl_mh import BRLMetropolisHastings
+from interpretable_zoo.inference.mcmc import run_mcmc
 from interpretable_zoo.inference.mgm import fit_mgm
 from interpretable_zoo.inference.target_check import ModelMismatchError, base_distribution
 from interpretable_zoo.models import bayesian_sets, bcm, brl, mgm
@@ -357,3 +363,139 @@ def test_bayesian_sets_refuses_a_shifted_beta(monkeypatch):
     monkeypatch.setattr(bayesian_sets, "model", shifted)
     with pytest.raises(ModelMismatchError, match="'theta' has a concentration"):
         BayesianSets(W_TINY)
+
+
+ORIGINAL_BETA_HYPERPARAMETERS = bayesian_sets.beta_hyperparameters
+
+
+def smoothed_hyperparameters(priors, feature_means):
+    """alpha_j = kappa m_j + 1/2, beta_j = kappa (1 - m_j) + 1/2: every feature proper, the constant ones too."""
+    alpha, beta = ORIGINAL_BETA_HYPERPARAMETERS(priors, feature_means)
+    return alpha + 0.5, beta + 0.5
+
+
+def closed_form_log_scores(X, query, alpha, beta, features):
+    """log p(D_c + x) - log p(D_c) - log p(x) of every item (eq. 9) over the given features."""
+    X, alpha, beta = X[:, features], alpha[features], beta[features]
+    ones = X[list(query)].sum(0)
+    return (bayesian_sets.log_marginal(ones + X, len(query) + 1, alpha, beta)
+            - bayesian_sets.log_marginal(ones, len(query), alpha, beta) - bayesian_sets.log_marginal(X, 1, alpha, beta))
+
+
+def test_bayesian_sets_follows_a_smoothed_beta_hyperparameters(monkeypatch):
+    """Under +1/2 smoothing the features no item has and those every item has enter the score: the edited
+    model's closed form over every feature, not the unedited model's (which leaves them out)."""
+    X = np.column_stack([W_TINY, np.zeros(4), np.ones(4)]).astype(int)
+    monkeypatch.setattr(bayesian_sets, "beta_hyperparameters", smoothed_hyperparameters)
+    sets = BayesianSets(X)
+    alpha, beta = smoothed_hyperparameters(bayesian_sets.Priors(), X.mean(0))
+    query = [0, 2]
+    scores = sets.log_scores(query)
+    np.testing.assert_allclose(scores, closed_form_log_scores(X, query, alpha, beta, np.arange(5)), rtol=1e-10)
+    old_mask = closed_form_log_scores(X, query, alpha, beta, np.arange(3))
+    assert not np.allclose(scores, old_mask, rtol=1e-3), "the unedited mask must not match the edited model"
+    monkeypatch.undo()
+    assert not np.allclose(BayesianSets(X).log_scores(query), scores, rtol=1e-3)
+
+
+def test_bayesian_sets_refuses_a_hook_that_returns_an_improper_prior(monkeypatch):
+    """alpha_j = 0 on a feature some item has: no limit of proper priors gives it a finite score."""
+    monkeypatch.setattr(bayesian_sets, "beta_hyperparameters", lambda priors, means: (np.zeros(3), np.ones(3)))
+    with pytest.raises(ValueError, match=r"beta_hyperparameters: .*features \[0, 1, 2\]"):
+        BayesianSets(W_TINY)
+
+
+@pytest.mark.parametrize(
+    "module, name, value, kernel, model_args, site",
+    [
+        (brl, "log_prior", log_prior_plus_length, BRLMetropolisHastings,
+         (TRUTH_TABLE, np.array([len(a) for a in ANTECEDENTS]), 2, Y), "log_prior"),
+        (bcm, "model", edited_program(bcm.model, "omega", _omega_point_three), BCMGibbs, (X_TINY, N_CLUSTERS),
+         "omega"),
+    ],
+    ids=["brl_log_prior_edited", "bcm_omega_in_model_only"],
+)
+def test_numpyro_kernels_refuse_what_the_fits_refuse(monkeypatch, module, name, value, kernel, model_args, site):
+    """NumPyro's MCMC with the kernel runs the fit's check before its first draw."""
+    monkeypatch.setattr(module, name, value)
+    with pytest.raises(ModelMismatchError, match=site):
+        run_mcmc(kernel(), num_warmup=0, num_samples=1, num_chains=1, model_args=model_args, progress_bar=False)
+
+
+ORIGINAL_BETA_PARAMETERS = mgm.beta_parameters
+
+
+def top_component_four_one(y, t, priors):
+    """The top component of beta_gk (y_g = t_gk = 1) Beta(4, 1) instead of Beta(alpha_t, beta_t)."""
+    top = (jnp.asarray(y) * jnp.asarray(t) == 1)[..., None]
+    return jnp.where(top, jnp.array([4.0, 1.0]), ORIGINAL_BETA_PARAMETERS(y, t, priors))
+
+
+def mgm_elbo_and_updates(params, ext, priors):
+    """The ELBO and the updates U2 (phi), U3 (lam), U5 (eta) at ``params``, compiled anew (so under the
+    model file's hooks as they are now)."""
+    from interpretable_zoo.inference import mgm_vi
+
+    def evaluate(params):
+        counts = mgm_vi.cluster_counts(params.nu, ext.present)
+        elb, elb1, _ = mgm_vi._beta_stats(params.phi)
+        elg, elg1, _ = mgm_vi._beta_stats(params.ell)
+        return (mgm_vi.elbo(params, ext, priors), mgm_vi._update_phi(params.lam, params.eta, *counts, priors),
+                mgm_vi._update_lam(elb, elb1, params.eta, elg, elg1, priors),
+                mgm_vi._update_eta(elb, elb1, params.lam, priors))  # fmt: skip
+
+    return [np.asarray(value) for value in jax.jit(evaluate)(params)]
+
+
+def test_mgm_follows_an_edited_beta_parameters(monkeypatch):
+    """Under the top component Beta(4, 1) the fit's checks pass, and the ELBO and the updates U2, U3, U5
+    move from the original model's by the closed form of eq. E1: at q(y_g = 1) = eta, q(t_gk = 1) = lam, the
+    prior term changes by sum_gk eta lam D_gk, D = (4 - 9) E log beta - log B(4, 1) + log B(9, 1); phi by
+    eta lam (4 - 9, 0); logit lam by eta D; logit eta by sum_k lam D. The original model is the control."""
+    from scipy.special import betaln, digamma, logit
+
+    from interpretable_zoo.inference import mgm_vi, target_check
+    from tests.test_mgm_vi import data_with_an_and_group, random_state
+
+    rng = np.random.default_rng(4)
+    priors = mgm.Priors()
+    with enable_x64():
+        W = data_with_an_and_group(rng, 6, 3)
+        ext = mgm_vi.make_extraction(W, jnp.array([0, 1, 2]), jnp.array([mgm.AND, mgm.OR, mgm.OR]))
+        params = random_state(rng, 6, 3, 2)
+        original = mgm_elbo_and_updates(params, ext, priors)
+        monkeypatch.setattr(mgm, "beta_parameters", top_component_four_one)
+        target_check.check_mgm(priors, False)
+        mgm_vi.check_expected_log_prior(priors)
+        edited = mgm_elbo_and_updates(params, ext, priors)
+    phi, lam, eta = (np.asarray(value) for value in (params.phi, params.lam, params.eta))
+    change = (4 - 9) * (digamma(phi[..., 0]) - digamma(phi.sum(-1))) - betaln(4, 1) + betaln(9, 1)  # (G, K)
+    expected = [np.sum(eta[:, None] * lam * change), np.stack([eta[:, None] * lam * (4 - 9), 0 * lam], -1),
+                eta[:, None] * change, np.sum(lam * change, -1)]  # fmt: skip
+    transforms = [lambda v: v, lambda v: v, logit, logit]
+    for name, new, old, closed_form, transform in zip(("ELBO", "phi", "lam", "eta"), edited, original, expected,
+                                                       transforms):  # fmt: skip
+        assert np.abs(closed_form).max() > 0.1, name  # the edit matters here: the original model fails
+        np.testing.assert_allclose(transform(new) - transform(old), closed_form, rtol=1e-7, atol=1e-9, err_msg=name)
+
+
+def test_mgm_refuses_an_elbo_that_does_not_read_the_program(monkeypatch):
+    """Negative control of the check: an ELBO whose prior of beta_gk reads Priors.beta_components, not the
+    edited hook that ``model`` draws beta_gk with, is refused naming the site."""
+    from interpretable_zoo import compiled_hooks
+    from interpretable_zoo.inference import mgm_vi
+
+    read_by_the_elbo = mgm_vi.prior_tables
+
+    def components_not_the_hook(priors):
+        corners = jnp.asarray(mgm.Priors.beta_components(priors))[jnp.array([0, 0, 1, 2])]
+        return read_by_the_elbo(priors)._replace(
+            corners=corners, corner_log_b=jax.scipy.special.betaln(corners[:, 0], corners[:, 1]))
+
+    # compiled anew (the cached check keys on the model file only); the edit read by both passes in
+    # test_mgm_follows_an_edited_beta_parameters
+    monkeypatch.setattr(compiled_hooks, "evaluate", lambda model, function, priors: jax.jit(lambda: function(priors))())
+    monkeypatch.setattr(mgm, "beta_parameters", top_component_four_one)
+    monkeypatch.setattr(mgm_vi, "prior_tables", components_not_the_hook)
+    with pytest.raises(ModelMismatchError, match="site 'beta'.*beta_parameters"):
+        mgm_vi.check_expected_log_prior(mgm.Priors())

@@ -1,0 +1,518 @@
+"""Hyperpriors: hyperparameters that the model file gives a prior, sampled inside the chain.
+
+A field of a model's ``Priors`` may hold a NumPyro distribution instead of a number, e.g.
+``models.bcm.Priors(q=dist.Beta(2, 2))``. The model file's programs draw it as a site named after the
+field (:func:`sample_hyperparameters`, called at the top of ``model()`` and ``collapsed_model()``), so
+``numpyro.infer.Predictive`` draws the hyperparameter, then the rest. The fast sampler runs the model's
+kernel inside :func:`with_hyperpriors`: a replica's state is (the kernel's state, the hyperparameter
+values h), and each scan first draws h exactly from its conditional given the kernel's state, then rebuilds
+the kernel's tables from h and runs the kernel's sweep with them (a Gibbs scan over the two blocks, as
+NumPyro's ``HMCGibbs`` combines its blocks). Under tempering only the likelihood is tempered: replica k
+targets p(h) p(x | h) L(x)^beta_k, so a hyperparameter that enters the prior alone has the same
+conditional at every rung, and the reference at beta = 0 is the prior with the hyperprior in it.
+
+BRL's path starts from a reference r of its own, pi_beta(d) proportional to r(d)^(1 - beta) (p(d) L(d))^beta
+(``inference.brl_mh``): with a hyperprior the reference becomes r(d) p(h) and the prior p(h) p(d | h), so
+that pi_beta(d, h) is proportional to p(h) r(d)^(1 - beta) (p(d | h) L(d))^beta, h's conditional is
+p(h) p(d | h)^beta, and at beta = 0 the replica's h is drawn from p(h) as its list is drawn from r.
+
+Each kernel's model declares what it can follow (:class:`HyperpriorModel`): BCM's q ~ Beta(a, b), drawn
+from its conjugate conditional Beta(a + sum omega, b + S P - sum omega) (eq. (2): omega_sj ~ Bernoulli(q)
+i.i.d.); BRL's lam ~ Gamma(a, b), the list length's Poisson mean (Letham eq. 2), by slice sampling on
+log lam. Any other hyperprior is refused by name, with what is supported and how to write it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from functools import lru_cache
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+from jax import lax, random
+
+from interpretable_zoo import compiled_hooks
+from interpretable_zoo.models import bcm, brl
+
+
+def is_hyperprior(value) -> bool:
+    """True when a Priors field holds a distribution (a hyperprior) rather than a value."""
+    return isinstance(value, dist.Distribution)
+
+
+def hyperpriors_of(priors) -> dict:
+    """Field name -> distribution of every field of ``priors`` (a dataclass) that holds a hyperprior."""
+    return {f.name: getattr(priors, f.name) for f in dataclasses.fields(priors) if is_hyperprior(getattr(priors, f.name))}
+
+
+def hyperparameter_names(priors_type) -> tuple:
+    """The field names of a Priors class: the names a sampled hyperparameter takes in traces."""
+    return tuple(f.name for f in dataclasses.fields(priors_type))
+
+
+def concrete_values(priors) -> dict:
+    """Field name -> value of the fields of ``priors`` that hold a concrete number, each checked to be a
+    finite real; a field holding a hyperprior (a scalar distribution) or a traced value (drawn inside a
+    traced program, e.g. under ``jax.jit``) is left out: it is checked where it is sampled."""
+    values = {}
+    for field in dataclasses.fields(priors):
+        value = getattr(priors, field.name)
+        if is_hyperprior(value):
+            check_scalar(field.name, value)
+            continue
+        if isinstance(value, jax.core.Tracer):
+            continue
+        if isinstance(value, (bool, str)) or np.ndim(value) != 0 or not np.issubdtype(np.asarray(value).dtype, np.number):
+            raise ValueError(f"priors.{field.name}: expected a number or a NumPyro distribution (a hyperprior), "
+                             f"got {value!r}")
+        if not np.isfinite(value):
+            raise ValueError(f"priors.{field.name}: must be finite, got {value!r}")
+        values[field.name] = float(value)
+    return values
+
+
+def check_scalar(name: str, prior) -> None:
+    """Raise ValueError naming the field unless the hyperprior ``prior`` is a scalar distribution."""
+    if prior.batch_shape != () or prior.event_shape != ():
+        raise ValueError(f"priors.{name}: a hyperprior must be a scalar distribution, got batch shape "
+                         f"{prior.batch_shape} and event shape {prior.event_shape}")
+
+
+def refuse_hyperpriors(priors, fit: str, instead: str) -> None:
+    """Raise ValueError naming a field of ``priors`` that holds a hyperprior, for a ``fit`` that takes
+    numbers only (a variational or closed-form fit has no chain to sample one in); ``instead``: what to do."""
+    for name, prior in hyperpriors_of(priors).items():
+        raise ValueError(f"priors.{name}: {fit} takes a number, not a hyperprior ({type(prior).__name__}); {instead}")
+
+
+def sample_hyperparameters(priors):
+    """``priors`` with every hyperprior field replaced by a draw of the site named after the field:
+    the first lines of a model file's programs, so that every program states the hyperprior once."""
+    drawn = {name: numpyro.sample(name, prior) for name, prior in hyperpriors_of(priors).items()}
+    return dataclasses.replace(priors, **drawn) if drawn else priors
+
+
+def at_point(priors):
+    """``priors`` with every hyperprior replaced by its mean (concrete, unless the hyperprior's parameters
+    are traced): the point at which a kernel's tables are first built and the fit-time check compares the
+    kernel with the programs."""
+    found = hyperpriors_of(priors)
+    means = {name: prior.mean if isinstance(prior.mean, jax.core.Tracer) else float(prior.mean)
+             for name, prior in found.items()}
+    return dataclasses.replace(priors, **means) if found else priors
+
+
+class HyperpriorModel(NamedTuple):
+    """What a kernel follows of hyperpriors (module-level functions, hashable): ``kernel`` its name in
+    messages; ``families``: (field, the distribution class names it samples) pairs;
+    ``with_values(static, data, values) -> data``: the kernel's tables rebuilt from the hyperparameter
+    values (traceable; the other fields from ``fixed``, see :class:`HyperData`); ``update(static, data,
+    state, values, key, beta) -> values``: an exact update (a draw, or a Markov step that leaves it
+    invariant) of the hyperparameters ``values`` by their conditional at inverse temperature beta given the
+    kernel's state (``data`` a :class:`HyperData`); ``check(hyper_static, data, fixed)``: raises ValueError
+    when the model file's hooks leave the update inexact; ``written``: how to write a supported hyperprior;
+    ``common_fields``: fields of the kernel's state that are equal in every replica of a step, passed to
+    the vmapped step unbatched so that the kernel's branches on them stay branches (BCM's sweep count,
+    which picks the sweeps with a split-merge move: batched, both branches would run on every sweep);
+    ``module``: the model file whose hooks ``with_values`` calls; ``refresh(static, data, state) -> state``:
+    the state's log terms on the tables rebuilt at new values, for a kernel whose step reads the stored
+    ones (None: its step recomputes them); ``per_replica(data, n_replicas) -> (data, in_axes)``: the
+    kernel's data with the rows it holds per chain repeated for each of the chain's replicas (chain-major),
+    and the vmap axes to step each replica with its chain's row (None: data shared by all)."""
+
+    kernel: str
+    families: tuple
+    with_values: Callable
+    update: Callable
+    check: Callable
+    written: str
+    common_fields: tuple = ()
+    module: Any = None
+    refresh: Callable | None = None
+    per_replica: Callable | None = None
+
+    def supported(self) -> str:
+        return ", ".join(f"{field} ~ {' or '.join(families)}" for field, families in self.families)
+
+
+class HyperStatic(NamedTuple):
+    """The kernel's static, the :class:`HyperpriorModel` and the model file's functions (:func:`model_hooks`),
+    hashable: a step traces the hooks, so a hook replaced in a running session makes another static. Other
+    attributes read through to the kernel's static."""
+
+    inner: Any
+    model: HyperpriorModel
+    hooks: tuple
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def model_hooks(module) -> tuple:
+    """(name, function) of every function of a model file, for the static key of a program calling its hooks."""
+    return tuple((name, value) for name, value in vars(module).items() if inspect.isfunction(value))
+
+
+class HyperData(NamedTuple):
+    """The kernel's data (tables at the hyperprior's mean, rebuilt per replica in a step), the
+    hyperpriors (name -> distribution, a pytree) and ``fixed`` (name -> value of the other Priors fields).
+    Other attributes read through to the kernel's data."""
+
+    inner: Any
+    hyperpriors: dict
+    fixed: dict
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+class HyperState(NamedTuple):
+    """A replica: the kernel's state, the hyperparameter values (name -> scalar), log_prior (the kernel's
+    plus log p(h)), log_likelihood (the kernel's) and log_hyperprior, log p(h). Other attributes read through
+    to the kernel's state; a kernel's ``log_reference`` (a path from a reference) gets log p(h) added, the
+    reference of the hyperparameters (module docstring)."""
+
+    inner: Any
+    values: dict
+    log_prior: jax.Array
+    log_likelihood: jax.Array
+    log_hyperprior: jax.Array
+
+    @property
+    def log_reference(self):
+        return self.inner.log_reference + self.log_hyperprior
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def _log_hyperprior(hyperpriors: dict, values: dict):
+    return sum(prior.log_prob(values[name]) for name, prior in hyperpriors.items())
+
+
+def _wrapped(hyperpriors, values, inner) -> HyperState:
+    log_hyperprior = _log_hyperprior(hyperpriors, values)
+    return HyperState(inner, values, inner.log_prior + log_hyperprior, inner.log_likelihood, log_hyperprior)
+
+
+def _prior_draws(hyperpriors: dict, key) -> dict:
+    keys = random.split(key, len(hyperpriors))
+    return {name: prior.sample(k) for (name, prior), k in zip(sorted(hyperpriors.items()), keys)}
+
+
+def _one(tree):
+    return jax.tree.map(lambda x: x[None], tree)
+
+
+def _unbatched(tree):
+    return jax.tree.map(lambda x: x[0], tree)
+
+
+@lru_cache(maxsize=None)
+def with_hyperpriors(kernel):
+    """The :class:`~inference.tempering.TargetKernel` ``kernel`` with the hyperparameters of its target's
+    :class:`HyperData` in every replica's state (module docstring). A step vmaps ``kernel.step`` over the
+    replicas, one batch of one each, since each replica's tables follow its own hyperparameters; the
+    kernel's step must compute its states' log terms from the tables it is given (BCM's does; BRL's model
+    refreshes them first, ``HyperpriorModel.refresh``), so that the engine's swaps read log_prior and
+    log_likelihood at the replica's new hyperparameters. A kernel's adapted proposal (``learn_proposal``,
+    ``with_proposal``) passes through to the kernel's data."""
+    from interpretable_zoo.inference.tempering import TargetKernel
+
+    def init(static, data, key):
+        key_values, key_inner = jax.random.split(key)
+        values = _prior_draws(data.hyperpriors, key_values)
+        inner = kernel.init(static.inner, static.model.with_values(static.inner, data, values), key_inner)
+        return _wrapped(data.hyperpriors, values, inner)
+
+    def step(static, data, states, keys, betas):
+        model = static.model
+
+        def one(inner, values, key, beta, inner_data):
+            key_values, key_inner = jax.random.split(key)
+            replica_data = data._replace(inner=inner_data)
+            values = model.update(static.inner, replica_data, inner, values, key_values, beta)
+            inner_data = model.with_values(static.inner, replica_data, values)
+            if model.refresh is not None:
+                inner = model.refresh(static.inner, inner_data, inner)
+            inner, info = kernel.step(static.inner, inner_data, _one(inner), key_inner[None], beta[None])
+            return _wrapped(data.hyperpriors, values, _unbatched(inner)), _unbatched(info)
+
+        common = model.common_fields
+        inner = states.inner._replace(**{name: getattr(states.inner, name)[0] for name in common})
+        inner_axes = jax.tree.map(lambda _: 0, states.inner)._replace(**{name: None for name in common})
+        inner_data, data_axes = (data.inner, None) if model.per_replica is None else model.per_replica(
+            data.inner, keys.shape[0])
+        return jax.vmap(one, in_axes=(inner_axes, 0, 0, 0, data_axes))(
+            inner, states.values, keys, jnp.asarray(betas, jnp.result_type(float)), inner_data)
+
+    def summaries(static, data, states):
+        return {**kernel.summaries(static.inner, data.inner, states.inner), **states.values}
+
+    def record(static, data, states):
+        return kernel.record(static.inner, data.inner, states.inner)
+
+    def learn_proposal(static, data, records, states, proposal):
+        return kernel.learn_proposal(static.inner, data.inner, records, states.inner, proposal)
+
+    def with_proposal(static, data, proposal):
+        return data._replace(inner=kernel.with_proposal(static.inner, data.inner, proposal))
+
+    if kernel.learn_proposal is None:
+        return TargetKernel(init, step, summaries, record)
+    return TargetKernel(init, step, summaries, record, learn_proposal, with_proposal)
+
+
+def target(model: HyperpriorModel, inner_target, priors):
+    """(static, data) of :func:`with_hyperpriors` for a kernel target built at :func:`at_point` of
+    ``priors``; refuses a hyperprior ``model`` cannot sample (:func:`check_supported`)."""
+    check_supported(model, priors)
+    static, data = inner_target
+    fixed = {name: jnp.asarray(value, jnp.float32) for name, value in compiled_hooks.prior_values(priors).items()
+             if not is_hyperprior(value)}
+    hyper_static = HyperStatic(static, model, model_hooks(model.module))
+    model.check(hyper_static, data, fixed)
+    return hyper_static, HyperData(data, hyperpriors_of(priors), fixed)
+
+
+def initial_states(hyper_target, inner_states, key):
+    """One :class:`HyperState` per kernel state (leading axis), the hyperparameters drawn from p(h), then
+    updated by their conditional given it (at beta = 1; it is only a start)."""
+    static, data = hyper_target
+
+    def one(state, key):
+        key_prior, key_update = jax.random.split(key)
+        values = static.model.update(static.inner, data, state, _prior_draws(data.hyperpriors, key_prior),
+                                     key_update, 1.0)
+        return _wrapped(data.hyperpriors, values, state)
+
+    return jax.jit(jax.vmap(one))(inner_states, jax.random.split(key, jax.tree.leaves(inner_states)[0].shape[0]))
+
+
+def check_supported(model: HyperpriorModel, priors) -> None:
+    """Raise ValueError naming the field unless every hyperprior of ``priors`` is one ``model`` samples."""
+    for name, prior in hyperpriors_of(priors).items():
+        family = type(prior).__name__
+        if family not in dict(model.families).get(name, ()):
+            raise ValueError(f"priors.{name}: the {model.kernel} does not sample a {family} hyperprior on {name}; "
+                             f"it samples {model.supported()}, written {model.written}; give {name} a number "
+                             f"otherwise")
+
+
+def hint(model: HyperpriorModel, priors, site: str) -> str:
+    """How to write a hyperprior on ``site`` when a program samples a field of ``priors`` as a site of its
+    own ('' when ``site`` is no field)."""
+    if site not in {f.name for f in dataclasses.fields(priors)}:
+        return ""
+    if not model.families:
+        return f" The {model.kernel} samples no hyperprior: give {site} a number in Priors."
+    return (f" A hyperprior on {site} is written as a Priors field holding its distribution, not as a site of the "
+            f"program: {model.written}, passed as priors= (the model file's sample_hyperparameters draws the "
+            f"site {site!r}); the {model.kernel} samples {model.supported()}.")
+
+
+# ---------------------------------------------------------------------------------------------- BCM
+
+
+def _bcm_hook_tables(static, data: HyperData, values, hooks=()):
+    """g, omega_log_prob and prototype_log_prob from the model file's hooks at the hyperparameter values
+    (``hooks``: :func:`model_hooks`, the static key of a compiled call)."""
+    from interpretable_zoo.inference import bcm_gibbs  # imports models.bcm, which imports this module
+
+    priors = compiled_hooks.priors_with(bcm.Priors, {**data.fixed, **values})
+    return bcm_gibbs._hook_tables(priors, static.n_obs, static.n_features, static.n_clusters, static.n_values)
+
+
+def _bcm_with_values(static, data: HyperData, values):
+    """The BCM tables with omega_log_prob from ``models.bcm.omega_distribution`` at the values."""
+    omega_log_prob = _bcm_hook_tables(static, data, values)[1]
+    return data.inner._replace(omega_log_prob=omega_log_prob.astype(data.inner.omega_log_prob.dtype))
+
+
+def _bcm_update(static, data, state, values, key, beta):
+    """q | omega ~ Beta(a + sum omega, b + S P - sum omega), the same at every beta (q is in the prior only)."""
+    prior = data.hyperpriors["q"]
+    active = state.omega.sum().astype(jnp.result_type(float))
+    cells = static.n_clusters * static.n_features
+    return {"q": jax.random.beta(key, prior.concentration1 + active, prior.concentration0 + cells - active)}
+
+
+def _bcm_check(hyper_static: HyperStatic, data, fixed) -> None:
+    """The conjugate update needs omega_sj ~ Bernoulli(q) in every cell, and q in no other table (g, the
+    prototypes' prior, the Dirichlet of pi), which are built once."""
+    static, hyper_data = hyper_static.inner, HyperData(data, {}, fixed)
+    tables = [jax.jit(_bcm_hook_tables, static_argnums=(0, 3))(static, hyper_data, {"q": jnp.float32(q)},
+                                                                hyper_static.hooks) for q in (0.25, 0.7)]
+    for q, (_, omega_log_prob, _) in zip((0.25, 0.7), tables):
+        if not np.allclose(np.asarray(omega_log_prob), np.log([1.0 - q, q]), atol=1e-5):
+            raise ValueError("priors.q: the Beta hyperprior on q is sampled from its conjugate conditional, which "
+                             "needs models.bcm.omega_distribution to be Bernoulli(priors.q) in every cell; the edited "
+                             "hook is not: give q a number")
+    pi_concentrations = [bcm.z_concentration(compiled_hooks.priors_with(bcm.Priors, {**fixed, "q": q}),
+                                             static.n_clusters) for q in (0.25, 0.7)]
+    if not (all(np.allclose(tables[0][i], tables[1][i]) for i in (0, 2))
+            and np.allclose(*(np.asarray(c, np.float64) for c in pi_concentrations))):
+        raise ValueError("priors.q: a hyperprior on q is followed only when q enters omega_distribution alone; the "
+                         "edited hooks g, prototype_distribution or z_concentration read it too: give q a number")
+
+
+BCM = HyperpriorModel(
+    kernel="BCM collapsed Gibbs kernel",
+    families=(("q", ("Beta",)),),
+    with_values=_bcm_with_values,
+    update=_bcm_update,
+    check=_bcm_check,
+    written="models.bcm.Priors(q=numpyro.distributions.Beta(a, b))",
+    common_fields=("sweeps",),
+    module=bcm,
+)
+
+# ---------------------------------------------------------------------------------------------- BRL
+
+SLICE_WIDTH = 1.0
+"""Initial width of the slice interval on log lam (Neal 2003, sec. 4); any width leaves the conditional
+invariant, one about its spread (a Gamma's log has standard deviation near 1 / sqrt(a)) steps out least."""
+
+SLICE_MAX_STEPS = 16
+"""Neal's m: the slice interval steps out at most m widths in all (Neal 2003, fig. 3), split at random
+between its two ends, which keeps the update exact."""
+
+SLICE_RESOLUTION = 1e-6
+"""Relative width of the slice interval below which shrinkage stops at x (float32 resolution)."""
+
+SLICE_MAX_SHRINKS = 100
+"""Shrinkage steps after which the update leaves x where it is (each step shrinks the interval by half on
+average: only a density that floats cannot resolve gets there)."""
+
+SLICE_UPDATES = 2
+"""Slice-sampling updates of lam per step of the list kernel."""
+
+
+def _brl_priors(data: HyperData, values) -> brl.Priors:
+    return compiled_hooks.priors_with(brl.Priors, {**data.fixed, **values})
+
+
+def _brl_hook_tables(static, data: HyperData, values, hooks=()):
+    """The length and cardinality tables of ``models.brl.PriorTables`` from the model file's hooks at the
+    hyperparameter values (``hooks``: :func:`model_hooks`, the static key of a compiled call)."""
+    return brl._hook_tables(_brl_priors(data, values), static.max_cardinality, static.capacity)
+
+
+def _brl_with_values(static, data: HyperData, values):
+    """The BRL tables with the length prior from ``models.brl.log_length_prior`` at the values (lam enters
+    no other table, :func:`_brl_check`)."""
+    length = brl.log_length_prior(_brl_priors(data, values), static.capacity)
+    return data.inner._replace(prior=data.inner.prior._replace(length=length.astype(data.inner.prior.length.dtype)))
+
+
+def _brl_refresh(static, data, state):
+    """The list's log prior on the rebuilt tables: the kernel's step reads the stored one."""
+    rule_cardinality = data.cardinality_index[jnp.maximum(state.rules, 0)]
+    return state._replace(log_prior=brl.log_prior_from_tables(data.prior, rule_cardinality, state.length,
+                                                              static.cardinalities_can_run_out))
+
+
+def _slice_update(log_density, x, key):
+    """One slice-sampling update of the scalar ``x`` for the unnormalised ``log_density`` (Neal 2003,
+    figs. 3 and 5: stepping out at most SLICE_MAX_STEPS widths, then shrinkage towards x). An interval
+    shrunk to within float32 resolution of x, or SLICE_MAX_SHRINKS shrinkage steps, leave x where it is (a
+    density too steep for the floats)."""
+    key_level, key_place, key_split, key_shrink = random.split(key, 4)
+    level = log_density(x) - random.exponential(key_level)
+    left = x - SLICE_WIDTH * random.uniform(key_place)
+    left_steps = jnp.floor(SLICE_MAX_STEPS * random.uniform(key_split))
+
+    def step_out(direction):
+        def grow(carry):
+            end, steps = carry
+            return end + direction * SLICE_WIDTH, steps - 1
+
+        return lambda end, steps: lax.while_loop(lambda c: (c[1] > 0) & (log_density(c[0]) > level), grow,
+                                                 (end, steps))[0]
+
+    left, right = step_out(-1.0)(left, left_steps), step_out(1.0)(left + SLICE_WIDTH, SLICE_MAX_STEPS - 1 - left_steps)
+
+    def shrink(carry):
+        left, right, _, _, key, shrinks = carry
+        key, key_point = random.split(key)
+        point = left + random.uniform(key_point) * (right - left)
+        collapsed = ~(right - left > SLICE_RESOLUTION * (1.0 + jnp.abs(x))) | (shrinks >= SLICE_MAX_SHRINKS)
+        point = jnp.where(collapsed, x, point)
+        inside = collapsed | (log_density(point) > level)
+        return (jnp.where(inside | (point >= x), left, point), jnp.where(inside | (point < x), right, point),
+                point, inside, key, shrinks + 1)
+
+    return lax.while_loop(lambda c: ~c[3], shrink, (left, right, x, jnp.array(False), key_shrink, 0))[2]
+
+
+def _brl_update(static, data: HyperData, state, values, key, beta):
+    """lam | d at inverse temperature beta, proportional to p(lam) p(m | lam)^beta (only the length prior
+    reads lam, :func:`_brl_check`): SLICE_UPDATES slice-sampling updates of u = log lam, whose density is
+    p(e^u) e^u p(m | e^u)^beta; at beta = 0 an independent draw from p(lam), as the kernel then redraws the
+    list from the reference (module docstring)."""
+    prior = data.hyperpriors["lam"]
+
+    def log_density(u):
+        lam = jnp.exp(u)
+        log_length = brl.log_length_prior(_brl_priors(data, {"lam": lam}), static.capacity)[state.length]
+        return prior.log_prob(lam) + u + beta * log_length
+
+    key_prior, key_slice = random.split(key)
+    u = jnp.log(values["lam"])
+    for key_update in random.split(key_slice, SLICE_UPDATES):
+        u = _slice_update(log_density, u, key_update)
+    return {"lam": jnp.where(beta == 0, prior.sample(key_prior), jnp.exp(u)).astype(values["lam"].dtype)}
+
+
+def _brl_per_replica(data, n_replicas: int):
+    """Each replica's row of the proposal tables that ``inference.brl_mh.per_chain`` gives every chain."""
+    from interpretable_zoo.inference import brl_mh  # imports models.brl, which imports this module
+
+    if data.ticket_bounds.ndim == 1:
+        return data, None
+    per_chain = n_replicas // data.ticket_bounds.shape[0]
+    rows = {name: jnp.repeat(getattr(data, name), per_chain, axis=0) for name in brl_mh.PER_CHAIN_FIELDS}
+    axes = type(data)(*(0 if name in brl_mh.PER_CHAIN_FIELDS else None for name in type(data)._fields))
+    return data._replace(**rows), axes
+
+
+def _brl_check(hyper_static: HyperStatic, data, fixed) -> None:
+    """The update needs the length prior to be a traceable function of lam and lam in no other table (the
+    cardinality prior's is built once)."""
+    static, hyper_data = hyper_static.inner, HyperData(data, {}, fixed)
+    build = jax.jit(_brl_hook_tables, static_argnums=(0, 3))
+    try:
+        tables = [build(static, hyper_data, {"lam": jnp.float32(lam)}, hyper_static.hooks) for lam in (0.5, 4.0)]
+    except jax.errors.JAXTypeError as error:
+        raise ValueError("priors.lam: a hyperprior on lam is sampled by evaluating models.brl.log_length_prior at "
+                         f"traced values of lam, which the edited hook does not allow ({type(error).__name__}): "
+                         "give lam a number") from None
+    if not all(np.isfinite(np.asarray(length)).any() for length, _ in tables):
+        raise ValueError("priors.lam: models.brl.log_length_prior gives no finite log probability at lam = 0.5 or 4")
+    if not np.allclose(np.asarray(tables[0][1]), np.asarray(tables[1][1]), equal_nan=True):
+        raise ValueError("priors.lam: a hyperprior on lam is followed only when lam enters log_length_prior alone; "
+                         "the edited hook log_cardinality_prior reads it too: give lam a number")
+
+
+BRL = HyperpriorModel(
+    kernel="BRL Metropolis-Hastings kernel",
+    families=(("lam", ("Gamma",)),),
+    with_values=_brl_with_values,
+    update=_brl_update,
+    check=_brl_check,
+    written="models.brl.Priors(lam=numpyro.distributions.Gamma(a, b))",
+    module=brl,
+    refresh=_brl_refresh,
+    per_replica=_brl_per_replica,
+)
