@@ -21,9 +21,10 @@ from sklearn.model_selection import StratifiedKFold
 from benchmarks.runner import Comparison, PeerUnavailable, benchmark, import_peer, time_call
 from interpretable_zoo.datasets import load_adult, load_mushroom, load_tictactoe, load_titanic, load_titanic_table
 from interpretable_zoo.inference import brl_mh, tempering
-from interpretable_zoo.inference.brl import KERNEL, BayesianRuleListClassifier, fit_brl
+from interpretable_zoo.inference.brl import DEFAULT_MAX_LENGTH, KERNEL, BayesianRuleListClassifier, fit_brl
 from interpretable_zoo.inference.convergence import worst
-from interpretable_zoo.inference.rule_mining import fit_item_encoder, mine_antecedents, truth_table
+from interpretable_zoo.inference.rule_mining import (antecedent_neighbours, fit_item_encoder, mine_antecedents,
+                                                     truth_table)
 from interpretable_zoo.models import brl
 
 SEED = 0
@@ -47,15 +48,19 @@ def tictactoe_antecedents(min_support=0.05):
     return data, items, antecedents
 
 
-def ours_timer(table, y, antecedents, num_chains, num_iterations, capacity=20, n_rungs=1, block=100):
+def ours_timer(table, y, antecedents, num_chains, num_iterations, capacity=20, n_rungs=1, block=100,
+               neighbour_moves=False):
     """A function timing ``num_iterations`` iterations of ``num_chains`` vectorized chains (compiled here)
-    and returning seconds per iteration per chain. One rung: the kernel's ``step``, ``block`` MH iterations
-    per call, no trace kept. More rungs: the tempering engine's scans (an MH step of every rung, a swap
-    round and the posterior rung's record per iteration)."""
+    and returning seconds per iteration per chain. One rung and ``block`` > 1: the kernel's ``step``,
+    ``block`` MH iterations per call, no trace kept. Otherwise the tempering engine's compiled scans (an MH
+    step of every rung, a swap round and the posterior rung's record per iteration), without its host
+    work. ``neighbour_moves``: the kernel proposes neighbour moves too, as ``fit_brl``'s does."""
     cardinalities = np.array([len(a) for a in antecedents])
     keys = jax.random.split(jax.random.PRNGKey(SEED), num_chains)
-    if n_rungs == 1:
-        static, data = brl_mh.make_target(table, cardinalities, 2, y, brl.Priors(), capacity, steps_per_call=block)
+    neighbours = antecedent_neighbours(antecedents) if neighbour_moves else None
+    if n_rungs == 1 and block > 1:
+        static, data = brl_mh.make_target(table, cardinalities, 2, y, brl.Priors(), capacity, steps_per_call=block,
+                                          neighbours=neighbours)
         states = jax.vmap(lambda key: brl_mh.init(static, data, key))(keys)
         calls = num_iterations // block
 
@@ -65,7 +70,7 @@ def ours_timer(table, y, antecedents, num_chains, num_iterations, capacity=20, n
         run = jax.jit(lambda states: jax.lax.fori_loop(0, calls, call, states))
         iterations = calls * block
     else:
-        static, data = brl_mh.make_target(table, cardinalities, 2, y, brl.Priors(), capacity)
+        static, data = brl_mh.make_target(table, cardinalities, 2, y, brl.Priors(), capacity, neighbours=neighbours)
         states = tempering.initial_ladder(KERNEL, static, data, tempering.chain_keys(SEED, num_chains), n_rungs)
         schedule = jnp.asarray(tempering.default_schedule(n_rungs))
         run = lambda ladder: tempering.ladder_scans(KERNEL, static, data, ladder, schedule, num_iterations, num_iterations)  # noqa: E731
@@ -130,6 +135,9 @@ FIT_NOTES = (
     "20,000 draws"
 )
 """The row of ``brl_mh_speed`` that times the whole engine (``convergence.sample``) at one step per draw."""
+ENGINE_ROW = "10 chains, fit_brl's kernel in the engine's compiled scans, 1 MH step per scan, untempered"
+"""The row that times the same kernel (lists of at most 30 rules, neighbour moves, one step per call) in the
+engine's compiled scans without their host work: FIT_ROW minus this row is the host's share of a draw."""
 
 
 @benchmark(
@@ -143,8 +151,12 @@ FIT_NOTES = (
         "run times 10 to 10,000 chains against pysbrl on the same machine's CPU, and leaves imodels out). Ours: "
         "lists of at most 20 rules, the kernel's compiled sample step (100 iterations per call, uniforms drawn "
         "once per call) without trace collection; plain Metropolis-Hastings (one rung) unless the row names "
-        "a 4-rung tempering ladder (the engine's scans: 4 MH steps, a swap round and a kept record), or fit_brl "
-        "(the whole engine, at 1 MH step per draw and lists of at most 30 rules with neighbour moves). Every "
+        "a 4-rung tempering ladder (the engine's scans: 4 MH steps, a swap round and a kept record), fit_brl's "
+        "kernel (lists of at most 30 rules with neighbour moves, one step per call) in the engine's compiled "
+        "scans without their host work, or fit_brl (the whole engine at 1 MH step per draw, that kernel): the "
+        "difference of the last two rows is the host's share of a draw (chunk dispatch, transfers, the "
+        "convergence test and the result), and the first of them against the 10-chain row is the cost of the "
+        "fit's kernel configuration over the plain step's. Every "
         "configuration and peer is timed once per round, in 3 interleaved rounds; the table gives medians and "
         "the notes the lowest and highest ratio of a round."
     ),
@@ -169,9 +181,11 @@ def bench_speed() -> list[Comparison]:
             "10 chains": ours_timer(table, data.y, antecedents, 10, 50000),
             "100 chains": ours_timer(table, data.y, antecedents, 100, 5000),
             "10 chains, 4-temperature ladder": ours_timer(table, data.y, antecedents, 10, 10000, n_rungs=4),
+            ENGINE_ROW: ours_timer(table, data.y, antecedents, 10, 20000, n_rungs=1, block=1, neighbour_moves=True,
+                                   capacity=brl.list_capacity(len(antecedents), DEFAULT_MAX_LENGTH)),
             FIT_ROW: FitTimer(items, data.y, antecedents),
         }
-        against_pysbrl = ["10 chains", FIT_ROW]
+        against_pysbrl = ["10 chains", ENGINE_ROW, FIT_ROW]
         imodels = ImodelsTimer(items, data.y)
         peers, missing = {"imodels": imodels}, {}
     try:

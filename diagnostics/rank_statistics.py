@@ -61,8 +61,13 @@ def rank_rhat(draws) -> float:
     if draws is None:
         return math.nan
     split = _split(draws)
+    return _rank_rhat_of_split(split, _normal_scores(split))
+
+
+def _rank_rhat_of_split(split: np.ndarray, scores: np.ndarray) -> float:
+    """The rank R-hat of split chains ``split`` whose normal scores are ``scores``."""
     folded = np.abs(split - np.median(split))
-    return max(_potential_scale_reduction(_normal_scores(split)), _potential_scale_reduction(_normal_scores(folded)))
+    return max(_potential_scale_reduction(scores), _potential_scale_reduction(_normal_scores(folded)))
 
 
 def _autocovariances(draws: np.ndarray) -> np.ndarray:
@@ -104,6 +109,22 @@ def bulk_ess(draws) -> float:
         return math.nan
     if np.ptp(draws) < np.finfo(np.float64).resolution:
         return float(draws.size)
-    split = _normal_scores(_split(draws))
-    size = split.size
-    return size / max(_autocorrelation_time(split), 1.0 / math.log10(size))
+    return _bulk_ess_of_scores(_normal_scores(_split(draws)))
+
+
+def _bulk_ess_of_scores(scores: np.ndarray) -> float:
+    """Bulk ESS of split chains whose normal scores are ``scores``."""
+    return scores.size / max(_autocorrelation_time(scores), 1.0 / math.log10(scores.size))
+
+
+def rank_rhat_and_bulk_ess(draws) -> tuple[float, float]:
+    """(:func:`rank_rhat`, :func:`bulk_ess`) of (chain, draw) draws, ranking the split chains once for both
+    (the engine's convergence test asks for both after its chunks)."""
+    usable = _usable(draws, min_chains=1)
+    if usable is None or usable.shape[0] < 2:
+        return rank_rhat(draws), bulk_ess(draws)
+    if np.ptp(usable) < np.finfo(np.float64).resolution:
+        return rank_rhat(usable), float(usable.size)
+    split = _split(usable)
+    scores = _normal_scores(split)
+    return _rank_rhat_of_split(split, scores), _bulk_ess_of_scores(scores)

@@ -145,7 +145,7 @@ def diagnose(summaries: dict[str, np.ndarray]) -> dict[str, tuple[float, float]]
                 table[label] = (1.0, float(scalar.size))
                 continue
             with np.errstate(all="ignore"):
-                rhat, ess = rank_statistics.rank_rhat(scalar), rank_statistics.bulk_ess(scalar)
+                rhat, ess = rank_statistics.rank_rhat_and_bulk_ess(scalar)
             table[label] = (rhat if math.isfinite(rhat) else math.inf, ess if math.isfinite(ess) else 0.0)
     return table
 

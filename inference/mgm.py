@@ -326,7 +326,10 @@ def _fold_in_restarts(key, n_clusters, restarts: int):
 BUCKETS_PER_DOUBLING = 4
 """The search pads the observations, dimensions and clusters to ``shapes.size_bucket(n, 4)`` (at most a
 quarter more), and to at least MIN_ROWS observations, MIN_COLUMNS dimensions and MIN_CLUSTERS clusters."""
-MIN_ROWS, MIN_COLUMNS, MIN_CLUSTERS = 32, 4, 4
+MIN_ROWS, MIN_COLUMNS, MIN_CLUSTERS = 128, 16, 4
+"""Every data set up to 128 x 16 shares one compiled search (about 20 s to compile on a laptop core); a warm
+search of that size takes a fraction of a second, so small fits, cross-validation folds and scikit-learn's
+estimator checks pay for one compilation, not one per size."""
 
 
 def _bucket(n: int, least: int) -> int:
@@ -393,7 +396,7 @@ def fit_mgm(
     iteration's improvement (the paper's "0.1 relative"); ``exact_or`` uses the exact OR of eq. 2 instead of
     the relaxed one of eq. 3. The search is compiled for ``max_clusters`` clusters (default ``n_clusters``),
     observations and dimensions, each rounded up to a size bucket (at most a quarter more; at least 4 clusters,
-    32 observations and 4 dimensions), the padding masked out: fits whose sizes share buckets, with the same
+    128 observations and 16 dimensions), the padding masked out: fits whose sizes share buckets, with the same
     ``restarts``, share one compiled program whatever the data, prior values and seed.
 
     Example:

@@ -45,14 +45,14 @@ STATISTICS = {
 }
 
 
-def calibrate(fit_fn, seed: int, simulated_priors=PRIORS):
-    """SBC of ``fit_fn`` (rng_key, data) -> draws over 400 data sets simulated from the model with
-    ``simulated_priors``."""
+def calibrate(fit_fn, seed: int, simulated_priors=PRIORS, num_simulations: int = 400):
+    """SBC of ``fit_fn`` (rng_key, data) -> draws over ``num_simulations`` data sets simulated from the
+    model with ``simulated_priors``."""
     return simulation_based_calibration(
         jax.random.key(seed),
         conditioned_model,
         fit_fn,
-        num_simulations=400,
+        num_simulations=num_simulations,
         data_sites=["x"],
         model_args=(N_OBS, N_VALUES, N_CLUSTERS, simulated_priors),
         statistics=STATISTICS,

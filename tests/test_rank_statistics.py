@@ -10,7 +10,7 @@ import arviz as az
 import numpy as np
 import pytest
 
-from interpretable_zoo.diagnostics.rank_statistics import bulk_ess, rank_rhat
+from interpretable_zoo.diagnostics.rank_statistics import bulk_ess, rank_rhat, rank_rhat_and_bulk_ess
 
 
 def chains(seed: int) -> np.ndarray:
@@ -40,9 +40,18 @@ def arviz_values(draws, rhat_method="rank"):
 SEEDS = range(200)
 
 
+def ours_separately(draws, statistic):
+    return rank_rhat(draws) if statistic == "rhat" else bulk_ess(draws)
+
+
+def ours_together(draws, statistic):
+    return rank_rhat_and_bulk_ess(draws)[0 if statistic == "rhat" else 1]
+
+
+@pytest.mark.parametrize("ours_fn", [ours_separately, ours_together], ids=["separately", "together"])
 @pytest.mark.parametrize("statistic", ["rhat", "ess"])
-def test_equal_to_arviz_on_correlated_tied_and_short_chains(statistic):
-    ours = np.array([rank_rhat(chains(s)) if statistic == "rhat" else bulk_ess(chains(s)) for s in SEEDS])
+def test_equal_to_arviz_on_correlated_tied_and_short_chains(statistic, ours_fn):
+    ours = np.array([ours_fn(chains(s), statistic) for s in SEEDS])
     theirs = np.array([arviz_values(chains(s))[0 if statistic == "rhat" else 1] for s in SEEDS])
     assert np.array_equal(np.isnan(ours), np.isnan(theirs))  # one chain: no R-hat
     finite = ~np.isnan(theirs)
