@@ -146,8 +146,7 @@ class BCMResult(convergence.TemperedResult):
         self._labels = _alignment(self._row_counts, self._row_counts[self.best_chain, self.best_draw])
 
     def _kernel(self) -> TargetKernel:
-        kernel = _kernel(self.store_z)
-        return hyperpriors.with_hyperpriors(kernel) if isinstance(self.target[0], hyperpriors.HyperStatic) else kernel
+        return hyperpriors.kernel_for(self.target[0], _kernel(self.store_z))
 
     def _with_run(self, run) -> BCMResult:
         return BCMResult(run, self.target, self.data, self.n_clusters, self.priors, self.store_z)
@@ -459,12 +458,11 @@ def fit_bcm(
     target = bcm_gibbs.make_target(data.codes, n_clusters, hyperpriors.at_point(priors), data.n_values)
     target_check.check_bcm(n_clusters, priors)
     initial = None if init_labels is None else _initial_states(target, init_labels, num_chains, seed)
-    kernel = _kernel(store_z)
     if hyperpriors.hyperpriors_of(priors):  # hyperparameters sampled within the chain
-        target, kernel = hyperpriors.target(hyperpriors.BCM, target, priors), hyperpriors.with_hyperpriors(kernel)
+        target = hyperpriors.target(hyperpriors.BCM, target, priors)
         initial = None if initial is None else hyperpriors.initial_states(target, initial, jax.random.PRNGKey(seed))
     run = convergence.sample(
-        kernel,
+        hyperpriors.kernel_for(target[0], _kernel(store_z)),
         *target,
         num_chains=num_chains,
         seed=seed,

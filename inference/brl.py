@@ -138,7 +138,7 @@ class BRLResult(convergence.TemperedResult):
     target: tuple = field(repr=False, default=None)  # (static, data) of the kernel, for extend()
 
     def _kernel(self) -> TargetKernel:
-        return hyperpriors.with_hyperpriors(KERNEL) if isinstance(self.target[0], hyperpriors.HyperStatic) else KERNEL
+        return hyperpriors.kernel_for(self.target[0], KERNEL)
 
     def _with_run(self, run) -> BRLResult:
         return _result(run, self.target, self.antecedents, self.item_names, self.classes, self.priors,
@@ -446,10 +446,8 @@ def fit_brl(
                                        capacity, steps_per_call=steps_per_scan,
                                        neighbours=antecedent_neighbours(antecedents))
     target_check.check_brl(cardinalities, len(classes), priors, capacity)
-    kernel = KERNEL
     if hyperpriors.hyperpriors_of(priors):  # hyperparameters sampled within the chain
         kernel_target = hyperpriors.target(hyperpriors.BRL, kernel_target, priors)
-        kernel = hyperpriors.with_hyperpriors(KERNEL)
     static, data = kernel_target
     # chains learn their proposal in groups (brl_mh.learn_proposal)
     if isinstance(static, hyperpriors.HyperStatic):
@@ -457,7 +455,7 @@ def fit_brl(
     else:
         data = brl_mh.per_chain(data, num_chains)
     run = convergence.sample(
-        kernel,
+        hyperpriors.kernel_for(static, KERNEL),
         static,
         data,
         num_chains=num_chains,

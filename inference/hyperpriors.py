@@ -219,6 +219,12 @@ def _unbatched(tree):
     return jax.tree.map(lambda x: x[0], tree)
 
 
+def kernel_for(static, kernel):
+    """The kernel that runs a target whose static part is ``static``: :func:`with_hyperpriors` of ``kernel``
+    for a target with sampled hyperparameters (:class:`HyperStatic`), else ``kernel`` itself."""
+    return with_hyperpriors(kernel) if isinstance(static, HyperStatic) else kernel
+
+
 @lru_cache(maxsize=None)
 def with_hyperpriors(kernel):
     """The :class:`~inference.tempering.TargetKernel` ``kernel`` with the hyperparameters of its target's
