@@ -58,7 +58,6 @@ from __future__ import annotations
 import inspect
 import itertools
 from collections import namedtuple
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import NamedTuple
 
@@ -1041,8 +1040,7 @@ class BCMGibbs(MCMCKernel):
 
         static, data = self.target(model_args, model_kwargs)
         priors = inspect.signature(bcm.collapsed_model).bind(*model_args, **(model_kwargs or {})).arguments.get("priors")
-        with ThreadPoolExecutor(1) as outside_traces:  # JAX traces per thread: not under chain_method="parallel"'s pmap
-            outside_traces.submit(target_check.check_bcm, static.n_clusters, priors or bcm.Priors()).result()
+        target_check.outside_traces(target_check.check_bcm, static.n_clusters, priors or bcm.Priors())
         labels = self._init_labels
         batched = not is_prng_key(rng_key)
         shapes = [(static.n_obs,)] + ([(len(rng_key), static.n_obs)] if batched else [])

@@ -79,7 +79,6 @@ functions at inverse temperature 1 as a NumPyro kernel.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import NamedTuple
 
@@ -905,9 +904,8 @@ class BRLMetropolisHastings(MCMCKernel):
         target = self.target(model_args, model_kwargs)
         _, cardinalities, n_classes, _ = model_args
         priors = (model_kwargs or {}).get("priors", brl.Priors())
-        with ThreadPoolExecutor(1) as outside_traces:  # JAX traces per thread: not under chain_method="parallel"'s pmap
-            outside_traces.submit(target_check.check_brl, np.asarray(cardinalities), int(n_classes), priors,
-                                  target[0].capacity).result()  # fmt: skip
+        target_check.outside_traces(target_check.check_brl, np.asarray(cardinalities), int(n_classes), priors,
+                                    target[0].capacity)
         batched = _is_batched(rng_key)
         params = None if init_params is None else jax.tree.map(jnp.asarray, init_params)
         chains = _init_chains(*target, rng_key if batched else rng_key[None], params)

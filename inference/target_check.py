@@ -41,6 +41,7 @@ from __future__ import annotations
 import re
 import sys
 import types
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Callable, NamedTuple
 
@@ -568,6 +569,13 @@ def _brl_miniature(structure, n_classes: int, priors: brl.Priors) -> Miniature:
     raw = jax.device_put({"rules": np.stack(rules).astype(np.int32), "length": np.asarray(lengths, np.int32)})
     arrays = {"truth_table": jax.device_put(np.asarray(truth_table)), "y": jax.device_put(np.asarray(y)), "kernel": data}
     return Miniature((tuple(int(c) for c in cardinalities), int(n_classes), int(capacity)), static, arrays, raw)
+
+
+def outside_traces(check: Callable, *args) -> None:
+    """Run ``check(*args)`` in a thread of its own: JAX traces per thread, so a check called from a NumPyro
+    kernel's ``init`` compiles its own programs even under ``chain_method="parallel"``'s pmap trace."""
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(check, *args).result()
 
 
 def check_brl(cardinalities, n_classes: int, priors: brl.Priors, capacity: int) -> None:
