@@ -223,7 +223,7 @@ def _log_beta_from_table(table, g_offsets, total_offsets, counts):
     return table[g_offsets + counts].sum(-1) - table[total_offsets + counts.sum(-1)]
 
 
-def _hook_tables(priors: bcm.Priors, n_obs: int, n_features: int, n_clusters: int, n_vals: int):
+def hook_tables(priors: bcm.Priors, n_obs: int, n_features: int, n_clusters: int, n_vals: int):
     """From the model's hooks: g (2, V, V) of values v, u (:func:`models.bcm.g`), omega_log_prob (S, P, 2) and
     prototype_log_prob (S, N); the distributions' shapes are checked as they are traced."""
     values = np.arange(n_vals)
@@ -245,11 +245,11 @@ def _hook_tables(priors: bcm.Priors, n_obs: int, n_features: int, n_clusters: in
 
 
 def _prior_tables(priors: bcm.Priors, n_obs: int, n_features: int, n_clusters: int, n_vals: int):
-    """g, omega_log_prob, prototype_log_prob (:func:`_hook_tables`, one compiled program) and pi_concentration
+    """g, omega_log_prob, prototype_log_prob (:func:`hook_tables`, one compiled program) and pi_concentration
     (S,), checked to be distributions over what they describe."""
     g, omega_log_prob, prototype_log_prob = (
         np.asarray(table, np.float64)
-        for table in compiled_hooks.evaluate(bcm, _hook_tables, priors, n_obs, n_features, n_clusters, n_vals)
+        for table in compiled_hooks.evaluate(bcm, hook_tables, priors, n_obs, n_features, n_clusters, n_vals)
     )
     if not np.allclose(np.logaddexp(omega_log_prob[..., 0], omega_log_prob[..., 1]), 0.0, atol=1e-5):
         raise ValueError("omega_distribution: must put all its mass on omega in {0, 1} (a Bernoulli per cell)")
@@ -336,7 +336,7 @@ def target_from_model_args(model_args, model_kwargs, **options) -> tuple[BCMStat
 # counts and the log target
 
 
-def _counts(static: BCMStatic, data: BCMData, z):
+def token_counts(static: BCMStatic, data: BCMData, z):
     """Row counts (N, S) and cell counts (P * V, S) of the assignments z (N, P)."""
     tokens = jax.nn.one_hot(z, static.n_clusters, dtype=jnp.int32)  # (N, P, S)
     cells = jnp.arange(static.n_features) * static.n_values + data.x  # (N, P)
@@ -344,7 +344,7 @@ def _counts(static: BCMStatic, data: BCMData, z):
     return tokens.sum(1), cell_counts
 
 
-def _cells_by_cluster(static: BCMStatic, cell_counts):
+def cells_by_cluster(static: BCMStatic, cell_counts):
     """(P * V, S) cell counts as (S, P, V)."""
     return cell_counts.T.reshape(static.n_clusters, static.n_features, static.n_values)
 
@@ -368,25 +368,25 @@ def _log_row_term(data: BCMData, row_counts):
     return jnp.sum(per_row) - row_counts.shape[0] * (jnp.sum(gammaln(a)) - gammaln(a.sum()))
 
 
-def _log_target_parts(static: BCMStatic, data: BCMData, omega, prototype, row_counts, cell_counts):
+def log_target_parts(static: BCMStatic, data: BCMData, omega, prototype, row_counts, cell_counts):
     """(log_prior, log_likelihood) of one replica: log p(omega) + log p(prototype) + log p(z), and
     log p(x | z, omega, prototype) = sum_sj log B(g_sj + n_sj) - log B(g_sj)."""
     cells = data.omega_log_prob[jnp.arange(static.n_clusters)[:, None], jnp.arange(static.n_features), omega]
     log_prior = cells.sum() + data.prototype_log_prob[jnp.arange(static.n_clusters), prototype].sum()
     log_prior = log_prior + _log_row_term(data, row_counts)
-    log_likelihood = _log_polya_of_cells(data, omega, data.x[prototype], _cells_by_cluster(static, cell_counts)).sum()
+    log_likelihood = _log_polya_of_cells(data, omega, data.x[prototype], cells_by_cluster(static, cell_counts)).sum()
     return log_prior, log_likelihood
 
 
 def state_from_params(static: BCMStatic, data: BCMData, omega, prototype, z) -> BCMTargetState:
     """The replica state of the given omega (S, P), prototype (S,) and z (N, P), counts and log terms computed."""
     omega, prototype, z = (jnp.asarray(value, jnp.int32) for value in (omega, prototype, z))
-    row_counts, cell_counts = _counts(static, data, z)
+    row_counts, cell_counts = token_counts(static, data, z)
     return _with_log_terms(static, data, z, omega, prototype, row_counts, cell_counts, jnp.zeros((), jnp.int32))
 
 
 def _with_log_terms(static, data, z, omega, prototype, row_counts, cell_counts, sweeps):
-    log_prior, log_likelihood = _log_target_parts(static, data, omega, prototype, row_counts, cell_counts)
+    log_prior, log_likelihood = log_target_parts(static, data, omega, prototype, row_counts, cell_counts)
     return BCMTargetState(z, omega, prototype, row_counts, cell_counts, log_prior, log_likelihood, sweeps)
 
 
@@ -418,7 +418,7 @@ def pointwise_log_likelihood(static: BCMStatic, data: BCMData, states: BCMTarget
     features = jnp.arange(static.n_features)
 
     def one(state):
-        posterior = data.g_values[state.omega, features, data.x[state.prototype]] + _cells_by_cluster(
+        posterior = data.g_values[state.omega, features, data.x[state.prototype]] + cells_by_cluster(
             static, state.cell_counts
         )  # (S, P, V)
         own = posterior[state.z, features, data.x]  # (N, P)
@@ -477,7 +477,7 @@ def _z_block(static: BCMStatic, data: BCMData, keys, betas, states: BCMTargetSta
         g_total = g_totals if every_col else g_totals[col]
         # w ** beta as exp(beta log w), w > 0: the same value, and a sweep 15 % faster than with XLA's pow
         weight = (alpha + n_row) * jnp.exp(token_beta * jnp.log((g_cells[cell] + n_cell) / (g_total + n_col)))
-        new = _inverse_cdf_draw(weight, u)
+        new = inverse_cdf_draw(weight, u)
         delta = jax.nn.one_hot(new, n_clusters, dtype=jnp.int32) - old_onehot
         row_counts = row_counts + delta if every_row else row_counts.at[row].add(delta)
         col_totals = col_totals + delta if every_col else col_totals.at[col].add(delta)
@@ -492,7 +492,7 @@ def _z_block(static: BCMStatic, data: BCMData, keys, betas, states: BCMTargetSta
     return z, row_counts.reshape(n_chains, n_obs, -1), cell_counts.reshape(n_chains, -1, n_clusters)
 
 
-def _inverse_cdf_draw(weight, u):
+def inverse_cdf_draw(weight, u):
     """One category per row of the unnormalised weights (L, K): the first whose cumulative weight exceeds
     u * total, u (L,) uniform in [0, 1). The running sums are one product with a triangular matrix: on CPU
     much cheaper inside a scan than a cumsum op, and than a sum unrolled over the K categories, which XLA
@@ -765,7 +765,7 @@ def split_merge_proposal(static: BCMStatic, data: BCMData, key, beta, state: BCM
         block = (rows_tokens[:, None] == jnp.arange(k)).astype(predictive.dtype)  # (P, k)
         moved = predictive @ block  # (k, k): tokens now in K[m] sent to K[m'], at [m', m]
         log_weight = gammaln(alpha[perms] + local_counts[i]).sum(-1) + beta * moved[perms, jnp.arange(k)].sum(-1)
-        drawn = _inverse_cdf_draw(jnp.exp(log_weight - log_weight.max())[None], u[None])[0]
+        drawn = inverse_cdf_draw(jnp.exp(log_weight - log_weight.max())[None], u[None])[0]
         choice = jnp.where(target < 0, drawn, target)
         same = jnp.all(agree[choice] | ~present, -1)  # permutations giving the same relabelling
         log_prob = logsumexp(jnp.where(same, log_weight, -jnp.inf)) - logsumexp(log_weight)
@@ -810,7 +810,7 @@ def split_merge_proposal(static: BCMStatic, data: BCMData, key, beta, state: BCM
 
     new_labels = perms_k[proposal][:, :k]  # (N, k): block label m of observation i goes to new_labels[i, m]
     new_counts = jnp.zeros((n_obs, k), local_counts.dtype).at[jnp.arange(n_obs)[:, None], new_labels].set(local_counts)
-    current_cells = _cells_by_cluster(static, state.cell_counts)[chosen]
+    current_cells = cells_by_cluster(static, state.cell_counts)[chosen]
     labels = chosen[jnp.asarray(perms)]  # (F, k): the clusters the groups carry under each relabelling
     evidence = jax.vmap(lambda c: _evidence(static, data, c))(jnp.stack([current_cells, cells]))  # (2, 2, V, k, P)
     log_targets, scores = jax.vmap(
@@ -895,7 +895,7 @@ def _prototypes_and_omega_block(static: BCMStatic, data: BCMData, key, beta, cel
     leave the same target invariant, but omega_sj = 1 ties p_s to its value on feature j: a prototype
     would rarely change while its omega stayed."""
     clusters = jnp.arange(static.n_clusters)
-    evidence = _evidence(static, data, _cells_by_cluster(static, cell_counts))  # (2, V, S, P)
+    evidence = _evidence(static, data, cells_by_cluster(static, cell_counts))  # (2, V, S, P)
     return _prototypes_then_omega(static, data, key, beta, clusters, evidence,
                                   _prototype_scores(data, beta, clusters, evidence))
 
@@ -988,7 +988,7 @@ def _numpyro_init(static: BCMStatic, data: BCMData, key, init_params, init_label
         state = init(static, data, key_init)
         if init_labels is not None:
             z = jnp.broadcast_to(jnp.asarray(init_labels, jnp.int32)[:, None], (static.n_obs, static.n_features))
-            row_counts, cell_counts = _counts(static, data, z)
+            row_counts, cell_counts = token_counts(static, data, z)
             omega, prototype = _prototypes_and_omega_block(static, data, key_blocks, 1.0, cell_counts)
             state = state_from_params(static, data, omega, prototype, z)
     return _to_numpyro(state, BCMInfo(jnp.float32(1.0), jnp.float32(0.0)), key_state)

@@ -96,12 +96,12 @@ def _concentrations(static: BCMStatic, data: BCMData, omega, prototype):
 def _log_terms(static: BCMStatic, data: BCMData, omega, prototype, log_phi, row_counts, cell_counts):
     """(log_prior, log_likelihood) of one replica (module docstring)."""
     mask = data.value_mask
-    collapsed_prior, _ = bcm_gibbs._log_target_parts(static, data, omega, prototype, row_counts, cell_counts)
+    collapsed_prior, _ = bcm_gibbs.log_target_parts(static, data, omega, prototype, row_counts, cell_counts)
     concentration = _concentrations(static, data, omega, prototype)
     log_dirichlet = jnp.where(mask, (concentration - 1.0) * log_phi, 0.0).sum() - bcm.log_multivariate_beta(
         jnp.where(mask, concentration, 1.0), mask
     ).sum()
-    counts = bcm_gibbs._cells_by_cluster(static, cell_counts)
+    counts = bcm_gibbs.cells_by_cluster(static, cell_counts)
     log_likelihood = jnp.where(mask, counts * log_phi, 0.0).sum()
     return collapsed_prior + log_dirichlet, log_likelihood
 
@@ -114,7 +114,7 @@ def _with_log_terms(static, data, z, omega, prototype, log_phi, row_counts, cell
 def state_from_params(static: BCMStatic, data: BCMData, omega, prototype, log_phi, z) -> PCGibbsState:
     """The replica state of the given omega (S, P), prototype (S,), log phi (S, P, V) and z (N, P)."""
     omega, prototype, z = (jnp.asarray(value, jnp.int32) for value in (omega, prototype, z))
-    row_counts, cell_counts = bcm_gibbs._counts(static, data, z)
+    row_counts, cell_counts = bcm_gibbs.token_counts(static, data, z)
     log_phi = jnp.where(data.value_mask, jnp.asarray(log_phi, jnp.result_type(float)), -jnp.inf)
     return _with_log_terms(static, data, z, omega, prototype, log_phi, row_counts, cell_counts)
 
@@ -180,7 +180,7 @@ def _z_block(static: BCMStatic, data: BCMData, key, beta, z, log_phi, row_counts
     def update_feature(counts, inputs):
         old, phi_weight, u = inputs
         is_old = clusters == old
-        new = bcm_gibbs._inverse_cdf_draw(((alpha + counts - is_old) * phi_weight).T, u)
+        new = bcm_gibbs.inverse_cdf_draw(((alpha + counts - is_old) * phi_weight).T, u)
         return counts + (clusters == new) - is_old, new
 
     counts, z_new = jax.lax.scan(update_feature, row_counts.T.astype(weights.dtype), (z.T, weights, uniforms))
@@ -193,7 +193,7 @@ def _parameters_block(static: BCMStatic, data: BCMData, key, beta, cell_counts):
     (omega, prototype, log_phi)."""
     key_prototype, key_omega, key_phi = jax.random.split(key, 3)
     features = jnp.arange(static.n_features)
-    tempered = beta * bcm_gibbs._cells_by_cluster(static, cell_counts).astype(jnp.result_type(float))  # (S, P, V)
+    tempered = beta * bcm_gibbs.cells_by_cluster(static, cell_counts).astype(jnp.result_type(float))  # (S, P, V)
     mask = data.value_mask[:, None, :]  # (P, 1, V) over (j, v, u)
     # E[b, s, j, v] = log B(g(v, b) + beta n_sj) - log B(g(v, b)), g_values (2, P, V, V) over (b, j, v, u).
     # g(v, 0) does not depend on the prototype value v (models.bcm.g's contract): one term for every v.
@@ -216,7 +216,7 @@ def _parameters_block(static: BCMStatic, data: BCMData, key, beta, cell_counts):
 def _one_step(static: BCMStatic, data: BCMData, state: PCGibbsState, key, beta):
     key_z, key_parameters = jax.random.split(key)
     z, row_counts = _z_block(static, data, key_z, beta, state.z, state.log_phi, state.row_counts)
-    _, cell_counts = bcm_gibbs._counts(static, data, z)
+    _, cell_counts = bcm_gibbs.token_counts(static, data, z)
     omega, prototype, log_phi = _parameters_block(static, data, key_parameters, beta, cell_counts)
     new = _with_log_terms(static, data, z, omega, prototype, log_phi, row_counts, cell_counts)
     return new, PCGibbsInfo(jnp.mean(z != state.z, dtype=jnp.float32))
@@ -232,7 +232,7 @@ def step(static: BCMStatic, data: BCMData, states: PCGibbsState, keys, betas) ->
 def summaries(static: BCMStatic, data: BCMData, states: PCGibbsState) -> dict:
     """Label-free scalars per replica: those of ``bcm_gibbs.summaries`` (sorted cluster sizes, active omega)
     and ``collapsed_log_joint``, log p(omega, p, z, x) with phi and pi integrated out (``collapsed_model``)."""
-    parts = jax.vmap(lambda o, p, r, c: bcm_gibbs._log_target_parts(static, data, o, p, r, c))(
+    parts = jax.vmap(lambda o, p, r, c: bcm_gibbs.log_target_parts(static, data, o, p, r, c))(
         states.omega, states.prototype, states.row_counts, states.cell_counts
     )
     return {**bcm_gibbs.summaries(static, data, states), "collapsed_log_joint": parts[0] + parts[1]}

@@ -738,17 +738,6 @@ def mh_update(static: BRLStatic, data: BRLData, state: BRLState, uniforms, beta)
     return jax.tree.map(lambda new, old: jnp.where(accept, new, old), proposal, state), accept_prob
 
 
-def _replica_steps(static: BRLStatic, data: BRLData, state: BRLState, key, beta) -> tuple[BRLState, BRLInfo]:
-    def one(replica, uniforms):
-        return mh_update(static, data, replica, uniforms, beta)
-
-    uniforms = random.uniform(key, (static.steps_per_call * UNIFORMS_PER_STEP,)).reshape(-1, UNIFORMS_PER_STEP)
-    # the reference of data, which may have changed since the state was evaluated (a new round's weights)
-    state = state._replace(log_reference=log_reference_density(static, data, state.rules, state.length))
-    state, accept_probs = lax.scan(one, state, uniforms)
-    return state, BRLInfo(accept_probs.mean())
-
-
 def reference_draw(static: BRLStatic, data: BRLData, key) -> BRLState:
     """An independent draw from the tempering reference r (module docstring): a length from its
     truncated Poisson, then that many rules without replacement by the weights w, in the order drawn, by
@@ -761,23 +750,31 @@ def reference_draw(static: BRLStatic, data: BRLData, key) -> BRLState:
     return list_state(static, data, jnp.where(jnp.arange(static.capacity) < length, order, -1), length)
 
 
-def _batch_steps(static: BRLStatic, data: BRLData, states: BRLState, keys, betas, may_redraw: bool
-                 ) -> tuple[BRLState, BRLInfo]:
-    """:func:`step` on one batch whose replicas share ``data``'s tables: first, with ``may_redraw``, the
-    replica of least beta, if its beta is 0, gets an independent draw from the reference
-    (:func:`reference_draw`), then every replica takes its Metropolis-Hastings steps. Without a replica at
-    the reference (an untempered batch) nothing is drawn, and every stream is as it was."""
-    if may_redraw:
-        first = jnp.argmin(betas)
+def _redraw_at_reference(static: BRLStatic, data: BRLData, states: BRLState, keys, betas):
+    """(states, keys) of a batch whose replicas share ``data``'s tables, with the replica of least beta
+    replaced by an independent draw from the reference (:func:`reference_draw`) if its beta is 0."""
+    first = jnp.argmin(betas)
 
-        def redraw(states_keys):
-            states, keys = states_keys
-            key_draw, key_first = random.split(keys[first])
-            fresh = reference_draw(static, data, key_draw)
-            return jax.tree.map(lambda batch, new: batch.at[first].set(new), states, fresh), keys.at[first].set(key_first)
+    def redraw(states_keys):
+        states, keys = states_keys
+        key_draw, key_first = random.split(keys[first])
+        fresh = reference_draw(static, data, key_draw)
+        return jax.tree.map(lambda batch, new: batch.at[first].set(new), states, fresh), keys.at[first].set(key_first)
 
-        states, keys = lax.cond(betas[first] == 0, redraw, lambda states_keys: states_keys, (states, keys))
-    return jax.vmap(partial(_replica_steps, static, data))(states, keys, betas)
+    return lax.cond(betas[first] == 0, redraw, lambda states_keys: states_keys, (states, keys))
+
+
+def _by_chain(function, data: BRLData, *batch):
+    """``function(data, *batch)`` on a batch (leading axis B) whose replicas share ``data``'s tables, or,
+    with per-chain tables (:func:`with_proposal`, C rows), on each chain's B / C replicas with its row."""
+    if data.ticket_bounds.ndim == 1:
+        return function(data, *batch)
+    n_chains = data.ticket_bounds.shape[0]
+    data_axes = BRLData(*(0 if name in PER_CHAIN_FIELDS else None for name in BRLData._fields))
+    by_chain = jax.vmap(function, in_axes=(data_axes, *[0] * len(batch)))(
+        data, *jax.tree.map(lambda x: x.reshape(n_chains, -1, *x.shape[1:]), batch)
+    )
+    return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), by_chain)
 
 
 def step(static: BRLStatic, data: BRLData, states: BRLState, keys, betas) -> tuple[BRLState, BRLInfo]:
@@ -793,24 +790,26 @@ def step(static: BRLStatic, data: BRLData, states: BRLState, keys, betas) -> tup
     chain; at the reference a Metropolis-Hastings step changes one rule of a list of some capacity / 2.
     A batch with no replica at the reference (an untempered run) skips the redraw as a whole: vmapped over
     the chains, the redraw's test would become a select that draws from r for every chain and discards it
-    (at one step per scan, most of a scan's cost)."""
+    (at one step per scan, most of a scan's cost). The iterations are one scan over the batch, traced
+    and compiled once."""
+    states, keys = lax.cond(
+        jnp.any(betas == 0),
+        lambda states_keys: _by_chain(partial(_redraw_at_reference, static), data, *states_keys, betas),
+        lambda states_keys: states_keys,
+        (states, keys),
+    )
+    uniforms = jax.vmap(lambda key: random.uniform(key, (static.steps_per_call * UNIFORMS_PER_STEP,)))(keys)
+    uniforms = uniforms.reshape(len(keys), static.steps_per_call, UNIFORMS_PER_STEP)
+    # the reference of data, which may have changed since the states were evaluated (a new round's weights)
+    refresh = jax.vmap(lambda data, state: log_reference_density(static, data, state.rules, state.length), (None, 0))
+    states = states._replace(log_reference=_by_chain(refresh, data, states))
+    update = jax.vmap(partial(mh_update, static), in_axes=(None, 0, 0, 0))
 
-    def batch_steps(may_redraw: bool):
-        def run(operands):
-            states, keys, betas = operands
-            if data.ticket_bounds.ndim == 1:
-                return _batch_steps(static, data, states, keys, betas, may_redraw)
-            n_chains = data.ticket_bounds.shape[0]
-            by_chain = lambda x: x.reshape(n_chains, -1, *x.shape[1:])  # noqa: E731
-            data_axes = BRLData(*(0 if name in PER_CHAIN_FIELDS else None for name in BRLData._fields))
-            batched = jax.vmap(partial(_batch_steps, static, may_redraw=may_redraw), in_axes=(data_axes, 0, 0, 0))(
-                data, *jax.tree.map(by_chain, (states, keys, betas))
-            )
-            return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), batched)
+    def one_iteration(states, uniforms):
+        return _by_chain(update, data, states, uniforms, betas)
 
-        return run
-
-    return lax.cond(jnp.any(betas == 0), batch_steps(True), batch_steps(False), (states, keys, betas))
+    states, accept_probs = lax.scan(one_iteration, states, jnp.swapaxes(uniforms, 0, 1))
+    return states, BRLInfo(accept_probs.mean(axis=0))
 
 
 def summaries(static: BRLStatic, data: BRLData, states: BRLState) -> dict:

@@ -337,7 +337,7 @@ def _bcm_hook_tables(static, data: HyperData, values, hooks=()):
     from interpretable_zoo.inference import bcm_gibbs  # imports models.bcm, which imports this module
 
     priors = compiled_hooks.priors_with(bcm.Priors, {**data.fixed, **values})
-    return bcm_gibbs._hook_tables(priors, static.n_obs, static.n_features, static.n_clusters, static.n_values)
+    return bcm_gibbs.hook_tables(priors, static.n_obs, static.n_features, static.n_clusters, static.n_values)
 
 
 def _bcm_with_values(static, data: HyperData, values):
@@ -412,7 +412,7 @@ def _brl_priors(data: HyperData, values) -> brl.Priors:
 def _brl_hook_tables(static, data: HyperData, values, hooks=()):
     """The length and cardinality tables of ``models.brl.PriorTables`` from the model file's hooks at the
     hyperparameter values (``hooks``: :func:`model_hooks`, the static key of a compiled call)."""
-    return brl._hook_tables(_brl_priors(data, values), static.max_cardinality, static.capacity)
+    return brl.hook_tables(_brl_priors(data, values), static.max_cardinality, static.capacity)
 
 
 def _brl_with_values(static, data: HyperData, values):

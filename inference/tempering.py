@@ -245,13 +245,8 @@ def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity):
         round_trips=jnp.zeros(n_chains, jnp.int32),
     )
 
-    def one_scan(carry, _):
-        ladder, statistics = carry
-        keys = jax.vmap(lambda key: random.split(key, 3))(ladder.rng_key)
-        replica_keys = jax.vmap(lambda key: random.split(key, n_rungs))(keys[:, 1]).reshape(-1, *keys.shape[2:])
-        betas = schedule[ladder.rung_of_slot].reshape(-1)
-        states, _ = kernel.step(static, data, ladder.states, replica_keys, betas)
-
+    def after_step(ladder, statistics, keys, states):
+        """The scan's work after the local moves (``states``): swap round, statistics, posterior record."""
         # swaps between rungs k and k + 1 for k of this scan's parity
         log_likelihood = path_log_likelihood(states).reshape(n_chains, n_rungs)
         at_rung = jnp.take_along_axis(log_likelihood, ladder.slot_of_rung, axis=1)  # (C, K)
@@ -288,8 +283,23 @@ def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity):
         swap_accept = jnp.where(attempted, alpha, 0.0).sum(1) / jnp.maximum(attempted.sum(), 1)
         return (ladder, statistics), (kernel.record(static, data, posterior), summaries, swap_accept)
 
+    def scan_keys(ladder):
+        """(keys (C, 3): the next key, the local moves', the swaps'; the replicas' keys of the local moves)."""
+        keys = jax.vmap(lambda key: random.split(key, 3))(ladder.rng_key)
+        return keys, jax.vmap(lambda key: random.split(key, n_rungs))(keys[:, 1]).reshape(-1, *keys.shape[2:])
+
+    def one_scan(carry, _):
+        ladder, statistics = carry
+        keys, replica_keys = scan_keys(ladder)
+        states, _ = kernel.step(static, data, ladder.states, replica_keys, schedule[ladder.rung_of_slot].reshape(-1))
+        return after_step(ladder, statistics, keys, states)
+
     carry = (ladder, statistics)
-    idle_outputs = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), jax.eval_shape(one_scan, carry, None)[1])
+    # a step keeps the states' shapes, so the outputs' shapes come without tracing the kernel's step again
+    output_shapes = jax.eval_shape(
+        lambda ladder, statistics: after_step(ladder, statistics, scan_keys(ladder)[0], ladder.states)[1], *carry
+    )
+    idle_outputs = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), output_shapes)
 
     def scan_or_idle(carry, index):
         return jax.lax.cond(index < n_scans, one_scan, lambda carry, _: (carry, idle_outputs), carry, None)

@@ -161,11 +161,11 @@ def prior_tables(cardinalities, priors: Priors, capacity: int) -> PriorTables:
     with np.errstate(divide="ignore"):
         step = np.where(left > 0, -np.log(np.maximum(left, 1)), -np.inf)
     choice = np.concatenate([np.zeros((n_cardinalities, 1)), np.cumsum(step, axis=1)], axis=1)
-    length, cardinality = compiled_hooks.evaluate(sys.modules[__name__], _hook_tables, priors, n_cardinalities, capacity)
+    length, cardinality = compiled_hooks.evaluate(sys.modules[__name__], hook_tables, priors, n_cardinalities, capacity)
     return PriorTables(length, cardinality, jax.device_put(choice), jax.device_put(counts))
 
 
-def _hook_tables(priors: Priors, n_cardinalities: int, capacity: int):
+def hook_tables(priors: Priors, n_cardinalities: int, capacity: int):
     """The length and cardinality hooks' tables of :class:`PriorTables`."""
     subsets = (np.arange(2**n_cardinalities)[:, None] >> np.arange(n_cardinalities)) & 1 == 1
     return log_length_prior(priors, capacity), log_cardinality_prior(priors, jnp.asarray(subsets))

@@ -19,7 +19,7 @@ from interpretable_zoo.diagnostics.exact import enumerate_posterior, exact_gof_t
 from interpretable_zoo.inference import bcm_gibbs
 from interpretable_zoo.inference.bcm_gibbs import (
     BCMGibbs,
-    _counts,
+    token_counts,
     _row_resplit_block,
     init,
     make_target,
@@ -186,7 +186,7 @@ def row_resplit_of_exact_draws(exact_priors, move_data=None, x=X_TINY, n_cluster
     betas = jnp.full(40000, beta)
 
     def resplit(keys, params):
-        row_counts, cell_counts = jax.vmap(lambda z: _counts(static, data, z))(params["z"])
+        row_counts, cell_counts = jax.vmap(lambda z: token_counts(static, data, z))(params["z"])
         return _row_resplit_block(static, data if move_data is None else move_data, keys, betas, params["omega"],
                                   params["prototype"], params["z"], row_counts, cell_counts)[0]
 

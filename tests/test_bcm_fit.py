@@ -110,7 +110,7 @@ def test_pointwise_log_likelihood_is_the_chain_rule_term():
     state = bcm_gibbs.init(static, data, jax.random.PRNGKey(3))
     pointwise = np.asarray(bcm_gibbs.pointwise_log_likelihood(static, data, jax.tree.map(lambda a: a[None], state)))[0]
     cells = np.arange(static.n_features) * static.n_values + np.asarray(data.x)  # (N, P)
-    log_target_parts = jax.jit(bcm_gibbs._log_target_parts, static_argnums=0)
+    log_target_parts = jax.jit(bcm_gibbs.log_target_parts, static_argnums=0)
     for i in range(static.n_obs):
         cell_counts = np.asarray(state.cell_counts).copy()
         np.subtract.at(cell_counts, (cells[i], np.asarray(state.z)[i]), 1)
