@@ -101,7 +101,8 @@ def tempered_inference_data(
     ``log_likelihood`` group (name -> (chain, draw, observation) pointwise values, for ``az.loo`` and
     ``az.compare``) when given; and the run's tempering facts in ``posterior.attrs`` (schedule,
     communication barrier, round-trip rate, stepping-stone log evidence and its standard error,
-    converged, thinning, scans).
+    converged, thinning, scans, and ``move_rate_<move>``: per rung, what the kernel reported for each
+    move, such as its mean acceptance probability).
     """
     import arviz as az
 
@@ -127,6 +128,7 @@ def tempered_inference_data(
             "converged": int(run.converged),
             "thin": int(run.thin),
             "n_scans": int(run.n_scans),
+            **{f"move_rate_{name}": [float(rate) for rate in rates] for name, rates in run.move_rates.items()},
         }
     )
     return idata

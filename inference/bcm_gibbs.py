@@ -151,7 +151,8 @@ class BCMTargetState(NamedTuple):
 
 class BCMInfo(NamedTuple):
     """What a :func:`step` did, per replica: resplit_moved, the share of observations whose tokens the
-    re-split move moved; split_merge_accepted, 1.0 if the split-merge move was accepted."""
+    re-split move moved; split_merge_accepted, 1.0 if the split-merge move was accepted, 0.0 if rejected,
+    NaN on a sweep that does not run it."""
 
     resplit_moved: jax.Array
     split_merge_accepted: jax.Array
@@ -915,8 +916,8 @@ def step(static: BCMStatic, data: BCMData, states: BCMTargetState, keys, betas) 
     )
     states = states._replace(z=z, row_counts=row_counts, cell_counts=cell_counts)
     unmoved = (z, states.omega, states.prototype, row_counts, cell_counts, jnp.zeros(len(keys), bool))
+    due = (states.sweeps % static.split_merge_every == 0) & (static.split_merge_clusters > 0)  # the same for a ladder
     if static.split_merge_clusters:
-        due = states.sweeps % static.split_merge_every == 0  # (B,), the same for every replica of a ladder
 
         def split_merge(_):
             moved = jax.vmap(lambda key, beta, state: _split_merge_block(static, data, key, beta, state))(
@@ -936,7 +937,8 @@ def step(static: BCMStatic, data: BCMData, states: BCMTargetState, keys, betas) 
     states = jax.vmap(lambda *args: _with_log_terms(static, data, *args))(
         z, omega, prototype, row_counts, cell_counts, states.sweeps + 1
     )
-    return states, BCMInfo(jnp.asarray(resplit_share, jnp.float32), accepted.astype(jnp.float32))
+    split_merge_accepted = jnp.where(due, accepted, jnp.nan).astype(jnp.float32)
+    return states, BCMInfo(jnp.asarray(resplit_share, jnp.float32), split_merge_accepted)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -955,7 +957,8 @@ BCMState.__doc__ = """State of :class:`BCMGibbs`: NumPyro's view of a :class:`BC
 params: {"omega": (S, P), "prototype": (S,), "z": (N, P)} int32; row_counts, cell_counts as in
 :class:`BCMTargetState`; potential_energy: -(log_prior + log_likelihood); log_likelihood; accept_prob: the share of
 observations whose tokens the re-split move moved in the last sweep (1 at the start); split_merge_accepted: 1 if
-the last split-merge move was accepted; sorted_cluster_size: tokens per cluster, largest first (label-free);
+the last sweep's split-merge move was accepted, 0 if rejected, NaN if that sweep (or the start) ran none;
+sorted_cluster_size: tokens per cluster, largest first (label-free);
 sweeps: as in :class:`BCMTargetState`.
 """
 
@@ -991,7 +994,7 @@ def _numpyro_init(static: BCMStatic, data: BCMData, key, init_params, init_label
             row_counts, cell_counts = token_counts(static, data, z)
             omega, prototype = _prototypes_and_omega_block(static, data, key_blocks, 1.0, cell_counts)
             state = state_from_params(static, data, omega, prototype, z)
-    return _to_numpyro(state, BCMInfo(jnp.float32(1.0), jnp.float32(0.0)), key_state)
+    return _to_numpyro(state, BCMInfo(jnp.float32(1.0), jnp.float32(jnp.nan)), key_state)
 
 
 def _numpyro_sample(static: BCMStatic, data: BCMData, states: BCMState) -> BCMState:

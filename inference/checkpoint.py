@@ -28,10 +28,11 @@ from pathlib import Path
 import jax
 import numpy as np
 
-CHECKPOINT_FORMAT = ("interpretable-zoo checkpoint", 1)
-RESULT_FORMAT = ("interpretable-zoo result", 2)
+CHECKPOINT_FORMAT = ("interpretable-zoo checkpoint", 2)
+RESULT_FORMAT = ("interpretable-zoo result", 3)
 """The tag of a saved result; its number goes up when a result's layout changes (2: BRL's neighbour relation
-in compressed rows), so that a file of another layout is refused by name, not misread."""
+in compressed rows; 3: tempered runs' move rates per rung), so that a file of another layout is refused by
+name, not misread. A checkpoint's tag goes up likewise (2: the move statistics of its chunks)."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,11 @@ class CheckpointWriter:
             return None
         with self.path.open("rb") as file:
             saved = pickle.load(file)
-        if not isinstance(saved, dict) or saved.get("format") != CHECKPOINT_FORMAT:
+        tag = saved.get("format") if isinstance(saved, dict) else None
+        if isinstance(tag, tuple) and len(tag) == 2 and tag[0] == CHECKPOINT_FORMAT[0] and tag != CHECKPOINT_FORMAT:
+            raise ValueError(f"checkpoint: {self.path} has the layout {tag[1]} of another version of this package "
+                             f"(this one writes {CHECKPOINT_FORMAT[1]}); remove it or give another path")
+        if tag != CHECKPOINT_FORMAT:
             raise ValueError(f"checkpoint: {self.path} is not a checkpoint of this package")
         if saved["fingerprint"] != self.digest:
             raise ValueError(

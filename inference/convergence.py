@@ -161,7 +161,9 @@ class TemperedRun:
     rung (the last sampling round, joined to the one before it when those converged, thinned to at most
     ``max_draws`` per chain); ``swap_accept`` (chain, draw);
     ``schedule`` the inverse temperatures; ``barrier`` Lambda; ``round_trip_rate`` round trips per scan
-    and chain in the last round; ``log_evidence`` +- ``log_evidence_se`` (stepping stone, NaN without tempering);
+    and chain in the last round; ``move_rates`` move name -> (K,): per rung, from the prior's to the
+    posterior's, the mean of what the kernel reported for the move in the last round (acceptance
+    probabilities and the like, ``tempering.RoundStatistics``); ``log_evidence`` +- ``log_evidence_se`` (stepping stone, NaN without tempering);
     ``diagnostics`` name -> (R-hat, bulk ESS); ``seconds`` {"total", "compile", "sampling"};
     ``ladder``, ``settings``, ``proposal`` (the kernel's learned proposal that the last round ran with,
     None for a kernel that learns none): what :func:`extend` needs to continue. ``budget_cut``: None, or
@@ -186,6 +188,7 @@ class TemperedRun:
     proposal: object = field(default=None, repr=False)
     budget_cut: str | None = None
     budget_cut_round: int | None = None
+    move_rates: dict = field(default_factory=dict)
 
     @property
     def n_temperatures(self) -> int:
@@ -666,6 +669,7 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
         proposal=proposal,
         budget_cut=None if budget_cut is None else budget_cut[0],
         budget_cut_round=None if budget_cut is None else budget_cut[1],
+        move_rates=statistics.move_rates,
     )
     if writer is not None and not interrupted:
         writer.remove()

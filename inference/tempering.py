@@ -35,8 +35,10 @@ scans at rung k.
 A *target kernel* (:class:`TargetKernel`) plugs in with module-level pure functions:
 ``init(static, data, key) -> state`` (one replica, a dispersed start), ``step(static, data, states,
 keys, betas) -> (states, info)`` (a batch of B replicas, each with its own key and inverse temperature, each
-leaving its pi_beta invariant; ``info`` holds what the moves did, such as acceptance rates, apart from the
-state as in blackjax), ``summaries(static, data, states)`` (label-free scalars per replica) and
+leaving its pi_beta invariant; ``info`` holds what the moves did apart from the state, as in blackjax: an
+array (B,) or a NamedTuple of them, one value per replica and move, such as an acceptance probability,
+NaN where the step did not attempt the move; the runs report their means per rung,
+:func:`move_rates`), ``summaries(static, data, states)`` (label-free scalars per replica) and
 ``record(static, data, states)`` (what a kept draw stores). A state has fields ``log_prior`` and
 ``log_likelihood`` (and ``log_reference`` on a path from a reference). ``static`` is hashable and holds
 shapes only; ``data`` is a pytree of arrays holding the observations and the model file's prior and
@@ -115,13 +117,25 @@ class SwapStatistics(NamedTuple):
     swaps (summed over chains on the host, in one order whatever the devices) and ``attempts`` (K - 1,)
     their number over all chains; ``log_stepping_stone`` (C, K - 1): per chain and rung
     k < K - 1, log sum over scans of exp((beta_{k+1} - beta_k) log L at rung k), over ``n_scans`` scans;
-    ``round_trips`` (C,): prior -> posterior -> prior trips completed."""
+    ``round_trips`` (C,): prior -> posterior -> prior trips completed; ``move_sums`` and ``move_attempts``:
+    move name -> (C, K), per chain and rung the sum of what the kernel's steps reported for the move
+    (:func:`move_info`) and the number of steps that attempted it."""
 
     rejection: jnp.ndarray
     attempts: jnp.ndarray
     log_stepping_stone: jnp.ndarray
     n_scans: jnp.ndarray
     round_trips: jnp.ndarray
+    move_sums: dict
+    move_attempts: dict
+
+
+def move_info(info) -> dict:
+    """A step's ``info`` as move name -> (B,) float32: a NamedTuple's fields by name, a single array as
+    "move"."""
+    if isinstance(info, tuple) and hasattr(info, "_fields"):
+        return {name: jnp.asarray(value, jnp.float32) for name, value in info._asdict().items()}
+    return {"move": jnp.asarray(info, jnp.float32)}
 
 
 def chain_keys(seed: int, num_chains: int):
@@ -237,16 +251,38 @@ def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity):
     chain_offset = (jnp.arange(n_chains) * n_rungs)[:, None]
     pairs = jnp.arange(n_rungs - 1)
     gap = schedule[1:] - schedule[:-1]
+    # traced once: for the shapes of its info here, then in the scan
+    kernel_step = jax.jit(kernel.step, static_argnums=0)
+
+    def scan_keys(ladder):
+        """(keys (C, 3): the next key, the local moves', the swaps'; the replicas' keys of the local moves)."""
+        keys = jax.vmap(lambda key: random.split(key, 3))(ladder.rng_key)
+        return keys, jax.vmap(lambda key: random.split(key, n_rungs))(keys[:, 1]).reshape(-1, *keys.shape[2:])
+
+    def local_moves(ladder):
+        keys, replica_keys = scan_keys(ladder)
+        betas = schedule[ladder.rung_of_slot].reshape(-1)
+        states, info = kernel_step(static, data, ladder.states, replica_keys, betas)
+        return keys, states, move_info(info)
+
+    moves = jax.eval_shape(lambda ladder: local_moves(ladder)[2], ladder)
     statistics = SwapStatistics(
         rejection=jnp.zeros((n_chains, n_rungs - 1)),
         attempts=jnp.zeros(n_rungs - 1),
         log_stepping_stone=jnp.full((n_chains, n_rungs - 1), -jnp.inf),
         n_scans=jnp.zeros(()),
         round_trips=jnp.zeros(n_chains, jnp.int32),
+        move_sums={name: jnp.zeros((n_chains, n_rungs)) for name in moves},
+        move_attempts={name: jnp.zeros((n_chains, n_rungs)) for name in moves},
     )
 
-    def after_step(ladder, statistics, keys, states):
-        """The scan's work after the local moves (``states``): swap round, statistics, posterior record."""
+    def after_step(ladder, statistics, keys, states, moves):
+        """The scan's work after the local moves (``states``, and ``moves`` what they did per replica):
+        swap round, statistics, posterior record."""
+        # each move's value per chain and rung
+        at_rungs = {name: jnp.take_along_axis(value.reshape(n_chains, n_rungs), ladder.slot_of_rung, axis=1)
+                    for name, value in moves.items()}  # fmt: skip
+
         # swaps between rungs k and k + 1 for k of this scan's parity
         log_likelihood = path_log_likelihood(states).reshape(n_chains, n_rungs)
         at_rung = jnp.take_along_axis(log_likelihood, ladder.slot_of_rung, axis=1)  # (C, K)
@@ -272,7 +308,11 @@ def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity):
             log_stepping_stone=jnp.logaddexp(statistics.log_stepping_stone, gap * at_rung[:, :-1]),
             n_scans=statistics.n_scans + 1,
             round_trips=statistics.round_trips + completed.sum(1),
-        )
+            move_sums={name: statistics.move_sums[name] + jnp.nan_to_num(value, nan=0.0)
+                       for name, value in at_rungs.items()},
+            move_attempts={name: statistics.move_attempts[name] + ~jnp.isnan(value)
+                           for name, value in at_rungs.items()},
+        )  # fmt: skip
         ladder = Ladder(states, rung_of_slot, slot_of_rung, phase, keys[:, 0], ladder.scan + 1)
 
         # the posterior rung's states first, so that summaries and records cost C replicas, not C * K
@@ -283,21 +323,17 @@ def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity):
         swap_accept = jnp.where(attempted, alpha, 0.0).sum(1) / jnp.maximum(attempted.sum(), 1)
         return (ladder, statistics), (kernel.record(static, data, posterior), summaries, swap_accept)
 
-    def scan_keys(ladder):
-        """(keys (C, 3): the next key, the local moves', the swaps'; the replicas' keys of the local moves)."""
-        keys = jax.vmap(lambda key: random.split(key, 3))(ladder.rng_key)
-        return keys, jax.vmap(lambda key: random.split(key, n_rungs))(keys[:, 1]).reshape(-1, *keys.shape[2:])
-
     def one_scan(carry, _):
         ladder, statistics = carry
-        keys, replica_keys = scan_keys(ladder)
-        states, _ = kernel.step(static, data, ladder.states, replica_keys, schedule[ladder.rung_of_slot].reshape(-1))
-        return after_step(ladder, statistics, keys, states)
+        return after_step(ladder, statistics, *local_moves(ladder))
 
     carry = (ladder, statistics)
-    # a step keeps the states' shapes, so the outputs' shapes come without tracing the kernel's step again
+    # a step keeps the states' shapes: the outputs' shapes from the work after it, with the states before it
     output_shapes = jax.eval_shape(
-        lambda ladder, statistics: after_step(ladder, statistics, scan_keys(ladder)[0], ladder.states)[1], *carry
+        lambda ladder, statistics: after_step(
+            ladder, statistics, scan_keys(ladder)[0], ladder.states, jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), moves)
+        )[1],
+        *carry,
     )
     idle_outputs = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), output_shapes)
 
@@ -311,7 +347,9 @@ def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity):
 class RoundStatistics(NamedTuple):
     """The swap statistics of a round of chunks, on the host: ``rejection``, ``attempts`` (K - 1,) summed;
     ``log_stepping_stone`` (B, K - 1) and ``batch_scans`` (B,): one batch per chain and chunk (for the
-    batch-means standard error); ``round_trips`` and ``n_scans`` in total (per chain for scans)."""
+    batch-means standard error); ``round_trips`` and ``n_scans`` in total (per chain for scans);
+    ``move_rates``: move name -> (K,), the mean per rung of what the kernel reported for the move over the
+    steps that attempted it (NaN at a rung where none did)."""
 
     rejection: np.ndarray
     attempts: np.ndarray
@@ -319,6 +357,7 @@ class RoundStatistics(NamedTuple):
     batch_scans: np.ndarray
     round_trips: int
     n_scans: int
+    move_rates: dict
 
 
 def combine(chunks) -> RoundStatistics:
@@ -332,7 +371,15 @@ def combine(chunks) -> RoundStatistics:
         batch_scans=np.concatenate([np.full(n_chains, float(chunk.n_scans)) for chunk in chunks]),
         round_trips=int(sum(chunk.round_trips.sum() for chunk in chunks)),
         n_scans=int(sum(float(chunk.n_scans) for chunk in chunks)),
-    )
+        move_rates={name: _ratio(sum(chunk.move_sums[name].sum(0) for chunk in chunks),
+                                 sum(chunk.move_attempts[name].sum(0) for chunk in chunks))
+                    for name in chunks[0].move_sums},
+    )  # fmt: skip
+
+
+def _ratio(sums, counts) -> np.ndarray:
+    """sums / counts, NaN where counts is 0."""
+    return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
 
 
 def rejection_rates(statistics: RoundStatistics) -> np.ndarray:

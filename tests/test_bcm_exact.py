@@ -19,12 +19,12 @@ from interpretable_zoo.diagnostics.exact import enumerate_posterior, exact_gof_t
 from interpretable_zoo.inference import bcm_gibbs
 from interpretable_zoo.inference.bcm_gibbs import (
     BCMGibbs,
-    token_counts,
     _row_resplit_block,
     init,
     make_target,
     state_from_params,
     step,
+    token_counts,
 )
 from interpretable_zoo.inference.mcmc import run_mcmc
 from interpretable_zoo.models import bcm
@@ -297,8 +297,8 @@ def test_log_prior_and_log_likelihood_equal_the_model_densities(monkeypatch, pri
 
 def test_step_reports_what_its_moves_did():
     """The info of a step, per replica: the share of the 3 observations whose tokens the re-split move
-    moved, and whether the split-merge move was accepted (0 or 1); over 40 sweeps of 8 replicas, each
-    sometimes and not always."""
+    moved, and whether the split-merge move was accepted (0 or 1, NaN on the sweeps that do not run it);
+    over 40 sweeps of 8 replicas, each sometimes and not always."""
     static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)
     states = jit_init(static, data, jax.random.split(jax.random.PRNGKey(3), 8))
     resplits, split_merges = [], []
@@ -309,7 +309,10 @@ def test_step_reports_what_its_moves_did():
     resplits, split_merges = np.stack(resplits), np.stack(split_merges)
     assert resplits.shape == split_merges.shape == (40, 8)
     assert set(np.round(np.unique(resplits) * 3, 5)) == {0.0, 1.0, 2.0, 3.0}
-    assert set(np.unique(split_merges)) == {0.0, 1.0}
+    ran = ~np.isnan(split_merges)
+    assert set(np.unique(split_merges[ran])) == {0.0, 1.0}
+    due = np.arange(40) % bcm_gibbs.DEFAULT_SPLIT_MERGE_EVERY == 0  # every replica starts at sweep 0
+    np.testing.assert_array_equal(ran, np.broadcast_to(due[:, None], ran.shape))
 
 
 def test_tempered_sweeps_keep_counts_and_log_terms_current():

@@ -69,11 +69,33 @@ def test_barrier_round_trips_and_swap_acceptance(run):
     assert 0.0 < run.swap_accept.mean() < 1.0
 
 
+def exact_acceptance(data, beta) -> float:
+    """The lattice move's mean acceptance probability at stationarity of pi_beta: its proposal x +- 1 (1/2
+    each, rejected off the lattice), accepted with min(1, pi_beta(x') / pi_beta(x))."""
+    log_pi = np.asarray(data.log_prior, float) + beta * np.asarray(data.log_likelihood, float)
+    pi = np.exp(log_pi - np.logaddexp.reduce(log_pi))
+    right = log_pi[1:] - log_pi[:-1]  # log pi_beta(x + 1) / pi_beta(x)
+    return float(0.5 * (pi[:-1] @ np.minimum(1.0, np.exp(right)) + pi[1:] @ np.minimum(1.0, np.exp(-right))))
+
+
+def test_each_rung_reports_the_acceptance_of_its_own_tempered_target(bimodal, run):
+    """The kernel's info (the lattice move accepted or not), averaged per rung over the last round's 4 x 6000
+    scans, is the move's exact acceptance at that rung's beta, from 0.86 at the prior to 0.10 at the
+    posterior; the same rates attributed to the rungs in reverse order fail the same tolerance."""
+    _, data, _, _ = bimodal
+    exact = np.array([exact_acceptance(data, beta) for beta in run.schedule])
+    rates = run.move_rates["move"]
+    assert rates.shape == (run.n_temperatures,)
+    np.testing.assert_allclose(rates, exact, atol=0.02)
+    assert np.abs(rates[::-1] - exact).max() > 0.5
+
+
 def test_tuned_schedule_equalises_rejection():
     """Algorithm 4 of Syed et al.: the new rungs split the cumulative barrier into equal steps."""
     statistics = tempering.RoundStatistics(
         rejection=np.array([90.0, 10.0, 0.0]), attempts=np.full(3, 100.0),
         log_stepping_stone=np.zeros((2, 3)), batch_scans=np.ones(2), round_trips=0, n_scans=1,
+        move_rates={},
     )
     schedule = tempering.tuned_schedule(np.array([0.0, 0.25, 0.5, 1.0]), statistics, 5)
     np.testing.assert_allclose(schedule, [0.0, 0.25 * 0.25 / 0.9, 0.25 * 0.5 / 0.9, 0.25 * 0.75 / 0.9, 1.0], rtol=1e-6)
@@ -85,6 +107,7 @@ def test_schedule_imbalance_measures_unequal_rejection_in_rung_spacings():
         return tempering.schedule_imbalance(tempering.RoundStatistics(
             rejection=np.asarray(rejection, float), attempts=np.full(len(rejection), 100.0),
             log_stepping_stone=np.zeros((2, len(rejection))), batch_scans=np.ones(2), round_trips=0, n_scans=1,
+            move_rates={},
         ))
 
     assert imbalance([30.0, 30.0, 30.0]) == 0.0
