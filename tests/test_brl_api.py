@@ -321,7 +321,7 @@ def test_saved_result_loads_to_the_same_predictions_explanation_and_continuation
     # a file of an earlier layout, or one that does not unpickle, is refused by name
     (tmp_path / "old.pkl").write_bytes(pickle.dumps({"format": ("interpretable-zoo result", 1), "version": "0.1.0",
                                                      "result": None}))
-    with pytest.raises(ValueError, match=r"^path: .* holds a result of format 1 .* reads format 2: fit again"):
+    with pytest.raises(ValueError, match=r"^path: .* holds a result of format 1 .* reads format 3: fit again"):
         load_result(tmp_path / "old.pkl")
     (tmp_path / "cut.pkl").write_bytes((tmp_path / "brl.pkl").read_bytes()[:1000])
     with pytest.raises(ValueError, match=r"^path: .* cannot be read as a saved result \(\w+Error"):

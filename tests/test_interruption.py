@@ -1,6 +1,8 @@
 """Ctrl-C during a tempered run keeps the draws of the chunks that finished (tests/toy_tempering.py's
 lattice target): KeyboardInterrupt raised from inside the chunk loop, at a chosen call of ``run_scans``."""
 
+import pickle
+
 import numpy as np
 import pytest
 import toy_tempering as toy
@@ -129,6 +131,17 @@ def test_a_checkpoint_of_other_settings_is_refused(monkeypatch, tmp_path):
         convergence.sample(toy.KERNEL, STATIC, DATA, seed=2, checkpoint=path, **options)
     with pytest.raises(ValueError, match="^checkpoint: every_seconds"):
         Checkpoint(path, every_seconds=-1)
+
+
+def test_a_checkpoint_of_another_layout_or_no_checkpoint_is_refused_by_name(tmp_path):
+    options = dict(tuning_rounds=0, num_samples=CHUNK, **OPTIONS)
+    for name, saved, message in [
+        ("old.ckpt", {"format": ("interpretable-zoo checkpoint", 1)}, "has the layout 1 of another version"),
+        ("other.ckpt", {"a": 1}, "is not a checkpoint of this package"),
+    ]:
+        (tmp_path / name).write_bytes(pickle.dumps(saved))
+        with pytest.raises(ValueError, match=f"^checkpoint: .*{name} {message}"):
+            convergence.sample(toy.KERNEL, STATIC, DATA, seed=1, checkpoint=tmp_path / name, **options)
 
 
 def scripted_diagnose(verdicts, killed=None):
