@@ -37,6 +37,8 @@ def _describe(run, seconds: float) -> str:
         f"{chains} x {draws} draws (every {run.thin} scans), compile {run.seconds['compile']:.1f} s, "
         f"R-hat {rhat:.3f}, ESS {ess:.0f}, ESS/s {ess / seconds:.1f}, log Z {evidence}, K = {run.n_temperatures}, "
         f"round trips per scan and chain {run.round_trip_rate:.4f}, converged {run.converged}"
+        + "".join(f"; {name} per rung from the reference {' '.join(f'{rate:.2f}' for rate in rates)}"
+                  for name, rates in run.move_rates.items())
     )
 
 
