@@ -163,7 +163,8 @@ class TemperedRun:
     ``schedule`` the inverse temperatures; ``barrier`` Lambda; ``round_trip_rate`` round trips per scan
     and chain in the last round; ``move_rates`` move name -> (K,): per rung, from the prior's to the
     posterior's, the mean of what the kernel reported for the move in the last round (acceptance
-    probabilities and the like, ``tempering.RoundStatistics``); ``log_evidence`` +- ``log_evidence_se`` (stepping stone, NaN without tempering);
+    probabilities and the like, ``tempering.RoundStatistics``); ``log_evidence`` +- ``log_evidence_se``
+    (stepping stone, NaN without tempering);
     ``diagnostics`` name -> (R-hat, bulk ESS); ``seconds`` {"total", "compile", "sampling"};
     ``ladder``, ``settings``, ``proposal`` (the kernel's learned proposal that the last round ran with,
     None for a kernel that learns none): what :func:`extend` needs to continue. ``budget_cut``: None, or
