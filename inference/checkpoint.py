@@ -35,6 +35,16 @@ in compressed rows; 3: tempered runs' move rates per rung), so that a file of an
 name, not misread. A checkpoint's tag goes up likewise (2: the move statistics of its chunks)."""
 
 
+def _format_tag(saved):
+    """The format tag of an unpickled file, or None when it has none."""
+    return saved.get("format") if isinstance(saved, dict) else None
+
+
+def _older_or_newer(tag, expected: tuple) -> bool:
+    """Whether ``tag`` names the same kind of file as ``expected`` in another layout."""
+    return isinstance(tag, tuple) and len(tag) == 2 and tag[0] == expected[0] and tag != expected
+
+
 @dataclass(frozen=True)
 class Checkpoint:
     """Where a run keeps its checkpoint (``path``, replaced atomically) and how often it writes it: after
@@ -93,8 +103,8 @@ class CheckpointWriter:
             return None
         with self.path.open("rb") as file:
             saved = pickle.load(file)
-        tag = saved.get("format") if isinstance(saved, dict) else None
-        if isinstance(tag, tuple) and len(tag) == 2 and tag[0] == CHECKPOINT_FORMAT[0] and tag != CHECKPOINT_FORMAT:
+        tag = _format_tag(saved)
+        if _older_or_newer(tag, CHECKPOINT_FORMAT):
             raise ValueError(f"checkpoint: {self.path} has the layout {tag[1]} of another version of this package "
                              f"(this one writes {CHECKPOINT_FORMAT[1]}); remove it or give another path")
         if tag != CHECKPOINT_FORMAT:
@@ -172,8 +182,8 @@ def load_result(path):
         raise ValueError(f"path: {path} cannot be read as a saved result ({type(error).__name__}: {error}); "
                          "a result saved by another version of interpretable_zoo must be fitted and saved "
                          "again") from error
-    tag = saved.get("format") if isinstance(saved, dict) else None
-    if isinstance(tag, tuple) and len(tag) == 2 and tag[0] == RESULT_FORMAT[0] and tag != RESULT_FORMAT:
+    tag = _format_tag(saved)
+    if _older_or_newer(tag, RESULT_FORMAT):
         raise ValueError(f"path: {path} holds a result of format {tag[1]} (saved by version {saved.get('version')}); "
                          f"this version reads format {RESULT_FORMAT[1]}: fit again and save")
     if tag != RESULT_FORMAT:
