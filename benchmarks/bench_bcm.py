@@ -13,12 +13,23 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro.distributions as dist
 
-from benchmarks.runner import Comparison, benchmark, import_peer, time_call
+from benchmarks.runner import (
+    SPEED_ROUNDS,
+    Comparison,
+    benchmark,
+    import_peer,
+    interleaved_rounds,
+    median_of,
+    ratio_range,
+    time_call,
+)
 from interpretable_zoo.datasets import load_recipes
 from interpretable_zoo.datasets.smiley_faces import load_usps_bcm
 from interpretable_zoo.inference.bcm import corrupt_half_labels, fit_bcm
 from interpretable_zoo.inference import bcm_gibbs
+from interpretable_zoo.models import bcm
 
 N_CLUSTERS = 10
 SWEEPS = 100
@@ -295,3 +306,53 @@ def usps_defaults() -> list[Comparison]:
         rows.append(Comparison(f"{per_digit} per digit (N = {10 * per_digit}), defaults ({result.run.message()})",
                                elapsed, "-", None, notes))  # fmt: skip
     return rows
+
+
+HYPERPRIOR_SCANS = 200
+HYPERPRIOR_RUNGS = 8
+"""The first tuning round's ladder of a default fit (``inference.convergence``)."""
+
+
+class ScanTimer:
+    """Seconds per scan and chain of ``fit_bcm(X, n_clusters, num_chains=num_chains, **options)`` without
+    tuning: the difference of fits of ``scans`` and ``scans // 10`` scans, so that the set-up (tables, the
+    fit-time check, compilation once cached) and the result cancel out."""
+
+    def __init__(self, X, n_clusters, scans, num_chains=4, **options):
+        self.X, self.n_clusters, self.scans, self.num_chains = X, n_clusters, scans, num_chains
+        self.options = {"num_warmup": 0, "progress_bar": False, "seed": SEED, "num_chains": num_chains, **options}
+        self._fit(scans // 10)  # compiles
+
+    def _fit(self, scans):
+        start = time.perf_counter()
+        fit_bcm(self.X, self.n_clusters, num_samples=scans, **self.options)
+        return time.perf_counter() - start
+
+    def __call__(self):
+        short, long = self._fit(self.scans // 10), self._fit(self.scans)
+        return (long - short) / (self.scans - self.scans // 10) / self.num_chains
+
+
+@benchmark(
+    "bcm_hyperprior_cost",
+    description=(
+        "The cost of sampling q ~ Beta(2, 2) within the chain (its conjugate draw given omega and the omega "
+        "prior's table rebuilt from it, on every replica of every scan), and of sampling alpha ~ Gamma(1, 10) "
+        "beside it (slice sampling on log alpha given z), against the same fit with q = 0.5 and alpha = 0.1 "
+        "fixed (the hyperpriors' means): fit_bcm on the recipes (56 x 147, S = 4), 4 chains x 8 rungs (the first "
+        "tuning round's ladder), no tuning; seconds per scan and chain from the difference of fits of 200 and 20 "
+        "scans. All are timed once per round, in 3 interleaved rounds; the table gives medians. Goal: the fit "
+        "with q sampled costs at most 1.2x the fixed one (ratio fixed / sampled >= 0.83)."
+    ),
+)
+def hyperprior_cost() -> list[Comparison]:
+    X = load_recipes().X
+    ladder = dict(num_chains=4, n_temperatures=HYPERPRIOR_RUNGS)
+    q, alpha = dist.Beta(2.0, 2.0), dist.Gamma(1.0, 10.0)
+    priors = {"q": bcm.Priors(q=q, alpha=0.1), "q and alpha": bcm.Priors(q=q, alpha=alpha),
+              "fixed": bcm.Priors(q=0.5, alpha=0.1)}
+    timers = {name: ScanTimer(X, 4, HYPERPRIOR_SCANS, priors=value, **ladder) for name, value in priors.items()}
+    rounds = interleaved_rounds(timers, SPEED_ROUNDS)
+    return [Comparison(f"s / scan / chain, {name} sampled", median_of(rounds, name), "the same fit, q = 0.5 and "
+                       "alpha = 0.1 fixed", median_of(rounds, "fixed"), ratio_range(rounds, name, "fixed"))
+            for name in ("q", "q and alpha")]

@@ -109,6 +109,27 @@ def time_call(function: Callable[[], object], *, repeat: int = 5, warmup: int = 
     return statistics.median(times)
 
 
+SPEED_ROUNDS = 3
+"""Rounds of :func:`interleaved_rounds` in the speed benchmarks, which report medians over them."""
+
+
+def interleaved_rounds(timers: dict[str, Callable[[], float]], rounds: int) -> list[dict[str, float]]:
+    """Every timer called once per round, for ``rounds`` rounds: the machine's speed drifts, and interleaving
+    exposes every configuration to the same drift. Returns each round's seconds by timer name."""
+    return [{name: timer() for name, timer in timers.items()} for _ in range(rounds)]
+
+
+def median_of(rounds: list[dict[str, float]], name: str) -> float:
+    """The median over ``rounds`` (:func:`interleaved_rounds`) of timer ``name``'s seconds."""
+    return statistics.median(r[name] for r in rounds)
+
+
+def ratio_range(rounds: list[dict[str, float]], ours: str, peer: str) -> str:
+    """The lowest and highest per-round ratio of ``peer``'s seconds over ``ours``, as a note."""
+    ratios = [r[peer] / r[ours] for r in rounds]
+    return f"ratio per round {min(ratios):.2f}x-{max(ratios):.2f}x"
+
+
 def machine_description() -> str:
     cpu = platform.processor() or platform.machine()
     try:

@@ -362,9 +362,9 @@ def _log_polya_of_cells(data: BCMData, omega, prototype_values, cells):
     return log_beta - data.log_beta_prior[omega, features, prototype_values]
 
 
-def _log_row_term(data: BCMData, row_counts):
-    """log p(z) with pi integrated out: sum_i log B(a + n_i) - log B(a), a = pi_concentration."""
-    a = data.pi_concentration
+def log_row_term(pi_concentration, row_counts):
+    """log p(z) with pi integrated out: sum_i log B(a + n_i) - log B(a), a = pi_concentration (S,)."""
+    a = pi_concentration
     per_row = jnp.sum(gammaln(a + row_counts), -1) - gammaln(a.sum() + row_counts.sum(-1))
     return jnp.sum(per_row) - row_counts.shape[0] * (jnp.sum(gammaln(a)) - gammaln(a.sum()))
 
@@ -374,7 +374,7 @@ def log_target_parts(static: BCMStatic, data: BCMData, omega, prototype, row_cou
     log p(x | z, omega, prototype) = sum_sj log B(g_sj + n_sj) - log B(g_sj)."""
     cells = data.omega_log_prob[jnp.arange(static.n_clusters)[:, None], jnp.arange(static.n_features), omega]
     log_prior = cells.sum() + data.prototype_log_prob[jnp.arange(static.n_clusters), prototype].sum()
-    log_prior = log_prior + _log_row_term(data, row_counts)
+    log_prior = log_prior + log_row_term(data.pi_concentration, row_counts)
     log_likelihood = _log_polya_of_cells(data, omega, data.x[prototype], cells_by_cluster(static, cell_counts)).sum()
     return log_prior, log_likelihood
 

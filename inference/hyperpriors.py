@@ -18,8 +18,10 @@ p(h) p(d | h)^beta, and at beta = 0 the replica's h is drawn from p(h) as its li
 
 Each kernel's model declares what it can follow (:class:`HyperpriorModel`): BCM's q ~ Beta(a, b), drawn
 from its conjugate conditional Beta(a + sum omega, b + S P - sum omega) (eq. (2): omega_sj ~ Bernoulli(q)
-i.i.d.); BRL's lam ~ Gamma(a, b), the list length's Poisson mean (Letham eq. 2), by slice sampling on
-log lam. Any other hyperprior is refused by name, with what is supported and how to write it.
+i.i.d.), and alpha ~ Gamma(a, b), the concentration of pi_i (eq. (1)), by slice sampling on log alpha given
+z; BRL's lam ~ Gamma(a, b) and eta ~ Gamma(a, b), the Poisson means of the list's length and of
+its rules' cardinalities (Letham eqs. 2-3), each by slice sampling on its log given the list and the other.
+Any other hyperprior is refused by name, with what is supported and how to write it.
 """
 
 from __future__ import annotations
@@ -328,67 +330,12 @@ def hint(model: HyperpriorModel, priors, site: str) -> str:
             f"site {site!r}); the {model.kernel} samples {model.supported()}.")
 
 
-# ---------------------------------------------------------------------------------------------- BCM
-
-
-def _bcm_hook_tables(static, data: HyperData, values, hooks=()):
-    """g, omega_log_prob and prototype_log_prob from the model file's hooks at the hyperparameter values
-    (``hooks``: :func:`model_hooks`, the static key of a compiled call)."""
-    from interpretable_zoo.inference import bcm_gibbs  # imports models.bcm, which imports this module
-
-    priors = compiled_hooks.priors_with(bcm.Priors, {**data.fixed, **values})
-    return bcm_gibbs.hook_tables(priors, static.n_obs, static.n_features, static.n_clusters, static.n_values)
-
-
-def _bcm_with_values(static, data: HyperData, values):
-    """The BCM tables with omega_log_prob from ``models.bcm.omega_distribution`` at the values."""
-    omega_log_prob = _bcm_hook_tables(static, data, values)[1]
-    return data.inner._replace(omega_log_prob=omega_log_prob.astype(data.inner.omega_log_prob.dtype))
-
-
-def _bcm_update(static, data, state, values, key, beta):
-    """q | omega ~ Beta(a + sum omega, b + S P - sum omega), the same at every beta (q is in the prior only)."""
-    prior = data.hyperpriors["q"]
-    active = state.omega.sum().astype(jnp.result_type(float))
-    cells = static.n_clusters * static.n_features
-    return {"q": jax.random.beta(key, prior.concentration1 + active, prior.concentration0 + cells - active)}
-
-
-def _bcm_check(hyper_static: HyperStatic, data, fixed) -> None:
-    """The conjugate update needs omega_sj ~ Bernoulli(q) in every cell, and q in no other table (g, the
-    prototypes' prior, the Dirichlet of pi), which are built once."""
-    static, hyper_data = hyper_static.inner, HyperData(data, {}, fixed)
-    tables = [jax.jit(_bcm_hook_tables, static_argnums=(0, 3))(static, hyper_data, {"q": jnp.float32(q)},
-                                                                hyper_static.hooks) for q in (0.25, 0.7)]
-    for q, (_, omega_log_prob, _) in zip((0.25, 0.7), tables):
-        if not np.allclose(np.asarray(omega_log_prob), np.log([1.0 - q, q]), atol=1e-5):
-            raise ValueError("priors.q: the Beta hyperprior on q is sampled from its conjugate conditional, which "
-                             "needs models.bcm.omega_distribution to be Bernoulli(priors.q) in every cell; the edited "
-                             "hook is not: give q a number")
-    pi_concentrations = [bcm.z_concentration(compiled_hooks.priors_with(bcm.Priors, {**fixed, "q": q}),
-                                             static.n_clusters) for q in (0.25, 0.7)]
-    if not (all(np.allclose(tables[0][i], tables[1][i]) for i in (0, 2))
-            and np.allclose(*(np.asarray(c, np.float64) for c in pi_concentrations))):
-        raise ValueError("priors.q: a hyperprior on q is followed only when q enters omega_distribution alone; the "
-                         "edited hooks g, prototype_distribution or z_concentration read it too: give q a number")
-
-
-BCM = HyperpriorModel(
-    kernel="BCM collapsed Gibbs kernel",
-    families=(("q", ("Beta",)),),
-    with_values=_bcm_with_values,
-    update=_bcm_update,
-    check=_bcm_check,
-    written="models.bcm.Priors(q=numpyro.distributions.Beta(a, b))",
-    common_fields=("sweeps",),
-    module=bcm,
-)
-
-# ---------------------------------------------------------------------------------------------- BRL
+# ---------------------------------------------------------------------------------------------- slice sampling
 
 SLICE_WIDTH = 1.0
-"""Initial width of the slice interval on log lam (Neal 2003, sec. 4); any width leaves the conditional
-invariant, one about its spread (a Gamma's log has standard deviation near 1 / sqrt(a)) steps out least."""
+"""Initial width of the slice interval on a hyperparameter's log (Neal 2003, sec. 4); any width leaves the
+conditional invariant, one about its spread (a Gamma's log has standard deviation near 1 / sqrt(a)) steps
+out least."""
 
 SLICE_MAX_STEPS = 16
 """Neal's m: the slice interval steps out at most m widths in all (Neal 2003, fig. 3), split at random
@@ -402,31 +349,7 @@ SLICE_MAX_SHRINKS = 100
 average: only a density that floats cannot resolve gets there)."""
 
 SLICE_UPDATES = 2
-"""Slice-sampling updates of lam per step of the list kernel."""
-
-
-def _brl_priors(data: HyperData, values) -> brl.Priors:
-    return compiled_hooks.priors_with(brl.Priors, {**data.fixed, **values})
-
-
-def _brl_hook_tables(static, data: HyperData, values, hooks=()):
-    """The length and cardinality tables of ``models.brl.PriorTables`` from the model file's hooks at the
-    hyperparameter values (``hooks``: :func:`model_hooks`, the static key of a compiled call)."""
-    return brl.hook_tables(_brl_priors(data, values), static.max_cardinality, static.capacity)
-
-
-def _brl_with_values(static, data: HyperData, values):
-    """The BRL tables with the length prior from ``models.brl.log_length_prior`` at the values (lam enters
-    no other table, :func:`_brl_check`)."""
-    length = brl.log_length_prior(_brl_priors(data, values), static.capacity)
-    return data.inner._replace(prior=data.inner.prior._replace(length=length.astype(data.inner.prior.length.dtype)))
-
-
-def _brl_refresh(static, data, state):
-    """The list's log prior on the rebuilt tables: the kernel's step reads the stored one."""
-    rule_cardinality = data.cardinality_index[jnp.maximum(state.rules, 0)]
-    return state._replace(log_prior=brl.log_prior_from_tables(data.prior, rule_cardinality, state.length,
-                                                              static.cardinalities_can_run_out))
+"""Slice-sampling updates of each slice-sampled hyperparameter per step of the kernel."""
 
 
 def _slice_update(log_density, x, key):
@@ -462,23 +385,158 @@ def _slice_update(log_density, x, key):
     return lax.while_loop(lambda c: ~c[3], shrink, (left, right, x, jnp.array(False), key_shrink, 0))[2]
 
 
+def _log_scale_slice(log_density, value, key):
+    """SLICE_UPDATES slice-sampling updates of a positive ``value`` on u = log value, ``log_density(u)`` the
+    log density of u (the Jacobian e^u included by the caller)."""
+    keys = random.split(key, SLICE_UPDATES)
+    return jnp.exp(lax.fori_loop(0, SLICE_UPDATES, lambda i, u: _slice_update(log_density, u, keys[i]), jnp.log(value)))
+
+
+# ---------------------------------------------------------------------------------------------- BCM
+
+
+BCM_TABLES = ("g", "omega_distribution", "prototype_distribution", "z_concentration")
+"""The hooks whose tables :func:`_bcm_tables` builds, in its order."""
+
+BCM_REBUILT = {"q": "omega_distribution", "alpha": "z_concentration"}
+"""The hook whose table a step rebuilds from each sampled hyperparameter; the others are built once."""
+
+BCM_CHECK_POINTS = {"q": (0.25, 0.7), "alpha": (0.5, 4.0)}
+"""Two values of each hyperparameter at which :func:`_bcm_check` compares the hooks' tables."""
+
+
+def _bcm_tables(static, data: HyperData, values, hooks=()):
+    """g, omega_log_prob, prototype_log_prob and pi_concentration (:data:`BCM_TABLES`) from the model file's
+    hooks at the hyperparameter values (``hooks``: :func:`model_hooks`, the static key of a compiled call)."""
+    from interpretable_zoo.inference import bcm_gibbs  # imports models.bcm, which imports this module
+
+    priors = compiled_hooks.priors_with(bcm.Priors, {**data.fixed, **values})
+    tables = bcm_gibbs.hook_tables(priors, static.n_obs, static.n_features, static.n_clusters, static.n_values)
+    return (*tables, jnp.asarray(bcm.z_concentration(priors, static.n_clusters), jnp.float32))
+
+
+def _bcm_with_values(static, data: HyperData, values):
+    """The BCM tables with omega_log_prob (``models.bcm.omega_distribution``) and pi_concentration
+    (``models.bcm.z_concentration``) at the values."""
+    _, omega_log_prob, _, pi_concentration = _bcm_tables(static, data, values)
+    inner = data.inner
+    return inner._replace(omega_log_prob=omega_log_prob.astype(inner.omega_log_prob.dtype),
+                          pi_concentration=pi_concentration.astype(inner.pi_concentration.dtype))
+
+
+def _bcm_update(static, data, state, values, key, beta):
+    """q | omega ~ Beta(a + sum omega, b + S P - sum omega) (eq. (2), conjugate); alpha | z by slice sampling
+    on log alpha, density p(alpha) alpha p(z | alpha) with pi integrated out (the row term of eq. (1)).
+    Both enter the prior alone, so their conditionals are the same at every beta."""
+    from interpretable_zoo.inference import bcm_gibbs  # imports models.bcm, which imports this module
+
+    values = dict(values)
+    key_q, key_alpha = random.split(key)
+    if "q" in data.hyperpriors:
+        prior = data.hyperpriors["q"]
+        active = state.omega.sum().astype(jnp.result_type(float))
+        cells = static.n_clusters * static.n_features
+        values["q"] = jax.random.beta(key_q, prior.concentration1 + active, prior.concentration0 + cells - active)
+    if "alpha" in data.hyperpriors:
+        prior = data.hyperpriors["alpha"]
+
+        def log_density(u):
+            concentration = _bcm_tables(static, data, {**values, "alpha": jnp.exp(u)})[3]
+            return prior.log_prob(jnp.exp(u)) + u + bcm_gibbs.log_row_term(concentration, state.row_counts)
+
+        values["alpha"] = _log_scale_slice(log_density, values["alpha"], key_alpha).astype(values["alpha"].dtype)
+    return values
+
+
+def _bcm_check(hyper_static: HyperStatic, data, fixed) -> None:
+    """Each sampled hyperparameter may enter only the table its update rebuilds (:data:`BCM_REBUILT`; g and
+    the prototypes' prior are built once), at traced values; q's conjugate update also needs omega_sj ~
+    Bernoulli(q) in every cell."""
+    static, hyper_data = hyper_static.inner, HyperData(data, {}, fixed)
+    build = jax.jit(_bcm_tables, static_argnums=(0, 3))
+    sampled = {name: jnp.float32(points[0]) for name, points in BCM_CHECK_POINTS.items() if name not in fixed}
+    for name in sorted(sampled):
+        try:
+            tables = [build(static, hyper_data, {**sampled, name: jnp.float32(value)}, hyper_static.hooks)
+                      for value in BCM_CHECK_POINTS[name]]
+        except jax.errors.JAXTypeError as error:
+            raise ValueError(f"priors.{name}: a hyperprior on {name} is sampled by evaluating models.bcm's hooks at "
+                             f"traced values of {name}, which the edited hooks do not allow ({type(error).__name__}): "
+                             f"give {name} a number") from None
+        if name == "q" and not all(np.allclose(np.asarray(omega_log_prob), np.log([1.0 - q, q]), atol=1e-5)
+                                   for q, (_, omega_log_prob, _, _) in zip(BCM_CHECK_POINTS["q"], tables)):
+            raise ValueError("priors.q: the Beta hyperprior on q is sampled from its conjugate conditional, which "
+                             "needs models.bcm.omega_distribution to be Bernoulli(priors.q) in every cell; the edited "
+                             "hook is not: give q a number")
+        reading = [hook for hook, first, second in zip(BCM_TABLES, *tables)
+                   if hook != BCM_REBUILT[name] and not np.allclose(np.asarray(first), np.asarray(second))]
+        if reading:
+            raise ValueError(f"priors.{name}: a hyperprior on {name} is followed only when {name} enters "
+                             f"{BCM_REBUILT[name]} alone; the edited hooks {', '.join(reading)} read it too: give "
+                             f"{name} a number")
+
+
+BCM = HyperpriorModel(
+    kernel="BCM collapsed Gibbs kernel",
+    families=(("q", ("Beta",)), ("alpha", ("Gamma",))),
+    with_values=_bcm_with_values,
+    update=_bcm_update,
+    check=_bcm_check,
+    written="models.bcm.Priors(q=numpyro.distributions.Beta(a, b), alpha=numpyro.distributions.Gamma(a, b))",
+    common_fields=("sweeps",),
+    module=bcm,
+)
+
+# ---------------------------------------------------------------------------------------------- BRL
+
+
+def _brl_priors(data: HyperData, values) -> brl.Priors:
+    return compiled_hooks.priors_with(brl.Priors, {**data.fixed, **values})
+
+
+def _brl_hook_tables(static, data: HyperData, values, hooks=()):
+    """The length and cardinality tables of ``models.brl.PriorTables`` from the model file's hooks at the
+    hyperparameter values (``hooks``: :func:`model_hooks`, the static key of a compiled call)."""
+    return brl.hook_tables(_brl_priors(data, values), static.max_cardinality, static.capacity)
+
+
+def _brl_with_values(static, data: HyperData, values):
+    """The BRL tables with the list prior's length and cardinality tables from the model file's hooks at
+    the values."""
+    length, cardinality = _brl_hook_tables(static, data, values)
+    prior = data.inner.prior
+    return data.inner._replace(prior=prior._replace(length=length.astype(prior.length.dtype),
+                                                    cardinality=cardinality.astype(prior.cardinality.dtype)))
+
+
+def _brl_log_prior(static, data, state):
+    """log p(d | A, lam, eta) of the state's list on the tables of ``data`` (Letham eqs. 2-4)."""
+    rule_cardinality = data.cardinality_index[jnp.maximum(state.rules, 0)]
+    return brl.log_prior_from_tables(data.prior, rule_cardinality, state.length, static.cardinalities_can_run_out)
+
+
+def _brl_refresh(static, data, state):
+    """The list's log prior on the rebuilt tables: the kernel's step reads the stored one."""
+    return state._replace(log_prior=_brl_log_prior(static, data, state))
+
+
 def _brl_update(static, data: HyperData, state, values, key, beta):
-    """lam | d at inverse temperature beta, proportional to p(lam) p(m | lam)^beta (only the length prior
-    reads lam, :func:`_brl_check`): SLICE_UPDATES slice-sampling updates of u = log lam, whose density is
-    p(e^u) e^u p(m | e^u)^beta; at beta = 0 an independent draw from p(lam), as the kernel then redraws the
-    list from the reference (module docstring)."""
-    prior = data.hyperpriors["lam"]
+    """Each sampled hyperparameter h of lam and eta in turn, given the list and the other, at inverse
+    temperature beta: h's conditional is proportional to p(h) p(d | lam, eta)^beta, SLICE_UPDATES
+    slice-sampling updates of u = log h, whose density is p(e^u) e^u p(d | ...)^beta with the list prior
+    from tables rebuilt at e^u (so any hook reading lam or eta is followed); at beta = 0 an independent
+    draw from p(h), as the kernel then redraws the list from the reference (module docstring)."""
+    values = dict(values)
+    for (name, prior), key_field in zip(sorted(data.hyperpriors.items()), random.split(key, len(data.hyperpriors))):
 
-    def log_density(u):
-        lam = jnp.exp(u)
-        log_length = brl.log_length_prior(_brl_priors(data, {"lam": lam}), static.capacity)[state.length]
-        return prior.log_prob(lam) + u + beta * log_length
+        def log_density(u, name=name, prior=prior):
+            tables = _brl_with_values(static, data, {**values, name: jnp.exp(u)})
+            return prior.log_prob(jnp.exp(u)) + u + beta * _brl_log_prior(static, tables, state)
 
-    key_prior, key_slice = random.split(key)
-    u = jnp.log(values["lam"])
-    for key_update in random.split(key_slice, SLICE_UPDATES):
-        u = _slice_update(log_density, u, key_update)
-    return {"lam": jnp.where(beta == 0, prior.sample(key_prior), jnp.exp(u)).astype(values["lam"].dtype)}
+        key_prior, key_slice = random.split(key_field)
+        drawn = _log_scale_slice(log_density, values[name], key_slice)
+        values[name] = jnp.where(beta == 0, prior.sample(key_prior), drawn).astype(values[name].dtype)
+    return values
 
 
 def _brl_per_replica(data, n_replicas: int):
@@ -494,30 +552,31 @@ def _brl_per_replica(data, n_replicas: int):
 
 
 def _brl_check(hyper_static: HyperStatic, data, fixed) -> None:
-    """The update needs the length prior to be a traceable function of lam and lam in no other table (the
-    cardinality prior's is built once)."""
+    """The update rebuilds the list prior's tables at traced values of each sampled hyperparameter: the
+    hooks must allow that and give a finite log probability somewhere."""
     static, hyper_data = hyper_static.inner, HyperData(data, {}, fixed)
     build = jax.jit(_brl_hook_tables, static_argnums=(0, 3))
-    try:
-        tables = [build(static, hyper_data, {"lam": jnp.float32(lam)}, hyper_static.hooks) for lam in (0.5, 4.0)]
-    except jax.errors.JAXTypeError as error:
-        raise ValueError("priors.lam: a hyperprior on lam is sampled by evaluating models.brl.log_length_prior at "
-                         f"traced values of lam, which the edited hook does not allow ({type(error).__name__}): "
-                         "give lam a number") from None
-    if not all(np.isfinite(np.asarray(length)).any() for length, _ in tables):
-        raise ValueError("priors.lam: models.brl.log_length_prior gives no finite log probability at lam = 0.5 or 4")
-    if not np.allclose(np.asarray(tables[0][1]), np.asarray(tables[1][1]), equal_nan=True):
-        raise ValueError("priors.lam: a hyperprior on lam is followed only when lam enters log_length_prior alone; "
-                         "the edited hook log_cardinality_prior reads it too: give lam a number")
+    sampled = {name: jnp.float32(1.0) for name, _ in hyper_static.model.families if name not in fixed}
+    for name in sorted(sampled):
+        try:
+            tables = [build(static, hyper_data, {**sampled, name: jnp.float32(value)}, hyper_static.hooks)
+                      for value in (0.5, 4.0)]
+        except jax.errors.JAXTypeError as error:
+            raise ValueError(f"priors.{name}: a hyperprior on {name} is sampled by evaluating the list prior's hooks "
+                             f"(models.brl.log_length_prior, log_cardinality_prior) at traced values of {name}, which "
+                             f"the edited hooks do not allow ({type(error).__name__}): give {name} a number") from None
+        if not all(np.isfinite(np.asarray(table)).any() for pair in tables for table in pair):
+            raise ValueError(f"priors.{name}: the list prior's hooks give no finite log probability at {name} = 0.5 "
+                             "or 4")
 
 
 BRL = HyperpriorModel(
     kernel="BRL Metropolis-Hastings kernel",
-    families=(("lam", ("Gamma",)),),
+    families=(("lam", ("Gamma",)), ("eta", ("Gamma",))),
     with_values=_brl_with_values,
     update=_brl_update,
     check=_brl_check,
-    written="models.brl.Priors(lam=numpyro.distributions.Gamma(a, b))",
+    written="models.brl.Priors(lam=numpyro.distributions.Gamma(a, b), eta=numpyro.distributions.Gamma(a, b))",
     module=brl,
     refresh=_brl_refresh,
     per_replica=_brl_per_replica,

@@ -58,7 +58,8 @@ class Priors:
         ``lam`` (:func:`sample_hyperparameters`) and the sampler draws it within the chain
         (``inference.hyperpriors``: slice sampling on log lam).
     eta: prior mean of an antecedent's cardinality; c_j ~ Poisson(eta) truncated to the cardinalities
-        that still have unused antecedents.
+        that still have unused antecedents. It may hold a hyperprior, ``Priors(eta=dist.Gamma(a, b))``,
+        sampled as lam's is.
     alpha: Dirichlet concentration of each rule's label distribution theta_j ~ Dirichlet(alpha); a
         scalar (the same for every class) or one value per class.
     """

@@ -1,9 +1,9 @@
-"""Hyperpriors sampled within the chain (inference.hyperpriors): BCM's q ~ Beta against exact enumeration of
-the discrete state with q integrated out (the Beta-Bernoulli marginal) and the q draws against their exact
-mixture-of-Betas distribution, at beta = 1, at an intermediate beta and under a tempering ladder; negative
-control: q held at its prior mean; the programs' hyperprior site; refusals. BRL's lam ~ Gamma likewise: the
-lists against enumeration with lam integrated out on a grid, lam against its exact mixture, at beta = 0, 0.4
-and 1 and through fit_brl's ladder; negative control: lam held at its prior mean."""
+"""Hyperpriors sampled within the chain (inference.hyperpriors). BCM's q ~ Beta and alpha ~ Gamma, sampled
+together: the discrete state against exact enumeration with q integrated out (the Beta-Bernoulli marginal) and
+alpha on a grid, and each hyperparameter's draws against its exact mixture, at beta = 1, at an intermediate
+beta and under a tempering ladder. BRL's lam ~ Gamma and eta ~ Gamma likewise: the lists against enumeration
+with both integrated out on grids, at beta = 0, 0.4 and 1 and through fit_brl's ladder. Negative controls: the
+hyperparameters held near their prior means. Also the programs' hyperprior sites and the refusals."""
 
 import dataclasses
 from functools import lru_cache, partial
@@ -31,33 +31,63 @@ from tests.test_bcm_exact import N_CLUSTERS, OTHER_PRIORS, X_TINY, enumerated_lo
 from tests.test_brl_sampler import ANTECEDENTS, CARDINALITIES, all_lists, exact_log_joint, tiny_problem
 
 A, B = 2.0, 0.7  # q ~ Beta(A, B): mean 0.74, far wider than any fixed q
-HYPER_PRIORS = dataclasses.replace(OTHER_PRIORS, q=dist.Beta(A, B))
+ALPHA_A, ALPHA_B = 2.0, 2.0  # alpha ~ Gamma(ALPHA_A, rate ALPHA_B): mean 1 (OTHER_PRIORS.alpha), sd 0.7
+HYPER_PRIORS = dataclasses.replace(OTHER_PRIORS, q=dist.Beta(A, B), alpha=dist.Gamma(ALPHA_A, ALPHA_B))
 CELLS = N_CLUSTERS * X_TINY.shape[1]  # S P subspace indicators
 KERNEL_WITH_Z = _kernel(store_z=True)
 BETAS = jnp.array([1.0] * 8 + [0.4] * 8)  # 8 chains at the posterior, 8 at an intermediate rung
-THIN = 10  # the q draws thinned for the KS test
+THIN = 10  # the q and alpha draws thinned for the KS test
+ALPHA_GRID = np.linspace(1e-9, scipy.stats.gamma.ppf(1 - 1e-12, ALPHA_A, scale=1 / ALPHA_B), 20_001)
 
 
+def row_counts_of(z):
+    """(states, N, S) tokens of each observation in each cluster."""
+    return (z[..., None] == np.arange(N_CLUSTERS)).sum(-2)
+
+
+def log_row_term(alpha, row_counts):
+    """log p(z | alpha) with pi_i ~ Dirichlet(alpha / S each) integrated out (eq. (1)), written out here:
+    sum_i log B(alpha / S + n_i) - log B(alpha / S); ``alpha`` (grid,), ``row_counts`` (N, S); returns (grid,)."""
+    alpha = np.asarray(alpha, float)[:, None]  # against the N rows
+    a = alpha / N_CLUSTERS
+    per_row = (scipy.special.gammaln(a[..., None] + row_counts).sum(-1) - scipy.special.gammaln(alpha + row_counts.sum(-1))
+               - N_CLUSTERS * scipy.special.gammaln(a) + scipy.special.gammaln(alpha))
+    return per_row.sum(-1)
+
+
+@lru_cache
 def exact_with_hyperprior(beta):
-    """States, their exact probabilities under p(q) p(omega | q) ... L^beta with q integrated out
-    (omega's Bernoulli(q0) term of the enumeration swapped for the Beta-Bernoulli marginal
-    B(A + k, B + SP - k) / B(A, B), k = sum omega), and k per state."""
+    """States, their exact probabilities under p(q) p(alpha) p(omega | q) p(z | alpha) ... L^beta with q
+    and alpha integrated out, k = sum omega per state, the row counts of z that alpha's conditional reads
+    (signatures) and alpha's CDF given each on ALPHA_GRID (grid, signature). omega's
+    Bernoulli(q0) term of the enumeration is swapped for the Beta-Bernoulli marginal B(A + k, B + SP - k) /
+    B(A, B); z's term at alpha0 for I(z) = integral of p(alpha) p(z | alpha) on ALPHA_GRID, and alpha | z
+    has density p(alpha) p(z | alpha) / I(z)."""
     x = np.asarray(X_TINY, np.int64)
     states, log_prior, log_likelihood = enumerated_log_terms(OTHER_PRIORS, x.tobytes(), x.shape, N_CLUSTERS)
     active = states["omega"].sum((1, 2))
-    q0 = OTHER_PRIORS.q
+    q0, alpha0 = OTHER_PRIORS.q, OTHER_PRIORS.alpha
     marginal = scipy.special.betaln(A + active, B + CELLS - active) - scipy.special.betaln(A, B)
-    log_target = log_prior - (active * np.log(q0) + (CELLS - active) * np.log1p(-q0)) + marginal + beta * log_likelihood
+    signatures, of_state = np.unique(row_counts_of(states["z"]), axis=0, return_inverse=True)
+    density = np.exp(scipy.stats.gamma.logpdf(ALPHA_GRID, ALPHA_A, scale=1 / ALPHA_B)[:, None]
+                     + np.stack([log_row_term(ALPHA_GRID, n) for n in signatures], axis=1))
+    cumulative = scipy.integrate.cumulative_trapezoid(density, ALPHA_GRID, axis=0, initial=0.0)  # (grid, signature)
+    row_swap = np.log(cumulative[-1]) - np.array([log_row_term([alpha0], n)[0] for n in signatures])
+    log_target = (log_prior - (active * np.log(q0) + (CELLS - active) * np.log1p(-q0)) + marginal
+                  + row_swap[of_state.ravel()] + beta * log_likelihood)
     probs = enumerate_posterior(lambda index: log_target[index], list(range(len(log_target))), method="loop")
-    return states, probs, active
+    return states, probs, active, signatures, cumulative / cumulative[-1]
 
 
 def statistics(states):
     """The label-free statistics of the enumeration tests plus the indicator of each count of active omega,
-    whose spread a fixed q gets wrong."""
+    whose spread a fixed q gets wrong, and of each number of observations whose tokens sit in two
+    clusters, whose spread a fixed alpha gets wrong."""
     stats = label_free_statistics(states)
     active = states["omega"].sum((1, 2))
     stats.update({f"active_omega_is_{k}": (active == k).astype(float) for k in range(CELLS + 1)})
+    split = (row_counts_of(states["z"]).max(-1) < X_TINY.shape[1]).sum(-1)
+    stats.update({f"split_rows_is_{k}": (split == k).astype(float) for k in range(len(X_TINY) + 1)})
     return stats
 
 
@@ -67,12 +97,30 @@ def q_cdf(q, probs, active):
     return sum(w * scipy.stats.beta.cdf(q, A + k, B + CELLS - k) for k, w in enumerate(weights))
 
 
-def check(draws, q, beta):
-    """(GOF of the discrete draws, KS p-value of the thinned q draws) against the exact target at ``beta``."""
-    states, probs, active = exact_with_hyperprior(beta)
+def alpha_given_z_pvalue(z, alpha, signatures, conditional_cdfs, least=50):
+    """KS p-value, Bonferroni-corrected over the groups, of the alpha draws grouped by the row counts of the
+    z drawn with them, each group of at least ``least`` draws against alpha's exact conditional given those
+    counts: the joint of alpha and z, which the marginals alone barely test (on 6 tokens p(alpha | x) is
+    close to p(alpha))."""
+    counts = row_counts_of(np.asarray(z)).reshape(-1, signatures[0].size)
+    group = (counts[:, None, :] == signatures.reshape(len(signatures), -1)[None]).all(-1).argmax(1)
+    alpha = np.asarray(alpha).ravel()
+    pvalues = [scipy.stats.kstest(alpha[group == g], partial(np.interp, xp=ALPHA_GRID, fp=conditional_cdfs[:, g])).pvalue
+               for g in range(len(signatures)) if (group == g).sum() >= least]
+    return min(1.0, len(pvalues) * min(pvalues))
+
+
+def check(draws, values, beta):
+    """(GOF of the discrete draws, name -> KS p-value: q's thinned draws against its exact marginal, alpha's
+    against its exact conditional given z, :func:`alpha_given_z_pvalue`) against the exact target at
+    ``beta``."""
+    states, probs, active, signatures, conditional_cdfs = exact_with_hyperprior(beta)
     gof = exact_gof_test(state_index(draws, states), probs, statistics=statistics(states))
-    ks = scipy.stats.kstest(np.asarray(q)[:, ::THIN].ravel(), partial(q_cdf, probs=probs, active=active))
-    return gof, ks.pvalue
+    q = np.asarray(values["q"])[:, ::THIN].ravel()
+    ks = {"q": scipy.stats.kstest(q, partial(q_cdf, probs=probs, active=active)).pvalue,
+          "alpha": alpha_given_z_pvalue(np.asarray(draws["z"])[:, ::THIN], np.asarray(values["alpha"])[:, ::THIN],
+                                        signatures, conditional_cdfs)}
+    return gof, ks
 
 
 @partial(jax.jit, static_argnums=(0, 1, 5, 6))
@@ -89,70 +137,84 @@ def replica_draws(kernel, static, data, key, betas, n_steps, fields):
 
 
 def bcm_fields(states):
-    return states.omega, states.prototype, states.z, states.values["q"]
+    return states.omega, states.prototype, states.z, states.values
 
 
 def chains(priors, seed=0, num_warmup=200, num_samples=800):
     """16 chains (:data:`BETAS`) of the hyperprior kernel on X_TINY under ``priors``; per beta group the
-    params and q (one compiled program for every hyperprior)."""
+    params and the hyperparameters (one compiled program for every pair of hyperpriors). Each draw pairs the
+    params after a step with the hyperparameters drawn from them at the start of the next: the state between
+    a step's two blocks, also a draw from the target, in which the hyperparameters' update shows in their
+    joint with the params (a sweep drawn after them would give z close to its conditional on any alpha)."""
     inner = bcm_gibbs.make_target(X_TINY, N_CLUSTERS, hyperpriors.at_point(priors))
     static, data = hyperpriors.target(hyperpriors.BCM, inner, priors)
     kernel = hyperpriors.with_hyperpriors(KERNEL_WITH_Z)
-    out = replica_draws(kernel, static, data, jax.random.PRNGKey(seed), BETAS, num_warmup + num_samples, bcm_fields)
-    omega, prototype, z, q = (np.swapaxes(np.asarray(v)[num_warmup:], 0, 1) for v in out)
-    return [({"omega": omega[g], "prototype": prototype[g], "z": z[g]}, q[g]) for g in (slice(0, 8), slice(8, 16))]
+    omega, prototype, z, values = replica_draws(kernel, static, data, jax.random.PRNGKey(seed), BETAS,
+                                                num_warmup + num_samples, bcm_fields)
+    omega, prototype, z = (np.swapaxes(np.asarray(v)[num_warmup:-1], 0, 1) for v in (omega, prototype, z))
+    values = {name: np.swapaxes(np.asarray(v)[num_warmup + 1:], 0, 1) for name, v in values.items()}
+    return [({"omega": omega[g], "prototype": prototype[g], "z": z[g]}, {name: v[g] for name, v in values.items()})
+            for g in (slice(0, 8), slice(8, 16))]
 
 
-def test_sampled_q_matches_the_exact_posterior_at_each_beta():
-    for (draws, q), beta in zip(chains(HYPER_PRIORS), (1.0, 0.4)):
-        gof, ks = check(draws, q, beta)
+def test_sampled_q_and_alpha_match_the_exact_posterior_at_each_beta():
+    for (draws, values), beta in zip(chains(HYPER_PRIORS), (1.0, 0.4)):
+        gof, ks = check(draws, values, beta)
         assert gof.passed(alpha=1e-3), (beta, gof)
-        assert ks > 1e-3, (beta, ks)
+        assert min(ks.values()) > 1e-3, (beta, ks)
 
 
-def test_q_held_at_its_prior_mean_fails_the_same_check():
-    """Negative control: a hyperprior concentrated at the mean of Beta(A, B) (q nearly fixed there)."""
-    concentrated = dataclasses.replace(OTHER_PRIORS, q=dist.Beta(A * 1e5, B * 1e5))
-    for (draws, q), beta in zip(chains(concentrated), (1.0, 0.4)):
-        gof, ks = check(draws, q, beta)
+def test_q_and_alpha_held_at_their_prior_means_fail_the_same_check():
+    """Negative control: hyperpriors concentrated at the means of Beta(A, B) and Gamma(ALPHA_A, ALPHA_B)
+    (q and alpha nearly fixed there)."""
+    concentrated = dataclasses.replace(OTHER_PRIORS, q=dist.Beta(A * 1e5, B * 1e5),
+                                       alpha=dist.Gamma(ALPHA_A * 1e4, ALPHA_B * 1e4))
+    for (draws, values), beta in zip(chains(concentrated), (1.0, 0.4)):
+        gof, ks = check(draws, values, beta)
         assert not gof.passed(alpha=1e-3), (beta, gof)
-        assert ks < 1e-3, (beta, ks)
+        assert max(ks.values()) < 1e-3, (beta, ks)
 
 
-def test_tempering_ladder_with_the_hyperprior_matches_the_exact_posterior():
-    """The engine's swaps between rungs whose replicas carry their own q (log_prior includes log p(q))."""
+def test_tempering_ladder_with_the_hyperpriors_matches_the_exact_posterior():
+    """The engine's swaps between rungs whose replicas carry their own q and alpha (log_prior includes
+    log p(q) p(alpha))."""
     inner = bcm_gibbs.make_target(X_TINY, N_CLUSTERS, hyperpriors.at_point(HYPER_PRIORS))
     static, data = hyperpriors.target(hyperpriors.BCM, inner, HYPER_PRIORS)
     run = convergence.sample(hyperpriors.with_hyperpriors(KERNEL_WITH_Z), static, data, num_chains=8, seed=4,
                              n_temperatures=3, num_samples=800, tuning_rounds=1, scans_per_chunk=200,
                              progress_bar=False)
     assert run.n_temperatures == 3 and 0 < run.swap_accept.mean() < 1
-    gof, ks = check({name: run.records[name] for name in ("omega", "prototype", "z")}, run.summaries["q"], 1.0)
+    gof, ks = check({name: run.records[name] for name in ("omega", "prototype", "z")},
+                    {name: run.summaries[name] for name in ("q", "alpha")}, 1.0)
     assert gof.passed(alpha=1e-3), gof
-    assert ks > 1e-3, ks
+    assert min(ks.values()) > 1e-3, ks
 
 
-def test_programs_draw_the_hyperprior_site():
-    """``Predictive`` draws q then the rest; the collapsed density at a q equals the fixed-q density plus
-    log Beta(q)."""
+def test_programs_draw_the_hyperprior_sites():
+    """``Predictive`` draws q and alpha, then the rest; the collapsed density at a (q, alpha) equals the
+    fixed-value density plus log Beta(q) + log Gamma(alpha)."""
     predictive = Predictive(bcm.model, num_samples=4)
     draws = jax.jit(lambda key: predictive(key, 3, np.array([2, 2]), 2, priors=HYPER_PRIORS))(jax.random.PRNGKey(0))
     assert draws["q"].shape == (4,) and np.all((draws["q"] > 0) & (draws["q"] < 1)) and draws["x"].shape == (4, 3, 2)
-    params = {"q": jnp.float32(0.3), "omega": jnp.array([[1, 0], [1, 1]]), "prototype": jnp.array([0, 2]),
-              "z": jnp.array([[0, 1], [1, 1], [0, 0]])}
+    assert draws["alpha"].shape == (4,) and np.all(draws["alpha"] > 0)
+    params = {"q": jnp.float32(0.3), "alpha": jnp.float32(0.6), "omega": jnp.array([[1, 0], [1, 1]]),
+              "prototype": jnp.array([0, 2]), "z": jnp.array([[0, 1], [1, 1], [0, 0]])}
+    at_values = dataclasses.replace(OTHER_PRIORS, q=0.3, alpha=0.6)
     with_hyperprior, fixed = jax.jit(lambda params: (
         log_density(bcm.collapsed_model, (X_TINY, 2), {"priors": HYPER_PRIORS}, params)[0],
-        log_density(bcm.collapsed_model, (X_TINY, 2), {"priors": dataclasses.replace(OTHER_PRIORS, q=0.3)},
-                    {k: v for k, v in params.items() if k != "q"})[0]))(params)
-    assert np.isclose(with_hyperprior - fixed, dist.Beta(A, B).log_prob(0.3), atol=1e-4)
+        log_density(bcm.collapsed_model, (X_TINY, 2), {"priors": at_values},
+                    {k: v for k, v in params.items() if k not in ("q", "alpha")})[0]))(params)
+    expected = dist.Beta(A, B).log_prob(0.3) + dist.Gamma(ALPHA_A, ALPHA_B).log_prob(0.6)
+    assert np.isclose(with_hyperprior - fixed, expected, atol=1e-4)
 
 
 RUN = {"num_samples": 4, "num_warmup": 4, "num_chains": 2, "n_temperatures": 1, "progress_bar": False}
 
 
 def test_an_unsupported_hyperprior_is_refused_by_name():
-    with pytest.raises(ValueError, match=r"priors\.lam: .* Gamma hyperprior on lam; it samples q ~ Beta, written "
-                                         r"models\.bcm\.Priors\(q=numpyro\.distributions\.Beta\(a, b\)\)"):
+    with pytest.raises(ValueError, match=r"priors\.lam: .* Gamma hyperprior on lam; it samples q ~ Beta, alpha ~ "
+                                         r"Gamma, written models\.bcm\.Priors\(q=numpyro\.distributions\.Beta\(a, b\), "
+                                         r"alpha=numpyro\.distributions\.Gamma\(a, b\)\)"):
         fit_bcm(X_TINY, N_CLUSTERS, priors=bcm.Priors(lam=dist.Gamma(2.0, 2.0)), **RUN)
 
 
@@ -180,18 +242,21 @@ def test_a_hyperparameter_sampled_in_the_program_is_refused_with_how_to_write_it
 
 
 def test_brl_refuses_an_unsupported_hyperprior_by_name(monkeypatch):
-    """BRL samples lam ~ Gamma only: another family on lam, a hyperprior on eta or alpha, or a traced lam
-    drawn in its program (no tracer error from Priors) is refused naming the field and how to write lam's."""
+    """BRL samples lam ~ Gamma and eta ~ Gamma only: another family on either, a hyperprior on alpha, or a
+    traced lam drawn in its program (no tracer error from Priors) is refused naming the field and how to write
+    one."""
     from test_prior_edits import BRL_RUN, X, Y
 
     from interpretable_zoo.inference.brl import fit_brl
 
-    written = r"models\.brl\.Priors\(lam=numpyro\.distributions\.Gamma\(a, b\)\)"
+    written = (r"models\.brl\.Priors\(lam=numpyro\.distributions\.Gamma\(a, b\), "
+               r"eta=numpyro\.distributions\.Gamma\(a, b\)\)")
     with pytest.raises(ValueError, match=rf"^priors\.lam: .* LogNormal hyperprior on lam; it samples lam ~ Gamma, "
-                                         rf"written {written}"):
+                                         rf"eta ~ Gamma, written {written}"):
         fit_brl(X, Y, priors=brl.Priors(lam=dist.LogNormal(0.0, 1.0)), **BRL_RUN)
-    with pytest.raises(ValueError, match=r"^priors\.eta: .* Gamma hyperprior on eta; it samples lam ~ Gamma"):
-        fit_brl(X, Y, priors=brl.Priors(eta=dist.Gamma(2.0, 2.0)), **BRL_RUN)
+    with pytest.raises(ValueError, match=r"^priors\.eta: .* LogNormal hyperprior on eta; it samples lam ~ Gamma, "
+                                         r"eta ~ Gamma"):
+        fit_brl(X, Y, priors=brl.Priors(eta=dist.LogNormal(0.0, 1.0)), **BRL_RUN)
     with pytest.raises(ValueError, match=r"^priors\.alpha: the BRL sampler samples no hyperprior on alpha"):
         brl.Priors(alpha=dist.Gamma(2.0, 2.0))
     with pytest.raises(ValueError, match=r"^priors\.lam: a hyperprior must be a scalar distribution"):
@@ -206,104 +271,132 @@ def test_brl_refuses_an_unsupported_hyperprior_by_name(monkeypatch):
         fit_brl(X, Y, **BRL_RUN)
 
 
-# ---------------------------------------------------------------------------------------------- BRL's lam
+# ---------------------------------------------------------------------------------------------- BRL's lam, eta
 
-LAM_A, LAM_B = 3.0, 1.0  # lam ~ Gamma(LAM_A, rate LAM_B): mean 3, sd 1.7
-LAM_PRIORS = brl.Priors(lam=dist.Gamma(LAM_A, LAM_B))
+GAMMAS = {"lam": (3.0, 1.0), "eta": (2.0, 1.0)}  # h ~ Gamma(a, rate b): lam mean 3 (sd 1.7), eta mean 2 (sd 1.4)
+BRL_HYPER_PRIORS = brl.Priors(**{name: dist.Gamma(a, b) for name, (a, b) in GAMMAS.items()})
 LAM_BETAS = np.repeat([0.0, 0.4, 1.0], 8)  # 8 replicas at the reference, an intermediate rung, the posterior
-LAM_GRID = np.linspace(1e-9, scipy.stats.gamma.ppf(1 - 1e-12, LAM_A, scale=1 / LAM_B), 100_001)
-LAM_THIN = 20  # the lam draws thinned for the KS test (lag-20 autocorrelation below 0.05)
+GRIDS = {name: np.linspace(1e-9, scipy.stats.gamma.ppf(1 - 1e-12, a, scale=1 / b), 20_001)
+         for name, (a, b) in GAMMAS.items()}
+LAM_THIN = 20  # the hyperparameter draws thinned for the KS test (lag-20 autocorrelation below 0.05)
+
+
+def log_hyperparameter_factors(states, grids):
+    """name -> (grid, list) log of the factor of p(d | lam, eta) that reads the hyperparameter (Letham eqs.
+    2-3, written out here): lam's truncated Poisson of the length; eta's Poisson of each rule's cardinality
+    renormalised over the cardinalities with unused antecedents before it."""
+    m = np.arange(brl_moves.CAPACITY + 1)
+    lam = grids["lam"][:, None]
+    length = m * np.log(lam) - scipy.special.gammaln(m + 1)
+    length = length - scipy.special.logsumexp(length, axis=1, keepdims=True)
+    c = np.arange(1, CARDINALITIES.max() + 1)
+    eta = grids["eta"][:, None]
+    weights = c * np.log(eta) - scipy.special.gammaln(c + 1)  # (grid, C)
+    counts = np.bincount(CARDINALITIES, minlength=c.size + 1)[1:]
+    cardinality = np.zeros((len(eta), len(states["length"])))
+    for index, (rules, length_d) in enumerate(zip(states["rules"], states["length"])):
+        used = np.zeros_like(counts)
+        for rule in rules[:length_d]:
+            card = CARDINALITIES[rule]
+            available = used < counts
+            cardinality[:, index] += weights[:, card - 1] - scipy.special.logsumexp(weights[:, available], axis=1)
+            used[card - 1] += 1
+    return {"lam": length[:, states["length"]], "eta": cardinality}
 
 
 @lru_cache
-def exact_with_lam(beta):
-    """(lists, their exact probabilities, the CDF of lam on LAM_GRID) at rung beta of the path
-    p(lam) r(d)^(1 - beta) (p(d | lam) p(y | d))^beta with lam integrated out on LAM_GRID: lam enters the
-    length prior alone, so a list's term beta log p(m | lam0) at the fixed lam0 is swapped for log I_m,
-    I_m = integral of p(lam) p(m | lam)^beta, and lam | m has density p(lam) p(m | lam)^beta / I_m."""
-    lam0 = float(LAM_PRIORS.lam.mean)
-    m = np.arange(brl_moves.CAPACITY + 1)
-
-    def log_length(lam):  # the truncated Poisson of Letham eq. 2
-        weights = m * np.log(lam)[..., None] - scipy.special.gammaln(m + 1)
-        return weights - scipy.special.logsumexp(weights, axis=-1, keepdims=True)
-
-    density = np.exp(scipy.stats.gamma.logpdf(LAM_GRID, LAM_A, scale=1 / LAM_B)[:, None] + beta * log_length(LAM_GRID))
-    cumulative = scipy.integrate.cumulative_trapezoid(density, LAM_GRID, axis=0, initial=0.0)  # (grid, m)
-    correction = jnp.asarray(np.log(cumulative[-1]) - beta * log_length(np.array(lam0)))
-    fixed = dataclasses.replace(LAM_PRIORS, lam=lam0)
-    truth_table, y = tiny_problem()
-    log_joint = exact_log_joint(truth_table, y, 2, fixed, brl_moves.CAPACITY, beta)
+def exact_with_gamma_hyperpriors(beta):
+    """(lists, their exact probabilities, name -> CDF on GRIDS[name]) at rung beta of the path
+    p(lam) p(eta) r(d)^(1 - beta) (p(d | lam, eta) p(y | d))^beta with lam and eta integrated out: each enters
+    one factor f_h(d, h) of the list prior, so a list's term beta log f_h(d, h0) at the fixed point h0 is
+    swapped for log I_h(d), I_h(d) = integral of p(h) f_h(d, h)^beta dh, and h | d has density
+    p(h) f_h(d, h)^beta / I_h(d)."""
     states = all_lists(len(CARDINALITIES), brl_moves.CAPACITY)
+    point = {name: a / b for name, (a, b) in GAMMAS.items()}
+    factors = log_hyperparameter_factors(states, GRIDS)
+    at_point = log_hyperparameter_factors(states, {name: np.array([value]) for name, value in point.items()})
+    correction, cumulative = np.zeros(len(states["length"])), {}
+    for name, (a, b) in GAMMAS.items():
+        density = np.exp(scipy.stats.gamma.logpdf(GRIDS[name], a, scale=1 / b)[:, None] + beta * factors[name])
+        cumulative[name] = scipy.integrate.cumulative_trapezoid(density, GRIDS[name], axis=0, initial=0.0)
+        correction += np.log(cumulative[name][-1]) - beta * at_point[name][0]
+    truth_table, y = tiny_problem()
+    log_joint = exact_log_joint(truth_table, y, 2, brl.Priors(**point), brl_moves.CAPACITY, beta)
+    correction = jnp.asarray(correction)
     with jax.enable_x64():
-        probs = enumerate_posterior(lambda state: log_joint(state) + correction[state["length"]], states)
-    weights = np.bincount(states["length"], probs, m.size)
-    return states, probs, (cumulative / cumulative[-1]) @ weights
+        probs = enumerate_posterior(lambda state: log_joint(state) + correction[state["index"]],
+                                    {**states, "index": np.arange(len(states["length"]))})
+    return states, probs, {name: (cdf / cdf[-1]) @ probs for name, cdf in cumulative.items()}
 
 
-def check_lam(draws, lam, beta):
-    """(GOF of the lists, KS p-value of the thinned lam draws) against the exact rung ``beta``."""
-    states, probs, cdf = exact_with_lam(beta)
+def check_hyperparameters(draws, values, beta):
+    """(GOF of the lists, name -> KS p-value of the thinned draws of each hyperparameter) against the exact
+    rung ``beta``."""
+    states, probs, cdfs = exact_with_gamma_hyperpriors(beta)
     lists, lengths = states["rules"], states["length"]
     statistics = {f"length={m}": (lengths == m) * 1.0 for m in range(brl_moves.CAPACITY + 1)}
     for a in range(len(CARDINALITIES)):
         statistics[f"first rule {a}"] = (lists[:, 0] == a) * 1.0
         statistics[f"{a} in list"] = (lists == a).any(axis=1) * 1.0
     gof = exact_gof_test(state_index(draws, states), probs, statistics=statistics)
-    ks = scipy.stats.kstest(np.asarray(lam)[:, ::LAM_THIN].ravel(), lambda x: np.interp(x, LAM_GRID, cdf))
-    return gof, ks.pvalue
+    ks = {name: scipy.stats.kstest(np.asarray(values[name])[:, ::LAM_THIN].ravel(),
+                                   partial(np.interp, xp=GRIDS[name], fp=cdfs[name])).pvalue for name in GAMMAS}
+    return gof, ks
 
 
 def brl_fields(states):
-    return states.rules, states.length, states.values["lam"]
+    return states.rules, states.length, states.values
 
 
-def lam_chains(priors, n_warmup=50, n_calls=3000):
+def hyperparameter_chains(priors, n_warmup=50, n_calls=3000):
     """:data:`LAM_BETAS` replicas of the hyperprior kernel on test_brl_moves' tiny problem (per-chain
-    proposal tables, one row per beta group); per beta group the lists and lam."""
+    proposal tables, one row per beta group); per beta group the lists and the hyperparameters."""
     static, data = hyperpriors.target(hyperpriors.BRL, brl_moves.target(hyperpriors.at_point(priors)), priors)
     data = data._replace(inner=brl_mh.per_chain(data.inner, 3))
-    out = replica_draws(hyperpriors.with_hyperpriors(BRL_KERNEL), static, data, jax.random.PRNGKey(3),
-                        jnp.asarray(LAM_BETAS), n_warmup + n_calls, brl_fields)
-    rules, length, lam = (np.swapaxes(np.asarray(v)[n_warmup:], 0, 1) for v in out)
-    return [({"rules": rules[group], "length": length[group]}, lam[group])
+    rules, length, values = replica_draws(hyperpriors.with_hyperpriors(BRL_KERNEL), static, data, jax.random.PRNGKey(3),
+                                          jnp.asarray(LAM_BETAS), n_warmup + n_calls, brl_fields)
+    rules, length = (np.swapaxes(np.asarray(v)[n_warmup:], 0, 1) for v in (rules, length))
+    values = {name: np.swapaxes(np.asarray(v)[n_warmup:], 0, 1) for name, v in values.items()}
+    return [({"rules": rules[group], "length": length[group]}, {name: v[group] for name, v in values.items()})
             for group in (slice(0, 8), slice(8, 16), slice(16, 24))]
 
 
-def test_sampled_lam_matches_the_exact_brl_posterior_at_each_beta():
-    """At beta = 0 (lam from p(lam), the list from the reference), 0.4 and 1."""
-    for (draws, lam), beta in zip(lam_chains(LAM_PRIORS), np.unique(LAM_BETAS)):
-        gof, ks = check_lam(draws, lam, beta)
+def test_sampled_lam_and_eta_match_the_exact_brl_posterior_at_each_beta():
+    """At beta = 0 (lam and eta from their priors, the list from the reference), 0.4 and 1."""
+    for (draws, values), beta in zip(hyperparameter_chains(BRL_HYPER_PRIORS), np.unique(LAM_BETAS)):
+        gof, ks = check_hyperparameters(draws, values, beta)
         assert gof.passed(alpha=1e-3), (beta, gof)
-        assert ks > 1e-3, (beta, ks)
+        assert min(ks.values()) > 1e-3, (beta, ks)
 
 
-def test_lam_held_at_its_prior_mean_fails_the_same_brl_check():
-    """Negative control: a Gamma concentrated at the mean of Gamma(LAM_A, LAM_B) (lam nearly fixed there)."""
-    concentrated = brl.Priors(lam=dist.Gamma(LAM_A * 30, LAM_B * 30))  # sd 0.32, against 1.7
-    for (draws, lam), beta in list(zip(lam_chains(concentrated), np.unique(LAM_BETAS)))[1:]:
-        gof, ks = check_lam(draws, lam, beta)
+def test_lam_and_eta_held_at_their_prior_means_fail_the_same_brl_check():
+    """Negative control: Gammas concentrated at the means of the hyperpriors (lam and eta nearly fixed)."""
+    concentrated = brl.Priors(**{name: dist.Gamma(a * 30, b * 30) for name, (a, b) in GAMMAS.items()})
+    for (draws, values), beta in list(zip(hyperparameter_chains(concentrated), np.unique(LAM_BETAS)))[1:]:
+        gof, ks = check_hyperparameters(draws, values, beta)
         assert not gof.passed(alpha=1e-3), (beta, gof)
-        assert ks < 1e-3, (beta, ks)
+        assert max(ks.values()) < 1e-3, (beta, ks)
 
 
-def test_fit_brl_with_a_lam_hyperprior_matches_the_exact_posterior():
-    """``fit_brl`` end to end on the tiny problem: a 3-rung ladder whose replicas carry their own lam (the
-    swaps read log p(lam) in log_prior and log_reference), chains learning their proposals in groups."""
+def test_fit_brl_with_hyperpriors_on_lam_and_eta_matches_the_exact_posterior():
+    """``fit_brl`` end to end on the tiny problem: a 3-rung ladder whose replicas carry their own lam and eta
+    (the swaps read log p(lam) p(eta) in log_prior and log_reference), chains learning their proposals in
+    groups."""
     from interpretable_zoo.inference.brl import fit_brl
 
     rng = np.random.default_rng(0)  # the columns of tiny_problem()
     X = rng.integers(0, 2, (14, 3))
     _, y = tiny_problem()
-    result = fit_brl(X, y, antecedents=ANTECEDENTS, max_length=brl_moves.CAPACITY, priors=LAM_PRIORS,
+    result = fit_brl(X, y, antecedents=ANTECEDENTS, max_length=brl_moves.CAPACITY, priors=BRL_HYPER_PRIORS,
                      steps_per_scan=brl_moves.THIN, n_temperatures=3, num_chains=8, num_samples=1500,
                      num_warmup=300, seed=2, progress_bar=False)
     assert result.run.n_temperatures == 3 and 0 < result.run.swap_accept.mean() < 1
-    lam = result.idata.posterior["lam"].values
-    assert "lam" in result.diagnostics and lam.shape == (8, 1500)
-    gof, ks = check_lam({"rules": result.run.records["rules"], "length": result.run.records["length"]}, lam, 1.0)
+    values = {name: result.idata.posterior[name].values for name in GAMMAS}
+    assert all(name in result.diagnostics and v.shape == (8, 1500) for name, v in values.items())
+    gof, ks = check_hyperparameters({"rules": result.run.records["rules"], "length": result.run.records["length"]},
+                                    values, 1.0)
     assert gof.passed(alpha=1e-3), gof
-    assert ks > 1e-3, ks
+    assert min(ks.values()) > 1e-3, ks
 
 
 def _omega_varying_with_the_feature(priors, n_clusters, n_features):
@@ -313,6 +406,18 @@ def _omega_varying_with_the_feature(priors, n_clusters, n_features):
 def test_a_hook_that_breaks_the_conjugate_update_is_refused(monkeypatch):
     monkeypatch.setattr(bcm, "omega_distribution", _omega_varying_with_the_feature)
     with pytest.raises(ValueError, match=r"^priors\.q: .*Bernoulli\(priors\.q\) in every cell"):
+        fit_bcm(X_TINY, N_CLUSTERS, priors=HYPER_PRIORS, **RUN)
+
+
+def _g_reading_alpha(prototype_value, omega, values, priors):
+    copies_prototype = (jnp.asarray(omega)[..., None] == 1) & (jnp.asarray(prototype_value)[..., None] == values)
+    return priors.lam * (1.0 + priors.alpha * copies_prototype)
+
+
+def test_a_hook_reading_alpha_outside_z_concentration_is_refused(monkeypatch):
+    """alpha's update rebuilds pi's concentration only: a likelihood hook reading alpha is refused by name."""
+    monkeypatch.setattr(bcm, "g", _g_reading_alpha)
+    with pytest.raises(ValueError, match=r"^priors\.alpha: .* enters z_concentration alone; the edited hooks g read it"):
         fit_bcm(X_TINY, N_CLUSTERS, priors=HYPER_PRIORS, **RUN)
 
 

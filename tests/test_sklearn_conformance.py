@@ -8,7 +8,6 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
-import pandas as pd
 import pytest
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
