@@ -28,6 +28,7 @@ from interpretable_zoo.inference import bcm_gibbs, convergence, hyperpriors, tar
 from interpretable_zoo.inference.checkpoint import as_checkpoint
 from interpretable_zoo.inference.explanation import html_card, mcmc_facts, mcmc_status, plain, records
 from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin
+from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.inference.validation import (
     check_categorical_table,
@@ -381,6 +382,7 @@ def fit_bcm(
     store_z: bool = False,
     init="random",
     n_values=None,
+    feature_names=None,
     progress_bar: bool | None = None,
     devices=None,
     checkpoint=None,
@@ -399,8 +401,9 @@ def fit_bcm(
     digits scheme), or a (num_chains, N) array, one start per chain. ``n_values``: for integer codes, the
     number of values V_j of each feature (P,) or one number for all, e.g. 7 for every pixel of 7-bin digits;
     by default 1 + the largest code seen (at least 2), and then a code as large as the number of
-    observations is refused as a coding mistake (more categories than observations). ``progress_bar``:
-    None shows it outside CI.
+    observations is refused as a coding mistake (more categories than observations). ``feature_names``: one
+    name per column, for the explanations and the trace's ``feature`` coordinate (default: a DataFrame's
+    columns, else ``x0, x1, ...``). ``progress_bar``: None shows it outside CI.
     ``devices``: the chains split over several devices (None: as many as divide ``num_chains``; an
     integer or a list of devices; :func:`tempering.chain_mesh`); the draws do not depend on it.
     ``checkpoint``: a file path or ``inference.checkpoint.Checkpoint(path, every_seconds)``: the run saves its
@@ -429,6 +432,8 @@ def fit_bcm(
         raise ValueError("X: one sample (n_samples=1); BCM clusters at least 2 observations")
     check_categorical_table(X, counts_from_codes=n_values is None)
     data = _with_n_values(encode_categorical(X), n_values, isinstance(X, pd.DataFrame))
+    if feature_names is not None:
+        data = replace(data, feature_names=resolve_names(feature_names, data.codes.shape[1], argument="feature_names"))
     n_obs = data.codes.shape[0]
     n_clusters = check_n_clusters(n_clusters, n_obs)
     store_z = check_flag(store_z, "store_z")

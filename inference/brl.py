@@ -531,13 +531,14 @@ class Rule:
     ``probabilities``: the posterior mean of each class's probability under the rule, E[theta_j | data]
     with theta_j | data ~ Dirichlet(alpha + N_j) (Letham sec. 2.1), in the order of ``classes_``;
     ``counts``: N_j, the training labels of each class that the rule captures (those that no earlier rule
-    captured); ``prediction``: its most probable class.
+    captured); ``prediction``: its most probable class. Every field holds plain Python values, so that
+    ``json.dumps(dataclasses.asdict(rule))`` works.
     """
 
     conditions: tuple[str, ...]
     antecedent: int | None
-    probabilities: np.ndarray
-    counts: np.ndarray
+    probabilities: tuple[float, ...]
+    counts: tuple[int, ...]
     prediction: object
 
 
@@ -663,10 +664,10 @@ class BayesianRuleListClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseE
         return [
             Rule(
                 conditions=() if r is None else tuple(result.item_names[i] for i in result.antecedents[r]),
-                antecedent=r,
-                probabilities=p,
-                counts=n,
-                prediction=self.classes_[int(np.argmax(p))],
+                antecedent=None if r is None else int(r),
+                probabilities=tuple(map(float, p)),
+                counts=tuple(map(int, n)),
+                prediction=plain(self.classes_[int(np.argmax(p))]),
             )
             for r, p, n in zip(antecedents, probabilities, counts)
         ]

@@ -98,12 +98,10 @@ class PrototypeSelection:
         counts = np.bincount(self.prototype_codes, minlength=len(self.classes))
         return {label: int(count) for label, count in zip(self.classes.tolist(), counts)}
 
-    def predict(self, X=None, *, dissimilarity=None) -> np.ndarray:
-        """Class of the nearest prototype (eq. 1), from features X or a test-by-candidate dissimilarity matrix.
-
-        Ties between equally near prototypes go to the lowest candidate index, and a candidate chosen
-        for several classes predicts the class it was chosen for first.
-        """
+    def _prototype_distances(self, X, dissimilarity) -> tuple[np.ndarray, np.ndarray]:
+        """(distances (n, k) of each point to every prototype, the prototypes' class codes (k,)), the
+        prototypes ordered by candidate index and, for a candidate chosen for several classes, by the
+        order it was chosen in: the order in which predict breaks ties."""
         if len(self.prototypes) == 0:
             raise ValueError(
                 "no prototypes were selected (eps too large for these classes); predict needs at least one"
@@ -118,17 +116,37 @@ class PrototypeSelection:
                 raise ValueError(
                     f"dissimilarity: needs one column per candidate ({self.n_candidates}), got {dissimilarity.shape[1]}"
                 )
-            distances = dissimilarity[:, columns]
-        else:
-            if self.candidate_points is None:
-                raise ValueError(
-                    "X: this selection was fitted from a dissimilarity matrix; predict from dissimilarity="
-                )
-            X = check_real_matrix(X, "X")
-            if X.shape[1] != self.candidate_points.shape[1]:
-                raise ValueError(f"X: needs {self.candidate_points.shape[1]} columns, got {X.shape[1]}")
-            distances = set_cover.pairwise_dissimilarity(X, self.candidate_points[columns], self.metric)
-        return self.classes[self.prototype_codes[order][np.argmin(distances, axis=1)]]
+            return dissimilarity[:, columns], self.prototype_codes[order]
+        if self.candidate_points is None:
+            raise ValueError("X: this selection was fitted from a dissimilarity matrix; predict from dissimilarity=")
+        X = check_real_matrix(X, "X")
+        if X.shape[1] != self.candidate_points.shape[1]:
+            raise ValueError(f"X: needs {self.candidate_points.shape[1]} columns, got {X.shape[1]}")
+        return set_cover.pairwise_dissimilarity(X, self.candidate_points[columns], self.metric), self.prototype_codes[order]
+
+    def predict(self, X=None, *, dissimilarity=None) -> np.ndarray:
+        """Class of the nearest prototype (eq. 1), from features X or a test-by-candidate dissimilarity matrix.
+
+        Ties between equally near prototypes go to the lowest candidate index, and a candidate chosen
+        for several classes predicts the class it was chosen for first.
+        """
+        distances, codes = self._prototype_distances(X, dissimilarity)
+        return self.classes[codes[np.argmin(distances, axis=1)]]
+
+    def predict_proba(self, X=None, *, dissimilarity=None) -> np.ndarray:
+        """(n, classes) probabilities from each class's nearest prototype, a convention of ours (the paper
+        classifies only): p_c(x) proportional to exp(-(d_c(x) - d_min(x)) / eps), d_c the distance to the
+        nearest prototype of class c, so a class whose nearest prototype lies one ball radius farther than
+        the nearest of all weighs e^-1 as much; 0 for a class without prototypes. The most probable class is
+        the prediction, up to ties. Arguments as :meth:`predict`.
+        """
+        distances, codes = self._prototype_distances(X, dissimilarity)
+        nearest = np.full((len(distances), len(self.classes)), np.inf)
+        for code in np.unique(codes):
+            nearest[:, code] = distances[:, codes == code].min(axis=1)
+        gap = nearest - nearest.min(axis=1, keepdims=True)
+        weights = np.exp(-gap / self.eps)
+        return weights / weights.sum(axis=1, keepdims=True)
 
     def class_frame(self) -> pd.DataFrame:
         """Per class: its training points and its prototypes (the paper's table 1)."""
@@ -490,6 +508,12 @@ class PrototypeClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimato
     def predict(self, X) -> np.ndarray:
         check_is_fitted(self, "selection_")
         return self.selection_.predict(check_real_matrix(check_estimator_input(self, X, reset=False), "X"))
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities from the distances to each class's nearest prototype
+        (:meth:`PrototypeSelection.predict_proba`), columns in the order of ``classes_``."""
+        check_is_fitted(self, "selection_")
+        return self.selection_.predict_proba(check_real_matrix(check_estimator_input(self, X, reset=False), "X"))
 
     def explain(self, max_prototypes: int = 15) -> str:
         check_is_fitted(self, "selection_")

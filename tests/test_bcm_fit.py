@@ -166,6 +166,17 @@ def test_fit_stopped_and_resumed_from_its_checkpoint_has_the_draws_of_one_run(sm
     assert not (tmp_path / "bcm.ckpt").exists()
 
 
+def test_feature_names_name_the_explanations_and_the_trace_without_changing_the_draws(small_fit):
+    names = ["colour", "size", "shape", "weight", "texture"]
+    named = fit_bcm(X_SMALL, 3, seed=5, store_z=True, feature_names=names, **QUICK)
+    assert list(named.idata.posterior["feature"].values) == names
+    assert list(small_fit.idata.posterior["feature"].values) == [f"x{j}" for j in range(5)]
+    np.testing.assert_array_equal(named.idata.posterior["omega"], small_fit.idata.posterior["omega"])
+    subspaces = named.explain_frame()["subspace_features"]
+    assert any(len(features) for features in subspaces)
+    assert all(set(features) <= set(names) for features in subspaces)
+
+
 def test_explain_and_transform_on_a_dataframe():
     frame = pd.DataFrame(X_SMALL, columns=["colour", "size", "a", "b", "c"], index=[f"item{i}" for i in range(12)])
     frame["colour"] = np.array(["red", "blue", "green"])[X_SMALL[:, 0]]
@@ -245,6 +256,7 @@ def test_clusterer_follows_the_scikit_learn_protocol():
         (X_SMALL, 2, {"n_values": np.full(5, 2)}, "n_values"),  # codes up to 2 need 3 values
         (X_SMALL, 2, {"n_values": np.full(4, 3)}, "n_values"),
         (pd.DataFrame({"a": ["x", "y", "y"]}), 1, {"n_values": [3]}, "n_values"),
+        (X_SMALL, 2, {"feature_names": ["a", "b"]}, "feature_names: has 2 names for 5 columns of X"),
     ],
 )
 def test_bad_input_gets_a_value_error_naming_the_argument(X, n_clusters, options, name):

@@ -337,6 +337,21 @@ def test_predict_nearest_prototype_and_ties():
     assert result.predict(dissimilarity=D_test).tolist() == [0, 0]
 
 
+def test_predict_proba_weighs_each_class_by_its_nearest_prototype():
+    """Hand-worked: prototypes 0 (class 0) and 4 (class 1) at eps = 1.5; class 2 selects none."""
+    X = np.array([[0.0], [1.0], [4.0], [5.0], [20.0]])
+    y = np.array([0, 0, 1, 1, 2])
+    result = select_prototypes(X, y, eps=1.5, lam=1.5)  # a lone point covers too little to pay a prototype
+    assert result.prototype_classes.tolist() == [0, 1]
+    points = np.array([[0.4], [2.0], [4.6], [20.0]])
+    d0, d1 = np.abs(points - 0.0).ravel(), np.abs(points - 4.0).ravel()
+    expected = np.exp(-(np.stack([d0, d1], 1) - np.minimum(d0, d1)[:, None]) / 1.5)
+    expected = np.column_stack([expected / expected.sum(1, keepdims=True), np.zeros(4)])
+    np.testing.assert_allclose(result.predict_proba(points), expected)
+    np.testing.assert_allclose(result.predict_proba(dissimilarity=np.abs(points - X.T)), expected)
+    assert result.predict_proba(points).argmax(1).tolist() == result.predict(points).tolist()
+
+
 def test_kmeans_candidates_and_rectangular_dissimilarity():
     data = make_gaussian_mixture(40, seed=8)
     Z = set_cover.kmeans_candidates(data.X, data.y, n_clusters=3, seed=0)
@@ -428,6 +443,9 @@ def test_classifier_one_standard_error_rule_and_sklearn_api():
     assert eligible[chosen]
     assert results["mean_prototypes"][chosen] == results["mean_prototypes"][eligible].min()
     assert classifier.predict(frame).shape == (150,)
+    probabilities = classifier.predict_proba(frame)
+    assert probabilities.shape == (150, 3) and np.allclose(probabilities.sum(1), 1.0)
+    np.testing.assert_array_equal(classifier.classes_[probabilities.argmax(1)], classifier.predict(frame))
     refit = PrototypeClassifier(cv=5, eps_quantiles=np.linspace(0.01, 0.4, 12)).fit(frame, data.y)
     assert refit.eps_ == classifier.eps_
     assert refit.selection_.prototypes.tolist() == classifier.selection_.prototypes.tolist()

@@ -5,6 +5,8 @@ used to be taken silently or crash (the rest of the bad-input cases are in test_
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import pickle
 
 import numpy as np
@@ -127,8 +129,10 @@ def test_rules_are_the_printed_list_as_data(brl_fit):
     counts = np.sum([rule.counts for rule in rules], axis=0)
     np.testing.assert_array_equal(counts, [np.sum(y == c) for c in classifier.classes_])  # every row captured once
     for rule in rules:
-        np.testing.assert_allclose(rule.probabilities, (rule.counts + 1.0) / (rule.counts.sum() + 2.0))  # alpha = 1
+        rule_counts = np.asarray(rule.counts)
+        np.testing.assert_allclose(rule.probabilities, (rule_counts + 1.0) / (rule_counts.sum() + 2.0))  # alpha = 1
         assert rule.prediction == classifier.classes_[np.argmax(rule.probabilities)]
+    assert json.loads(json.dumps([dataclasses.asdict(rule) for rule in rules]))[0]["counts"] == list(rules[0].counts)
     assert len(str(classifier).splitlines()) == len(rules) and str(classifier) == classifier.explain()
     assert str(clone(classifier)) == repr(clone(classifier)) and "BayesianRuleListClassifier(" in str(clone(classifier))
 
