@@ -27,7 +27,7 @@ from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, su
 from interpretable_zoo.inference import bcm_gibbs, convergence, hyperpriors, target_check, tempering
 from interpretable_zoo.inference.checkpoint import as_checkpoint
 from interpretable_zoo.inference.explanation import html_card, mcmc_facts, mcmc_status, plain, records
-from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin
+from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin, atomic_fit
 from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.inference.validation import (
@@ -543,6 +543,7 @@ class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, TransformerMixin, Base
         tags.input_tags.positive_only = True  # codes 0..V-1
         return tags
 
+    @atomic_fit
     def fit(self, X, y=None):
         X = check_estimator_input(self, X, reset=True, tables=True)
         self.result_ = fit_bcm(

@@ -20,7 +20,7 @@ from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, te
 from interpretable_zoo.inference import brl_mh, convergence, hyperpriors, memory, target_check, tempering
 from interpretable_zoo.inference.checkpoint import as_checkpoint
 from interpretable_zoo.inference.explanation import html_card, mcmc_facts, mcmc_status, plain, records
-from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin
+from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin, atomic_fit
 from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.rule_mining import (
@@ -615,6 +615,7 @@ class BayesianRuleListClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseE
         self.devices = devices
         self.checkpoint = checkpoint
 
+    @atomic_fit
     def fit(self, X, y):
         if self.estimate not in ("point", "post"):
             raise ValueError(f"estimate must be 'point' or 'post', got {self.estimate!r}")

@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from interpretable_zoo.inference import mgm_vi, progress, target_check
 from interpretable_zoo.inference.explanation import html_card, records
-from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin
+from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin, atomic_fit
 from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.shapes import size_bucket
 from interpretable_zoo.inference.validation import (
@@ -528,6 +528,7 @@ class MGMClusterer(ExplainedEstimatorMixin, ClusterMixin, BaseEstimator):
         threshold = check_number(self.binarize, "binarize")
         return (check_real_matrix(X, "X") > threshold).astype(np.uint8)
 
+    @atomic_fit
     def fit(self, X, y=None):
         X = self._binary(X, reset=True)
         self.result_ = fit_mgm(X, self.n_clusters, priors=self.priors, restarts=self.restarts, max_iter=self.max_iter,

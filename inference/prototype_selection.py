@@ -19,7 +19,7 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
 from interpretable_zoo.inference import memory, progress, set_cover
-from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin
+from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin, atomic_fit
 from interpretable_zoo.inference.explanation import html_card, records
 from interpretable_zoo.inference.validation import (
     check_estimator_input,
@@ -417,6 +417,7 @@ class PrototypeClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimato
         self.seed = seed
         self.progress_bar = progress_bar
 
+    @atomic_fit
     def fit(self, X, y):
         if self.eps is not None:
             ps_model.check_radius(self.eps)

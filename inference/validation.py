@@ -122,9 +122,22 @@ def _check_size(shape, name: str, needed: str, *, min_rows: int = 1, dims: tuple
     raise ValueError(f"{name}: needs at least {needed}, got shape {shape}")
 
 
+def refuse_masked(value, name: str = "X"):
+    """``value``, or the data of a NumPy masked array without masked cells; a masked cell would otherwise be
+    read as data (np.asarray drops the mask), so an array with any is refused naming ``name``."""
+    if not isinstance(value, np.ma.MaskedArray):
+        return value
+    if np.ma.is_masked(value):
+        raise ValueError(f"{name}: a masked array (numpy.ma) with {int(np.ma.count_masked(value))} masked cells, whose "
+                         f"values would be read as data; fill them ({name}.filled(value)) or drop their rows first")
+    return np.ma.getdata(value)
+
+
 def _as_matrix(value, name: str, *, sparse: bool = False, dims: tuple[str, str] = ("rows", "columns")):
     """``value`` as a 2-D array of numbers or booleans (a scipy sparse matrix kept as it is when ``sparse``);
-    an object array is read as numbers (TypeError when a cell is neither a string nor a number)."""
+    an object array is read as numbers (TypeError when a cell is neither a string nor a number); a masked
+    array only without masked cells (:func:`refuse_masked`)."""
+    value = refuse_masked(value, name)
     if scipy.sparse.issparse(value):
         if not sparse:
             raise ValueError(f"{name}: sparse matrices are not supported; pass a dense array ({name}.toarray())")
@@ -170,6 +183,7 @@ def check_estimator_input(estimator, X, *, reset: bool, tables: bool = False):
     ``validate_data``: at least one row and one column, and the number of features and column names
     recorded in fit (``n_features_in_``, ``feature_names_in_``) or compared with the fitted ones
     ("X has 6 features, but ... is expecting 4")."""
+    X = refuse_masked(X)
     frame = X if isinstance(X, pd.DataFrame) else None
     if not (tables and frame is not None):
         try:
@@ -243,7 +257,9 @@ def check_categorical_table(X, name: str = "X", *, counts_from_codes: bool = Tru
     DataFrame column of numbers (floating point, or integers with more than :data:`NUMERIC_COLUMN_LEVELS`
     distinct values: bin them first) and, when the number of categories of a feature is 1 + its largest code
     (``counts_from_codes``), an array whose largest code in some column reaches the number of rows (more
-    categories than observations: codes that are not 0..k-1, such as identifiers or raw measurements)."""
+    categories than observations: codes that are not 0..k-1, such as identifiers or raw measurements), and a
+    masked array with masked cells (:func:`refuse_masked`)."""
+    refuse_masked(X, name)
     if isinstance(X, pd.DataFrame):
         for column in X.columns:
             series = X[column]

@@ -283,6 +283,8 @@ PROTOTYPE_SELECTION = [
         r"^progress_bar: expected True or False, got 'yes'",
         "classifier-progress-bar-string",
     ),
+    (lambda mp: select_prototypes(np.ma.masked_array(X, mask=np.eye(*X.shape, dtype=bool) & (np.arange(X.shape[1]) == 0)), Y, eps=1.0), ValueError, r"^X: a masked array \(numpy\.ma\) with 1 masked cells", "X-masked"),
+    (lambda mp: PrototypeClassifier(eps=1.0).fit(np.ma.masked_array(X, mask=np.eye(*X.shape, dtype=bool) & (np.arange(X.shape[1]) == 0)), Y), ValueError, r"^X: a masked array \(numpy\.ma\) with 1 masked cells", "classifier-X-masked"),
 ]
 
 # ----------------------------------------------------------------------------- Bayesian Sets
@@ -389,6 +391,7 @@ BAYESIAN_SETS = [
         r"^query: scoring a batch of 3 queries over 14 items needs about .*; score fewer queries per call",
         "memory-batch",
     ),
+    (lambda mp: BayesianSets(np.ma.masked_array(BINARY, mask=np.eye(*BINARY.shape, dtype=bool) & (np.arange(BINARY.shape[1]) == 0))), ValueError, r"^X: a masked array \(numpy\.ma\) with 1 masked cells", "X-masked"),
 ]
 
 
@@ -494,6 +497,8 @@ RULE_LISTS = [
         r"^checkpoint: expected a file path",
         "classifier-checkpoint-number",
     ),
+    (lambda mp: fit_brl(np.ma.masked_array(XB, mask=np.eye(*XB.shape, dtype=bool) & (np.arange(XB.shape[1]) == 0)), YB), ValueError, r"^X: a masked array \(numpy\.ma\) with 1 masked cells", "X-masked"),
+    (lambda mp: BayesianRuleListClassifier().fit(np.ma.masked_array(XB, mask=np.eye(*XB.shape, dtype=bool) & (np.arange(XB.shape[1]) == 0)), YB), ValueError, r"^X: a masked array \(numpy\.ma\) with 1 masked cells", "classifier-X-masked"),
 ]
 
 # ----------------------------------------------------------------------------- Mind the Gap
@@ -543,6 +548,8 @@ MIND_THE_GAP = [
         r"^progress_bar: expected True or False, got 1",
         "sweep-progress-bar-number",
     ),
+    (lambda mp: fit_mgm(np.ma.masked_array(XB, mask=np.eye(*XB.shape, dtype=bool) & (np.arange(XB.shape[1]) == 0)), 2), ValueError, r"^X: a masked array \(numpy\.ma\) with 1 masked cells", "X-masked"),
+    (lambda mp: MGMClusterer(2).fit(np.ma.masked_array(XB, mask=np.eye(*XB.shape, dtype=bool) & (np.arange(XB.shape[1]) == 0))), ValueError, r"^X: a masked array \(numpy\.ma\) with 1 masked cells", "clusterer-X-masked"),
 ]
 
 # ----------------------------------------------------------------------------- Bayesian Case Model
@@ -640,6 +647,8 @@ CASE_MODEL = [
         "clusterer-X-infinite",
     ),
     (lambda mp: fit_bcm(XC[:1], 1), ValueError, r"^X: one sample \(n_samples=1\)", "X-one-row"),
+    (lambda mp: fit_bcm(np.ma.masked_array(XC, mask=np.eye(*XC.shape, dtype=bool) & (np.arange(XC.shape[1]) == 0)), 2), ValueError, r"^X: a masked array \(numpy\.ma\) with 1 masked cells", "X-masked"),
+    (lambda mp: BCMClusterer(2).fit(np.ma.masked_array(XC, mask=np.eye(*XC.shape, dtype=bool) & (np.arange(XC.shape[1]) == 0))), ValueError, r"^X: a masked array \(numpy\.ma\) with 1 masked cells", "clusterer-X-masked"),
 ]
 
 
@@ -670,6 +679,11 @@ def test_entry_point_rejects_bad_input(call, error, message, monkeypatch):
     with pytest.raises(error, match=message) as raised:
         call(monkeypatch)
     assert type(raised.value) is error
+
+
+def test_a_masked_array_without_masked_cells_is_read_as_its_data():
+    unmasked = np.ma.masked_array(X, mask=np.zeros(X.shape, bool))
+    assert select_prototypes(unmasked, Y, eps=1.0).prototypes.tolist() == select_prototypes(X, Y, eps=1.0).prototypes.tolist()
 
 
 def test_rule_list_items_warn_of_categories_unseen_in_fit():

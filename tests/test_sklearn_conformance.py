@@ -5,6 +5,7 @@ used to be taken silently or crash (the rest of the bad-input cases are in test_
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import pickle
@@ -170,3 +171,37 @@ def test_every_method_before_fit_raises_not_fitted(estimator):
     if isinstance(estimator, BayesianRuleListClassifier):
         with pytest.raises(NotFittedError):
             estimator.rules_
+
+
+def failing_fit(estimator):
+    """(estimator, X, y) whose fit passes scikit-learn's input checks (which record n_features_in_) and then
+    fails: a single class for the classifiers, more clusters than observations for the clusterers."""
+    if isinstance(estimator, (BCMClusterer, MGMClusterer)):
+        X = RNG.integers(0, 2, (6, 3)) if isinstance(estimator, BCMClusterer) else X_REAL[:6]
+        return clone(estimator).set_params(n_clusters=10), X, None
+    X = (X_REAL > 0).astype(int) if isinstance(estimator, BayesianRuleListClassifier) else X_REAL
+    return clone(estimator), X, np.zeros(len(X_REAL), int)
+
+
+@pytest.mark.parametrize("estimator", [clone(e) for e in ESTIMATORS + COMPILING_PER_SHAPE], ids=lambda e: type(e).__name__)
+def test_a_failed_fit_leaves_an_unfitted_estimator_unfitted(estimator):
+    estimator, X, y = failing_fit(estimator)
+    with pytest.raises(ValueError):
+        estimator.fit(X, y)
+    assert [name for name in vars(estimator) if name.endswith("_")] == []
+    for method in ("predict", "transform", "explain"):
+        if hasattr(estimator, method):
+            with pytest.raises(NotFittedError):
+                getattr(estimator, method)(*([] if method == "explain" else [X]))
+
+
+def test_a_failed_refit_keeps_the_previous_fit(brl_fit):
+    """A refit on another width that fails keeps the old encoder and result together (no mixed state)."""
+    fitted, X, y = brl_fit
+    classifier = copy.deepcopy(fitted)
+    before = classifier.predict(X)
+    with pytest.raises(ValueError, match="single class"):
+        classifier.fit(np.hstack([X, X]), np.full(len(y), "no"))
+    assert classifier.n_features_in_ == 4 and len(classifier.encoder_.item_columns) == len(fitted.encoder_.item_columns)
+    np.testing.assert_array_equal(classifier.predict(X), before)
+    assert classifier.rules_ == fitted.rules_
