@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 from jax.scipy.special import logsumexp
-from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from interpretable_zoo.datasets.preprocessing import CategoricalData, encode_categorical, encode_like
@@ -486,11 +486,13 @@ def fit_bcm(
     return BCMResult(run, target, data, n_clusters, priors, store_z)
 
 
-class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator):
+class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                   BaseEstimator):
     """scikit-learn wrapper of :func:`fit_bcm`: ``labels_`` is each observation's dominant cluster in the
-    best draw's chain (argmax of the posterior-mean pi), ``transform`` the posterior-mean pi,
-    ``result_`` the :class:`BCMResult`; ``print(clusterer)`` shows the prototypes and subspaces.
-    Input: categorical codes (non-negative integers) or a DataFrame of categories.
+    best draw's chain (argmax of the posterior-mean pi), ``transform`` the posterior-mean pi (columns
+    ``bcmclusterer0, ...`` for ``set_output``), ``predict`` the dominant cluster of new observations (of their
+    folded-in pi), ``result_`` the :class:`BCMResult`; ``print(clusterer)`` shows the prototypes and
+    subspaces. Input: categorical codes (non-negative integers) or a DataFrame of categories.
 
     Example:
         >>> import numpy as np
@@ -563,7 +565,13 @@ class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, TransformerMixin, Base
             checkpoint=self.checkpoint,
         )
         self.labels_ = self.result_.transform().argmax(1)
+        self._n_features_out = self.n_clusters
         return self
+
+    def predict(self, X):
+        """The dominant cluster of each observation of ``X``: the argmax of its folded-in posterior-mean pi
+        (:meth:`transform`)."""
+        return self.transform(X).argmax(1)
 
     def transform(self, X):
         """Posterior-mean mixture weights pi of the observations ``X`` (folded in, see :meth:`BCMResult.transform`)."""

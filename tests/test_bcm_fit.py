@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.base import clone
+from sklearn.metrics import get_scorer
+from sklearn.pipeline import make_pipeline
 
 from interpretable_zoo.datasets import load_recipes
 from interpretable_zoo.datasets.smiley_faces import SMILEY_SUBSPACES
@@ -222,6 +224,10 @@ def test_clusterer_follows_the_scikit_learn_protocol():
     labels = clusterer.fit_predict(X_SMALL)
     assert labels.shape == (12,) and set(labels) <= {0, 1, 2}
     assert clusterer.transform(X_SMALL).shape == (12, 3)
+    np.testing.assert_array_equal(clusterer.predict(X_SMALL[:4]), clusterer.transform(X_SMALL[:4]).argmax(1))
+    assert np.isfinite(get_scorer("adjusted_rand_score")(clusterer, X_SMALL, labels))  # scoring reads predict
+    frame = make_pipeline(clone(clusterer)).set_output(transform="pandas").fit_transform(X_SMALL)
+    assert list(frame.columns) == ["bcmclusterer0", "bcmclusterer1", "bcmclusterer2"] and frame.shape == (12, 3)
     assert len(clusterer.explain().splitlines()) == 4  # a heading and a line per cluster
     assert str(clusterer) == clusterer.explain() and str(clone(clusterer)) == repr(clone(clusterer))
     restored = pickle.loads(pickle.dumps(clusterer))  # with its BCMResult, which once held a local lambda
