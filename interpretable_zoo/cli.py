@@ -73,13 +73,21 @@ def one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
+OTHER_SEPARATORS = (";", "\t", "|")
+"""Separators other than the comma: a CSV read as one column whose header holds one of them is read again
+with its separator sniffed (a semicolon-separated export would otherwise be fitted as one column)."""
+
+
 def _read_frame(path: Path):
     """A .csv (header row) or .parquet file as a DataFrame, or a CliError naming --data."""
     import pandas as pd
 
     if path.suffix.lower() == ".csv":
         try:
-            return pd.read_csv(path)
+            frame = pd.read_csv(path)
+            if frame.shape[1] == 1 and any(separator in str(frame.columns[0]) for separator in OTHER_SEPARATORS):
+                frame = pd.read_csv(path, sep=None, engine="python")  # the separator sniffed from the file
+            return frame
         except ValueError as error:  # pandas' ParserError and EmptyDataError, UnicodeDecodeError
             raise CliError(
                 f"--data: cannot read {path.name} as a CSV table with a header row ({one_line(error)})"
@@ -212,6 +220,10 @@ def command_summary(args) -> None:
         raise CliError(f"run: {path} is not a NetCDF file written by `izoo fit` ({one_line(error)})") from None
     if "posterior" not in idata.groups():
         raise CliError(f"run: {path} has no posterior group; give a file written by `izoo fit`")
+    unknown = [name for name in args.var_names or () if name not in idata.posterior.data_vars]
+    if unknown:
+        raise CliError(f"--var-names: no variable {unknown[0]!r} in the posterior of {path.name}; it holds "
+                       f"{', '.join(map(str, idata.posterior.data_vars))}")
     print(diagnostics.summary(idata, var_names=args.var_names).to_string())  # every row and column
 
 

@@ -16,6 +16,7 @@ import re
 import types
 from pathlib import Path
 
+import arviz as az
 import h5py
 import numpy as np
 import pandas as pd
@@ -1012,6 +1013,7 @@ def fit_argv(home: Path, data: str, *extra: str) -> list[str]:
 
 
 def data_files(home: Path) -> None:
+    az.from_dict(posterior={"length": np.zeros((1, 4)), "log_posterior": np.ones((1, 4))}).to_netcdf(home / "tiny.nc")
     write(home / "ragged.csv", "a,b\n0,1\n0,1,1\n")
     write(home / "empty.csv", "")
     write(home / "header.csv", "a,b\n")
@@ -1072,6 +1074,12 @@ COMMANDS = [
         2,
         r"run: .*not\.nc is not a NetCDF file written by `izoo fit`",
         "summary-not-netcdf",
+    ),
+    (
+        lambda home, fake: ["summary", str(home / "tiny.nc"), "--var-names", "length", "bogus"],
+        2,
+        r"--var-names: no variable 'bogus' in the posterior of tiny\.nc; it holds length, log_posterior",
+        "summary-unknown-variable",
     ),
     (
         lambda home, fake: ["summary", str(home / "matlab.nc")],
@@ -1164,6 +1172,15 @@ def test_command_prints_one_line_naming_the_option(argv, status, message, tmp_pa
 
 CATALOGUE_SIZE = {"ps": 43, "bs": 23, "brl": 23, "mgm": 25, "bcm": 26, "ds": 34, "cli": 15}
 """Cases per group when the catalogue was written; a group may grow past these, never shrink below."""
+
+
+@pytest.mark.parametrize("separator", [";", "\t", "|"])
+def test_a_csv_with_another_separator_is_read_with_its_columns(separator, tmp_path):
+    write(tmp_path / "table.csv", separator.join("abc") + "\n" + "\n".join(separator.join("010") for _ in range(3)))
+    frame = cli._read_frame(tmp_path / "table.csv")
+    assert list(frame.columns) == ["a", "b", "c"] and frame.shape == (3, 3)
+    write(tmp_path / "commas.csv", "a;b,c\n0,1\n")  # a comma-separated table keeps its commas
+    assert list(cli._read_frame(tmp_path / "commas.csv").columns) == ["a;b", "c"]
 
 
 def test_catalogue_only_grows():
