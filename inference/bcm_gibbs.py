@@ -70,6 +70,7 @@ from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
 from interpretable_zoo import compiled_hooks
+from interpretable_zoo.inference import hyperpriors
 from interpretable_zoo.models import bcm
 
 RESPLIT_TILTS = np.arange(-12.0, 13.0, 2.0)
@@ -330,6 +331,9 @@ def target_from_model_args(model_args, model_kwargs, **options) -> tuple[BCMStat
     bound = inspect.signature(bcm.collapsed_model).bind(*model_args, **(model_kwargs or {}))
     bound.apply_defaults()
     arguments = bound.arguments
+    if arguments["priors"] is not None:
+        hyperpriors.refuse_hyperpriors(arguments["priors"], "BCMGibbs (a NumPyro kernel)",
+                                       "fit_bcm samples q and alpha within the chain")
     return make_target(arguments["x"], arguments["n_clusters"], arguments["priors"], arguments["n_values"], **options)
 
 

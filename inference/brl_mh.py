@@ -89,6 +89,7 @@ from jax import lax, random
 from numpyro.infer.mcmc import MCMCKernel
 from scipy.special import gammaln, logsumexp
 
+from interpretable_zoo.inference import hyperpriors
 from interpretable_zoo.inference.shapes import size_bucket
 from interpretable_zoo.inference.validation import check_positive_int
 from interpretable_zoo.models import brl
@@ -893,6 +894,8 @@ class BRLMetropolisHastings(MCMCKernel):
         model_kwargs = model_kwargs or {}
         capacity = brl.list_capacity(np.shape(cardinalities)[0], model_kwargs.get("max_length"))
         priors = model_kwargs.get("priors", brl.Priors())
+        hyperpriors.refuse_hyperpriors(priors, "BRLMetropolisHastings (a NumPyro kernel)",
+                                       "fit_brl samples lam and eta within the chain")
         return make_target(truth_table, cardinalities, n_classes, y, priors, capacity, steps_per_call=self.steps_per_sample)
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):

@@ -421,6 +421,24 @@ def test_a_hook_reading_alpha_outside_z_concentration_is_refused(monkeypatch):
         fit_bcm(X_TINY, N_CLUSTERS, priors=HYPER_PRIORS, **RUN)
 
 
+def test_the_numpyro_kernels_refuse_a_hyperprior_by_name():
+    """NumPyro's MCMC runs the kernels with the hyperparameters fixed: a hyperprior is refused, naming the field
+    and the fit that samples it."""
+    from numpyro.infer import MCMC
+
+    from interpretable_zoo.inference.bcm_gibbs import BCMGibbs
+    from interpretable_zoo.inference.brl_mh import BRLMetropolisHastings
+
+    with pytest.raises(ValueError, match=r"^priors\.alpha: BCMGibbs \(a NumPyro kernel\) takes a number, not a "
+                                         r"hyperprior \(Gamma\); fit_bcm samples q and alpha within the chain"):
+        MCMC(BCMGibbs(), num_warmup=2, num_samples=2, progress_bar=False).run(
+            jax.random.PRNGKey(0), X_TINY, N_CLUSTERS, priors=dataclasses.replace(OTHER_PRIORS, alpha=dist.Gamma(2., 2.)))
+    truth_table, y = tiny_problem()
+    with pytest.raises(ValueError, match=r"^priors\.eta: BRLMetropolisHastings \(a NumPyro kernel\) takes a number"):
+        MCMC(BRLMetropolisHastings(), num_warmup=2, num_samples=2, progress_bar=False).run(
+            jax.random.PRNGKey(0), truth_table, CARDINALITIES, 2, y, priors=brl.Priors(eta=dist.Gamma(2.0, 2.0)))
+
+
 @pytest.mark.parametrize("module, field", [(mgm, "rho"), (bayesian_sets, "kappa")])
 def test_variational_and_closed_form_fits_refuse_a_hyperprior_by_name(module, field):
     with pytest.raises(ValueError, match=rf"priors\.{field}: .* takes a number, not a hyperprior \(Gamma\)"):
