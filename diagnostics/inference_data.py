@@ -94,12 +94,14 @@ def tempered_inference_data(
     coords: Mapping[str, Sequence] | None = None,
     dims: Mapping[str, Sequence[str]] | None = None,
     log_likelihood: Mapping[str, np.ndarray] | None = None,
+    observed_data: Mapping[str, tuple[np.ndarray, Sequence[str]]] | None = None,
 ) -> az.InferenceData:
     """``arviz.InferenceData`` of a tempered run (``inference.convergence.TemperedRun``): the given
     ``posterior`` variables (chain, draw, ...) of the posterior rung; ``sample_stats`` with ``lp`` (the
     log joint) and ``swap_accept`` (mean acceptance of the swaps attempted at each kept scan); the
     ``log_likelihood`` group (name -> (chain, draw, observation) pointwise values, for ``az.loo`` and
-    ``az.compare``) when given; and the run's tempering facts in ``posterior.attrs`` (schedule,
+    ``az.compare``) when given; the ``observed_data`` group (name -> (values, dims), on ``coords``) when
+    given; and the run's tempering facts in ``posterior.attrs`` (schedule,
     communication barrier, round-trip rate, stepping-stone log evidence and its standard error,
     converged, thinning, scans, and ``move_rate_<move>``: per rung, what the kernel reported for each
     move, such as its mean acceptance probability).
@@ -114,6 +116,13 @@ def tempered_inference_data(
         coords=coords,
         dims=dims,
     )
+    if observed_data:
+        import xarray as xr
+
+        variables = {name: (list(names), np.asarray(values)) for name, (values, names) in observed_data.items()}
+        used = {dim for names, _ in variables.values() for dim in names}
+        idata.add_groups({"observed_data": xr.Dataset(
+            variables, coords={dim: values for dim, values in (coords or {}).items() if dim in used})})
     missing = [name for name in summary_var_names if name not in idata.posterior]
     if missing:
         raise ValueError(f"summary_var_names: {missing} are not posterior variables")

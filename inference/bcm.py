@@ -129,7 +129,8 @@ def corrupt_half_labels(labels, n_clusters: int, seed: int = 0) -> np.ndarray:
 class BCMResult(convergence.TemperedResult):
     """A fitted BCM: ``idata`` (posterior ``omega`` (chain, draw, S, P), ``prototype`` (chain, draw, S),
     ``z`` (chain, draw, N, P) with ``store_z=True``, and the label-free summaries; ``sample_stats`` with
-    the swap acceptance; the tempering facts in ``idata.posterior.attrs``), ``explain()``, ``transform()``,
+    the swap acceptance; ``observed_data`` ``x``, the category codes; the tempering facts in
+    ``idata.posterior.attrs``), ``explain()``, ``transform()``,
     ``unsupervised_accuracy(y)``, ``converged``, ``diagnostics``, ``log_evidence`` and :meth:`extend`.
     ``idata`` is built on first use (the other methods read the run's draws)."""
 
@@ -345,6 +346,7 @@ def _inference_data(run, data: CategoricalData) -> az.InferenceData:
         dims={"omega": ["cluster", "feature"], "prototype": ["cluster"], "z": ["observation", "feature"],
               "sorted_cluster_size": ["rank"]},
         log_likelihood=pointwise,
+        observed_data={"x": (data.codes, ["observation", "feature"])},
     )
 
 

@@ -102,7 +102,8 @@ def _check_antecedents(antecedents, n_items: int) -> tuple[tuple[int, ...], ...]
 class BRLResult(convergence.TemperedResult):
     """A BRL posterior: ``idata`` (posterior ``rules`` (chain, draw, position) padded with -1, ``length``,
     ``mean_cardinality``, ``log_posterior``; ``sample_stats`` ``lp`` and ``swap_accept``; the pointwise
-    ``log_likelihood``; the tempering facts in ``idata.posterior.attrs``), the antecedents the rules index,
+    ``log_likelihood``; ``observed_data`` ``y``, the training labels as codes into ``attrs["classes"]``; the
+    tempering facts in ``idata.posterior.attrs``), the antecedents the rules index,
     and predictions. ``idata`` is built on first use (predictions and explanations read the run's draws).
 
     ``converged``: whether every label-free summary reached the convergence target; ``diagnostics``:
@@ -170,8 +171,10 @@ class BRLResult(convergence.TemperedResult):
             summary_var_names=SUMMARY_VARIABLES + sampled_hyperparameters,
             dims={"rules": ["position"]},
             log_likelihood=pointwise,
+            observed_data={"y": (self.train_labels, ["observation"])},
         )
         idata.posterior.attrs["antecedent_names"] = list(self.antecedent_names)  # what the indices in rules mean
+        idata.observed_data.attrs["classes"] = [str(label) for label in self.classes]  # what the codes in y mean
         if len(self.run.schedule) > 1:  # where rung 0 of the path stands (brl_mh.log_reference_density)
             capacity = self.target[0].capacity
             idata.posterior.attrs["tempering_reference"] = (

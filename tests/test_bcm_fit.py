@@ -46,6 +46,10 @@ def test_trace_holds_the_sites_and_label_free_summaries(small_fit):
     sizes = posterior["sorted_cluster_size"].values
     assert np.all(np.diff(sizes, axis=-1) <= 0) and np.all(sizes.sum(-1) == 12 * 5)
     np.testing.assert_array_equal(posterior["n_subspace_features"].values, posterior["omega"].values.sum((-2, -1)))
+    observed = small_fit.idata.observed_data["x"]
+    assert observed.dims == ("observation", "feature")
+    np.testing.assert_array_equal(observed.values, X_SMALL)
+    assert list(observed["feature"].values) == list(posterior["feature"].values)
     labels = np.arange(12) % 3
     by_observation, by_token = (small_fit.unsupervised_accuracy(labels, per=per) for per in ("observation", "token"))
     assert by_observation.shape == by_token.shape == (2, 30)

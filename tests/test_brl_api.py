@@ -159,6 +159,9 @@ def test_result_trace_layout_and_reproducibility(planted):
     assert ((rules >= 0) == (np.arange(5) < lengths[..., None])).all()
     assert {"length", "mean_cardinality", "log_posterior"} <= set(posterior)
     assert posterior.attrs["antecedent_names"][-1] == "x3 and x4"
+    observed = result.idata.observed_data
+    labels = np.asarray(observed.attrs["classes"])[observed["y"].values]
+    assert observed["y"].dims == ("observation",) and list(labels) == [str(label) for label in data.y]
     again = fit_brl(data.X, data.y, antecedents=data.extras["antecedents"], max_length=5, seed=1, **FAST)
     np.testing.assert_array_equal(again.idata.posterior["rules"].values, rules)
 
