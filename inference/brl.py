@@ -137,13 +137,14 @@ class BRLResult(convergence.TemperedResult):
     train_labels: np.ndarray = field(repr=False)
     run: convergence.TemperedRun = field(repr=False, default=None)
     target: tuple = field(repr=False, default=None)  # (static, data) of the kernel, for extend()
+    sample_names: tuple[str, ...] | None = field(repr=False, default=None)  # the observation coordinate's values
 
     def _kernel(self) -> TargetKernel:
         return hyperpriors.kernel_for(self.target[0], KERNEL)
 
     def _with_run(self, run) -> BRLResult:
         return _result(run, self.target, self.antecedents, self.item_names, self.classes, self.priors,
-                       self.negations, self.train_table, self.train_labels)
+                       self.negations, self.train_table, self.train_labels, self.sample_names)
 
     @property
     def antecedent_names(self) -> tuple[str, ...]:
@@ -169,6 +170,7 @@ class BRLResult(convergence.TemperedResult):
                 **{name: self.run.summaries[name] for name in sampled_hyperparameters},
             },
             summary_var_names=SUMMARY_VARIABLES + sampled_hyperparameters,
+            coords=None if self.sample_names is None else {"observation": list(self.sample_names)},
             dims={"rules": ["position"]},
             log_likelihood=pointwise,
             observed_data={"y": (self.train_labels, ["observation"])},
@@ -369,7 +371,8 @@ def fit_brl(
 ) -> BRLResult:
     """Sample the BRL posterior over rule lists for binary features ``X`` (n, p) and labels ``y``.
 
-    ``X``: 0/1 array or DataFrame (its columns name the features unless ``feature_names`` is given);
+    ``X``: 0/1 array or DataFrame (its columns name the features unless ``feature_names`` is given, its index
+    the trace's observations);
     ``y``: any labels, at least two classes (``result.classes`` keeps their order).
 
     ``antecedents``: conjunctions as tuples of column indices of X; by default they are mined
@@ -415,6 +418,7 @@ def fit_brl(
     tempering.chain_mesh(num_chains, devices)  # a bad ``devices`` is named before any work
     if feature_names is None and isinstance(X, pd.DataFrame):
         feature_names = tuple(str(column) for column in X.columns)
+    sample_names = tuple(str(name) for name in X.index) if isinstance(X, pd.DataFrame) else None
     X = check_binary_matrix(X, dtype=np.uint8)
     classes, codes = _labels(y, X.shape[0])
     priors.alpha_vector(len(classes))
@@ -474,7 +478,7 @@ def fit_brl(
         description="BRL",
         checkpoint=checkpoint,
     )
-    return _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes)
+    return _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes, sample_names)
 
 
 def _pointwise_log_likelihood(table, labels, alpha, rules, lengths) -> np.ndarray:
@@ -512,7 +516,8 @@ def _loo_per_list(table, labels, alpha, lists):
     return jax.lax.map(lambda row: brl.loo_log_predictive(table, labels, alpha, row[:-1], row[-1]).astype(jnp.float32), lists)
 
 
-def _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes) -> BRLResult:
+def _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes,
+            sample_names=None) -> BRLResult:
     """The :class:`BRLResult` of a finished run (warning when draws reach the list-length cap)."""
     rules, lengths = run.records["rules"], run.records["length"]
     capacity = rules.shape[-1]
@@ -522,7 +527,8 @@ def _result(run, kernel_target, antecedents, item_names, classes, priors, negati
             "raise max_length for the untruncated posterior",
             stacklevel=3,
         )
-    return BRLResult(antecedents, item_names, classes, priors, negations, table, codes, run, kernel_target)
+    return BRLResult(antecedents, item_names, classes, priors, negations, table, codes, run, kernel_target,
+                     sample_names)
 
 
 @dataclass(frozen=True)

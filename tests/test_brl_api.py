@@ -167,6 +167,17 @@ def test_result_trace_layout_and_reproducibility(planted):
 
 
 @pytest.mark.filterwarnings("ignore:max_length")
+def test_a_dataframe_index_names_the_observations_without_changing_the_draws(planted):
+    data, result = planted
+    frame = pd.DataFrame(data.X, index=[f"passenger{i}" for i in range(len(data.X))])
+    named = fit_brl(frame, data.y, antecedents=data.extras["antecedents"], max_length=5, seed=1, **FAST)
+    for group in (named.idata.log_likelihood, named.idata.observed_data):
+        assert list(group["observation"].values) == list(frame.index)
+    assert list(result.idata.observed_data["observation"].values) == list(range(len(data.X)))
+    np.testing.assert_array_equal(named.idata.posterior["rules"].values, result.idata.posterior["rules"].values)
+
+
+@pytest.mark.filterwarnings("ignore:max_length")
 def test_planted_list_is_recovered(planted):
     data, result = planted
     rules = data.extras["rules"]
