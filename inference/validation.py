@@ -254,8 +254,8 @@ def encode_labels(y, n_rows: int, method: str) -> tuple[np.ndarray, np.ndarray]:
 
 def check_categorical_table(X, name: str = "X", *, counts_from_codes: bool = True) -> None:
     """Refuse a categorical table that would be misread as categories: complex numbers, a ragged array, a
-    DataFrame column of numbers (floating point, or integers with more than :data:`NUMERIC_COLUMN_LEVELS`
-    distinct values: bin them first) and, when the number of categories of a feature is 1 + its largest code
+    DataFrame column of numbers (floating point but for whole numbers, or numbers with more than
+    :data:`NUMERIC_COLUMN_LEVELS` distinct values: bin them first) and, when the number of categories of a feature is 1 + its largest code
     (``counts_from_codes``), an array whose largest code in some column reaches the number of rows (more
     categories than observations: codes that are not 0..k-1, such as identifiers or raw measurements), and a
     masked array with masked cells (:func:`refuse_masked`)."""
@@ -267,9 +267,10 @@ def check_categorical_table(X, name: str = "X", *, counts_from_codes: bool = Tru
                 continue
             kind = pd.api.types.infer_dtype(series, skipna=True)
             levels = series.nunique()
-            if kind in ("floating", "mixed-integer-float", "decimal", "complex") or (
-                kind == "integer" and levels > NUMERIC_COLUMN_LEVELS
-            ):
+            numbers = kind in ("floating", "mixed-integer-float", "decimal", "complex")
+            if numbers and kind != "complex" and levels <= NUMERIC_COLUMN_LEVELS and _integral(series):
+                continue  # ordinal codes held as floats, as KBinsDiscretizer(encode="ordinal") writes them
+            if numbers or (kind == "integer" and levels > NUMERIC_COLUMN_LEVELS):
                 raise ValueError(
                     f"{name}: column {column!r} holds numbers ({series.dtype}, {levels} distinct values), not "
                     f"categories; bin it first (e.g. pd.cut({name}[{column!r}], 5) or datasets.bin_levels), or, if "
@@ -297,6 +298,12 @@ def check_categorical_table(X, name: str = "X", *, counts_from_codes: bool = Tru
             f"0..k-1 of the values that occur (np.unique({name}[:, {j}], return_inverse=True)[1]), bin it if it "
             "is a measurement, or give n_values to keep every category"
         )
+
+
+def _integral(series: pd.Series) -> bool:
+    """Whether every non-missing value of a numeric column is a whole number."""
+    values = pd.to_numeric(series.dropna(), errors="coerce").to_numpy(dtype=float)
+    return bool(np.all(np.isfinite(values) & (values == np.round(values))))
 
 
 def check_category_memory(n_values, feature_names, needed_bytes: float, name: str = "X") -> None:

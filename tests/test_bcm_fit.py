@@ -183,6 +183,15 @@ def test_feature_names_name_the_explanations_and_the_trace_without_changing_the_
     assert all(set(features) <= set(names) for features in subspaces)
 
 
+def test_ordinal_codes_held_as_floats_in_a_dataframe_are_categories(small_fit):
+    """KBinsDiscretizer(encode="ordinal") writes bins as 0.0, 1.0, ...: the same categories as the integer codes."""
+    frame = pd.DataFrame(X_SMALL.astype(float), columns=[f"x{j}" for j in range(5)])
+    as_floats = fit_bcm(frame, 3, seed=5, store_z=True, **QUICK)
+    np.testing.assert_array_equal(as_floats.idata.posterior["omega"], small_fit.idata.posterior["omega"])
+    with pytest.raises(ValueError, match=r"column 'x0' holds numbers"):
+        fit_bcm(frame.assign(x0=frame["x0"] + 0.5), 3, seed=5, **QUICK)
+
+
 def test_explain_and_transform_on_a_dataframe():
     frame = pd.DataFrame(X_SMALL, columns=["colour", "size", "a", "b", "c"], index=[f"item{i}" for i in range(12)])
     frame["colour"] = np.array(["red", "blue", "green"])[X_SMALL[:, 0]]
