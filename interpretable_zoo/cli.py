@@ -258,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--n-clusters", type=int, help="number of clusters [bcm, mgm]")
     fit.add_argument("--num-samples", type=int, help="scans per chain (default: until converged) [bcm, brl]")
     fit.add_argument("--num-warmup", type=int, help="tuning scans (default: chosen by the run) [bcm, brl]")
-    fit.add_argument("--num-chains", type=int, help="chains (default 4) [bcm, brl]")
+    fit.add_argument("--num-chains", type=int, help="chains (default: brl 8, bcm 4) [bcm, brl]")
     fit.add_argument("--max-seconds", type=float, help="time budget of a run until converged (default: brl 60, bcm 300)"
                      " [bcm, brl]")  # fmt: skip
     fit.add_argument(

@@ -1,6 +1,7 @@
 """The izoo command: help, clear messages for unavailable models and bad files, summary of a run file."""
 
 import importlib.metadata
+import inspect
 import json
 import re
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 from numpyro.infer import NUTS
 
 from interpretable_zoo import cli, diagnostics
+from interpretable_zoo.inference.bcm import fit_bcm
+from interpretable_zoo.inference.brl import fit_brl
 from interpretable_zoo.inference.mcmc import run_mcmc
 from tests.test_diagnostics_inference_data import normal_model
 
@@ -46,6 +49,11 @@ def test_fit_offers_every_model_with_a_fit_and_netcdf_only_for_traces(capsys):
     assert exit_status.value.code == 0
     help_text = capsys.readouterr().out
     assert "bcm, brl, mgm, prototype_selection" in help_text and "--max-seconds" in help_text
+    defaults = {name: inspect.signature(fit).parameters for name, fit in (("brl", fit_brl), ("bcm", fit_bcm))}
+    flat = " ".join(help_text.split())
+    for option, parameter in (("chains", "num_chains"), ("time budget of a run until converged", "max_seconds")):
+        stated = ", ".join(f"{name} {defaults[name][parameter].default:g}" for name in defaults)
+        assert f"{option} (default: {stated})" in flat, (option, stated)  # the help states the fits' defaults
     with pytest.raises(SystemExit) as exit_status:
         cli.main(["fit", "bayesian_sets", "--data", "x.csv", "--out", "run.json"])
     assert exit_status.value.code == 2
