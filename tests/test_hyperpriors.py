@@ -275,10 +275,10 @@ def test_brl_refuses_an_unsupported_hyperprior_by_name(monkeypatch):
 
 GAMMAS = {"lam": (3.0, 1.0), "eta": (2.0, 1.0)}  # h ~ Gamma(a, rate b): lam mean 3 (sd 1.7), eta mean 2 (sd 1.4)
 BRL_HYPER_PRIORS = brl.Priors(**{name: dist.Gamma(a, b) for name, (a, b) in GAMMAS.items()})
-LAM_BETAS = np.repeat([0.0, 0.4, 1.0], 8)  # 8 replicas at the reference, an intermediate rung, the posterior
+BRL_BETAS = np.repeat([0.0, 0.4, 1.0], 8)  # 8 replicas at the reference, an intermediate rung, the posterior
 GRIDS = {name: np.linspace(1e-9, scipy.stats.gamma.ppf(1 - 1e-12, a, scale=1 / b), 20_001)
          for name, (a, b) in GAMMAS.items()}
-LAM_THIN = 20  # the hyperparameter draws thinned for the KS test (lag-20 autocorrelation below 0.05)
+BRL_THIN = 20  # the hyperparameter draws thinned for the KS test (lag-20 autocorrelation below 0.05)
 
 
 def log_hyperparameter_factors(states, grids):
@@ -339,7 +339,7 @@ def check_hyperparameters(draws, values, beta):
         statistics[f"first rule {a}"] = (lists[:, 0] == a) * 1.0
         statistics[f"{a} in list"] = (lists == a).any(axis=1) * 1.0
     gof = exact_gof_test(state_index(draws, states), probs, statistics=statistics)
-    ks = {name: scipy.stats.kstest(np.asarray(values[name])[:, ::LAM_THIN].ravel(),
+    ks = {name: scipy.stats.kstest(np.asarray(values[name])[:, ::BRL_THIN].ravel(),
                                    partial(np.interp, xp=GRIDS[name], fp=cdfs[name])).pvalue for name in GAMMAS}
     return gof, ks
 
@@ -349,12 +349,12 @@ def brl_fields(states):
 
 
 def hyperparameter_chains(priors, n_warmup=50, n_calls=3000):
-    """:data:`LAM_BETAS` replicas of the hyperprior kernel on test_brl_moves' tiny problem (per-chain
+    """:data:`BRL_BETAS` replicas of the hyperprior kernel on test_brl_moves' tiny problem (per-chain
     proposal tables, one row per beta group); per beta group the lists and the hyperparameters."""
     static, data = hyperpriors.target(hyperpriors.BRL, brl_moves.target(hyperpriors.at_point(priors)), priors)
     data = data._replace(inner=brl_mh.per_chain(data.inner, 3))
     rules, length, values = replica_draws(hyperpriors.with_hyperpriors(BRL_KERNEL), static, data, jax.random.PRNGKey(3),
-                                          jnp.asarray(LAM_BETAS), n_warmup + n_calls, brl_fields)
+                                          jnp.asarray(BRL_BETAS), n_warmup + n_calls, brl_fields)
     rules, length = (np.swapaxes(np.asarray(v)[n_warmup:], 0, 1) for v in (rules, length))
     values = {name: np.swapaxes(np.asarray(v)[n_warmup:], 0, 1) for name, v in values.items()}
     return [({"rules": rules[group], "length": length[group]}, {name: v[group] for name, v in values.items()})
@@ -363,7 +363,7 @@ def hyperparameter_chains(priors, n_warmup=50, n_calls=3000):
 
 def test_sampled_lam_and_eta_match_the_exact_brl_posterior_at_each_beta():
     """At beta = 0 (lam and eta from their priors, the list from the reference), 0.4 and 1."""
-    for (draws, values), beta in zip(hyperparameter_chains(BRL_HYPER_PRIORS), np.unique(LAM_BETAS)):
+    for (draws, values), beta in zip(hyperparameter_chains(BRL_HYPER_PRIORS), np.unique(BRL_BETAS)):
         gof, ks = check_hyperparameters(draws, values, beta)
         assert gof.passed(alpha=1e-3), (beta, gof)
         assert min(ks.values()) > 1e-3, (beta, ks)
@@ -372,7 +372,7 @@ def test_sampled_lam_and_eta_match_the_exact_brl_posterior_at_each_beta():
 def test_lam_and_eta_held_at_their_prior_means_fail_the_same_brl_check():
     """Negative control: Gammas concentrated at the means of the hyperpriors (lam and eta nearly fixed)."""
     concentrated = brl.Priors(**{name: dist.Gamma(a * 30, b * 30) for name, (a, b) in GAMMAS.items()})
-    for (draws, values), beta in list(zip(hyperparameter_chains(concentrated), np.unique(LAM_BETAS)))[1:]:
+    for (draws, values), beta in list(zip(hyperparameter_chains(concentrated), np.unique(BRL_BETAS)))[1:]:
         gof, ks = check_hyperparameters(draws, values, beta)
         assert not gof.passed(alpha=1e-3), (beta, gof)
         assert max(ks.values()) < 1e-3, (beta, ks)
