@@ -392,6 +392,24 @@ def _log_scale_slice(log_density, value, key):
     return jnp.exp(lax.fori_loop(0, SLICE_UPDATES, lambda i, u: _slice_update(log_density, u, keys[i]), jnp.log(value)))
 
 
+def _tables_at_check_points(build_tables, hyper_static: HyperStatic, data, fixed, points: dict, hooks_read: str):
+    """(name, [tables at each of ``points[name]``]) for each sampled hyperparameter, the others at their first
+    point: ``build_tables(static, hyper data, values, hooks)`` compiled, so the hooks see traced values, as in a
+    step. A hook that cannot take one is refused naming the field (``hooks_read``: the hooks, in the message)."""
+    static, hyper_data = hyper_static.inner, HyperData(data, {}, fixed)
+    build = jax.jit(build_tables, static_argnums=(0, 3))
+    sampled = {name: jnp.float32(values[0]) for name, values in points.items() if name not in fixed}
+    for name in sorted(sampled):
+        try:
+            tables = [build(static, hyper_data, {**sampled, name: jnp.float32(value)}, hyper_static.hooks)
+                      for value in points[name]]
+        except jax.errors.JAXTypeError as error:
+            raise ValueError(f"priors.{name}: a hyperprior on {name} is sampled by evaluating {hooks_read} at traced "
+                             f"values of {name}, which the edited hooks do not allow ({type(error).__name__}): give "
+                             f"{name} a number") from None
+        yield name, tables
+
+
 # ---------------------------------------------------------------------------------------------- BCM
 
 
@@ -452,17 +470,8 @@ def _bcm_check(hyper_static: HyperStatic, data, fixed) -> None:
     """Each sampled hyperparameter may enter only the table its update rebuilds (:data:`BCM_REBUILT`; g and
     the prototypes' prior are built once), at traced values; q's conjugate update also needs omega_sj ~
     Bernoulli(q) in every cell."""
-    static, hyper_data = hyper_static.inner, HyperData(data, {}, fixed)
-    build = jax.jit(_bcm_tables, static_argnums=(0, 3))
-    sampled = {name: jnp.float32(points[0]) for name, points in BCM_CHECK_POINTS.items() if name not in fixed}
-    for name in sorted(sampled):
-        try:
-            tables = [build(static, hyper_data, {**sampled, name: jnp.float32(value)}, hyper_static.hooks)
-                      for value in BCM_CHECK_POINTS[name]]
-        except jax.errors.JAXTypeError as error:
-            raise ValueError(f"priors.{name}: a hyperprior on {name} is sampled by evaluating models.bcm's hooks at "
-                             f"traced values of {name}, which the edited hooks do not allow ({type(error).__name__}): "
-                             f"give {name} a number") from None
+    for name, tables in _tables_at_check_points(_bcm_tables, hyper_static, data, fixed, BCM_CHECK_POINTS,
+                                                "models.bcm's hooks"):
         if name == "q" and not all(np.allclose(np.asarray(omega_log_prob), np.log([1.0 - q, q]), atol=1e-5)
                                    for q, (_, omega_log_prob, _, _) in zip(BCM_CHECK_POINTS["q"], tables)):
             raise ValueError("priors.q: the Beta hyperprior on q is sampled from its conjugate conditional, which "
@@ -551,20 +560,16 @@ def _brl_per_replica(data, n_replicas: int):
     return data._replace(**rows), axes
 
 
+BRL_CHECK_POINTS = {"lam": (0.5, 4.0), "eta": (0.5, 4.0)}
+"""Two values of each hyperparameter at which :func:`_brl_check` builds the list prior's tables."""
+
+
 def _brl_check(hyper_static: HyperStatic, data, fixed) -> None:
     """The update rebuilds the list prior's tables at traced values of each sampled hyperparameter: the
     hooks must allow that and give a finite log probability somewhere."""
-    static, hyper_data = hyper_static.inner, HyperData(data, {}, fixed)
-    build = jax.jit(_brl_hook_tables, static_argnums=(0, 3))
-    sampled = {name: jnp.float32(1.0) for name, _ in hyper_static.model.families if name not in fixed}
-    for name in sorted(sampled):
-        try:
-            tables = [build(static, hyper_data, {**sampled, name: jnp.float32(value)}, hyper_static.hooks)
-                      for value in (0.5, 4.0)]
-        except jax.errors.JAXTypeError as error:
-            raise ValueError(f"priors.{name}: a hyperprior on {name} is sampled by evaluating the list prior's hooks "
-                             f"(models.brl.log_length_prior, log_cardinality_prior) at traced values of {name}, which "
-                             f"the edited hooks do not allow ({type(error).__name__}): give {name} a number") from None
+    hooks_read = "the list prior's hooks (models.brl.log_length_prior, log_cardinality_prior)"
+    for name, tables in _tables_at_check_points(_brl_hook_tables, hyper_static, data, fixed, BRL_CHECK_POINTS,
+                                                hooks_read):
         if not all(np.isfinite(np.asarray(table)).any() for pair in tables for table in pair):
             raise ValueError(f"priors.{name}: the list prior's hooks give no finite log probability at {name} = 0.5 "
                              "or 4")
