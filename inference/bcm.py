@@ -462,12 +462,13 @@ def fit_bcm(
     # one replica per chain (untempered): a lower bound of the tempered run's memory
     needed = bcm_gibbs.memory_bytes(n_obs, data.n_values, n_clusters, n_replicas=num_chains)
     check_category_memory(data.n_values, data.feature_names, needed)
-    target = bcm_gibbs.make_target(data.codes, n_clusters, hyperpriors.at_point(priors), data.n_values)
+    inner_target = bcm_gibbs.make_target(data.codes, n_clusters, hyperpriors.at_point(priors), data.n_values)
+    sampled = hyperpriors.hyperpriors_of(priors)  # hyperparameters sampled within the chain; hooks checked first
+    target = hyperpriors.target(hyperpriors.BCM, inner_target, priors) if sampled else inner_target
     target_check.check_bcm(n_clusters, priors)
-    initial = None if init_labels is None else _initial_states(target, init_labels, num_chains, seed)
-    if hyperpriors.hyperpriors_of(priors):  # hyperparameters sampled within the chain
-        target = hyperpriors.target(hyperpriors.BCM, target, priors)
-        initial = None if initial is None else hyperpriors.initial_states(target, initial, jax.random.PRNGKey(seed))
+    initial = None if init_labels is None else _initial_states(inner_target, init_labels, num_chains, seed)
+    if sampled and initial is not None:
+        initial = hyperpriors.initial_states(target, initial, jax.random.PRNGKey(seed))
     run = convergence.sample(
         hyperpriors.kernel_for(target[0], _kernel(store_z)),
         *target,

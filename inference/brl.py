@@ -452,9 +452,9 @@ def fit_brl(
     kernel_target = brl_mh.make_target(table, cardinalities, len(classes), codes, hyperpriors.at_point(priors),
                                        capacity, steps_per_call=steps_per_scan,
                                        neighbours=antecedent_neighbours(antecedents))
-    target_check.check_brl(cardinalities, len(classes), priors, capacity)
-    if hyperpriors.hyperpriors_of(priors):  # hyperparameters sampled within the chain
+    if hyperpriors.hyperpriors_of(priors):  # hyperparameters sampled within the chain; hooks checked first
         kernel_target = hyperpriors.target(hyperpriors.BRL, kernel_target, priors)
+    target_check.check_brl(cardinalities, len(classes), priors, capacity)
     static, data = kernel_target
     # chains learn their proposal in groups (brl_mh.learn_proposal)
     if isinstance(static, hyperpriors.HyperStatic):

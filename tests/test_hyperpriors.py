@@ -421,6 +421,36 @@ def test_a_hook_reading_alpha_outside_z_concentration_is_refused(monkeypatch):
         fit_bcm(X_TINY, N_CLUSTERS, priors=HYPER_PRIORS, **RUN)
 
 
+def _length_prior_reading_lam_as_a_float(priors, max_length):
+    m = np.arange(max_length + 1)
+    weights = m * np.log(float(priors.lam)) - scipy.special.gammaln(m + 1)
+    return jnp.asarray(weights - scipy.special.logsumexp(weights))
+
+
+def _pi_concentration_reading_alpha_as_a_float(priors, n_clusters):
+    return np.full(n_clusters, float(priors.alpha) / n_clusters)
+
+
+@pytest.mark.parametrize("module, hook, edit, field", [
+    (brl, "log_length_prior", _length_prior_reading_lam_as_a_float, "lam"),
+    (bcm, "z_concentration", _pi_concentration_reading_alpha_as_a_float, "alpha"),
+], ids=["brl-lam", "bcm-alpha"])
+def test_a_hook_that_cannot_take_a_traced_hyperparameter_is_refused_by_name(monkeypatch, module, hook, edit, field):
+    """A sampled hyperparameter reaches the hooks traced, in every step: a hook that converts it to a float is
+    refused naming the field before anything is sampled, not met by a JAX tracer error."""
+    from test_prior_edits import BRL_RUN, X, Y
+
+    from interpretable_zoo.inference.brl import fit_brl
+
+    monkeypatch.setattr(module, hook, edit)
+    pattern = rf"^priors\.{field}: a hyperprior on {field} is sampled by evaluating .* at traced values of {field}"
+    with pytest.raises(ValueError, match=pattern):
+        if module is brl:
+            fit_brl(X, Y, priors=brl.Priors(lam=dist.Gamma(3.0, 1.0)), **BRL_RUN)
+        else:
+            fit_bcm(X_TINY, N_CLUSTERS, priors=dataclasses.replace(OTHER_PRIORS, alpha=dist.Gamma(2.0, 2.0)), **RUN)
+
+
 def test_the_numpyro_kernels_refuse_a_hyperprior_by_name():
     """NumPyro's MCMC runs the kernels with the hyperparameters fixed: a hyperprior is refused, naming the field
     and the fit that samples it."""
