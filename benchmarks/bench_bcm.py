@@ -15,16 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
 
-from benchmarks.runner import (
-    SPEED_ROUNDS,
-    Comparison,
-    benchmark,
-    import_peer,
-    interleaved_rounds,
-    median_of,
-    ratio_range,
-    time_call,
-)
+from benchmarks.runner import Comparison, benchmark, import_peer, rows_against, time_call
 from interpretable_zoo.datasets import load_recipes
 from interpretable_zoo.datasets.smiley_faces import load_usps_bcm
 from interpretable_zoo.inference.bcm import corrupt_half_labels, fit_bcm
@@ -352,7 +343,4 @@ def hyperprior_cost() -> list[Comparison]:
     priors = {"q": bcm.Priors(q=q, alpha=0.1), "q and alpha": bcm.Priors(q=q, alpha=alpha),
               "fixed": bcm.Priors(q=0.5, alpha=0.1)}
     timers = {name: ScanTimer(X, 4, HYPERPRIOR_SCANS, priors=value, **ladder) for name, value in priors.items()}
-    rounds = interleaved_rounds(timers, SPEED_ROUNDS)
-    return [Comparison(f"s / scan / chain, {name} sampled", median_of(rounds, name), "the same fit, q = 0.5 and "
-                       "alpha = 0.1 fixed", median_of(rounds, "fixed"), ratio_range(rounds, name, "fixed"))
-            for name in ("q", "q and alpha")]
+    return rows_against(timers, "fixed", "the same fit, q = 0.5 and alpha = 0.1 fixed", "s / scan / chain, {} sampled")

@@ -28,6 +28,7 @@ from benchmarks.runner import (
     interleaved_rounds,
     median_of,
     ratio_range,
+    rows_against,
     time_call,
 )
 from interpretable_zoo.datasets import load_adult, load_mushroom, load_tictactoe, load_titanic, load_titanic_table
@@ -461,7 +462,4 @@ def bench_hyperprior_cost() -> list[Comparison]:
     priors = {"lam": brl.Priors(lam=lam, eta=1.0), "lam and eta": brl.Priors(lam=lam, eta=eta),
               "fixed": brl.Priors(lam=3.0, eta=1.0)}
     timers = {name: FitTimer(items, data.y, antecedents, priors=value, **ladder) for name, value in priors.items()}
-    rounds = interleaved_rounds(timers, SPEED_ROUNDS)
-    return [Comparison(f"s / scan / chain, {name} sampled", median_of(rounds, name), "the same fit, lam = 3 and "
-                       "eta = 1 fixed", median_of(rounds, "fixed"), ratio_range(rounds, name, "fixed"))
-            for name in ("lam", "lam and eta")]
+    return rows_against(timers, "fixed", "the same fit, lam = 3 and eta = 1 fixed", "s / scan / chain, {} sampled")

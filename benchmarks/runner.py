@@ -124,6 +124,14 @@ def median_of(rounds: list[dict[str, float]], name: str) -> float:
     return statistics.median(r[name] for r in rounds)
 
 
+def rows_against(timers: dict[str, Callable[[], float]], peer: str, peer_label: str, task: str) -> list[Comparison]:
+    """Every timer but ``peer`` against ``peer``, all timed in :data:`SPEED_ROUNDS` interleaved rounds: one
+    row per timer, titled ``task.format(name)``, with medians and the per-round ratio range."""
+    rounds = interleaved_rounds(timers, SPEED_ROUNDS)
+    return [Comparison(task.format(name), median_of(rounds, name), peer_label, median_of(rounds, peer),
+                       ratio_range(rounds, name, peer)) for name in timers if name != peer]
+
+
 def ratio_range(rounds: list[dict[str, float]], ours: str, peer: str) -> str:
     """The lowest and highest per-round ratio of ``peer``'s seconds over ``ours``, as a note."""
     ratios = [r[peer] / r[ours] for r in rounds]
