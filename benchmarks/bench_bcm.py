@@ -7,6 +7,7 @@ Needs the real datasets (INTERPRETABLE_ZOO_DATA) for USPS and the recipes; peers
 
 from __future__ import annotations
 
+import statistics
 import time
 import warnings
 
@@ -15,7 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
 
-from benchmarks.runner import Comparison, benchmark, import_peer, rows_against, time_call
+from benchmarks.runner import (SPEED_ROUNDS, Comparison, benchmark, import_peer, interleaved_rounds, median_of,
+                               ratio_range, rows_against)
 from interpretable_zoo.datasets import load_recipes
 from interpretable_zoo.datasets.smiley_faces import load_usps_bcm
 from interpretable_zoo.inference.bcm import corrupt_half_labels, fit_bcm
@@ -39,10 +41,11 @@ def token_counts(codes: np.ndarray, n_values: int) -> np.ndarray:
     return counts
 
 
-def sweeps_per_second(codes, num_chains: int, sweeps: int = SWEEPS, split_merge: bool = True) -> float:
-    """Median time of ``sweeps`` sweeps of ``num_chains`` vectorized chains, as sweeps per second; with
-    ``split_merge`` the fits' schedule (a split-merge move on every ``DEFAULT_SPLIT_MERGE_EVERY``-th sweep),
-    without it none (the blocks that update single tokens and observations, and omega and prototypes)."""
+def sweep_timer(codes, num_chains: int, sweeps: int = SWEEPS, split_merge: bool = True):
+    """A function timing ``sweeps`` sweeps of ``num_chains`` vectorized chains (compiled here) and returning
+    seconds; with ``split_merge`` the fits' schedule (a split-merge move on every
+    ``DEFAULT_SPLIT_MERGE_EVERY``-th sweep), without it none (the blocks that update single tokens and
+    observations, and omega and prototypes)."""
     split_merge_clusters = bcm_gibbs.DEFAULT_SPLIT_MERGE_CLUSTERS if split_merge else 0
     static, data = bcm_gibbs.make_target(codes, N_CLUSTERS, split_merge_clusters=split_merge_clusters)
     keys = jax.random.split(jax.random.PRNGKey(SEED), num_chains)
@@ -53,8 +56,27 @@ def sweeps_per_second(codes, num_chains: int, sweeps: int = SWEEPS, split_merge:
         return bcm_gibbs.step(static, data, states, jax.vmap(lambda key: jax.random.fold_in(key, i))(keys), betas)[0]
 
     run = jax.jit(lambda s: jax.lax.fori_loop(0, sweeps, sweep, s))
-    seconds = time_call(lambda: jax.block_until_ready(run(state)), repeat=3)
-    return sweeps / seconds
+    jax.block_until_ready(run(state))
+
+    def seconds():
+        start = time.perf_counter()
+        jax.block_until_ready(run(state))
+        return time.perf_counter() - start
+
+    return seconds
+
+
+def sweeps_per_second(codes, num_chains: int, sweeps: int = SWEEPS, split_merge: bool = True) -> float:
+    """Median rate of :func:`sweep_timer` over 3 calls, in sweeps per second."""
+    timer = sweep_timer(codes, num_chains, sweeps, split_merge)
+    return sweeps / statistics.median(timer() for _ in range(3))
+
+
+ONE_CHAIN_ROWS = {
+    "1 chain, {tokens} tokens, no split-merge": {"split_merge": False},
+    "1 chain, {tokens} tokens, split-merge every fourth sweep": {"split_merge": True},
+}
+FIT_ROW = "1 chain through fit_bcm, untempered, split-merge every fourth sweep"
 
 
 @benchmark(
@@ -66,41 +88,48 @@ def sweeps_per_second(codes, num_chains: int, sweeps: int = SWEEPS, split_merge:
         "token, one whole-observation re-split move per observation, the prototypes and omega (eq. (2)) jointly, and "
         "in the fits' schedule a cluster split-merge move on every fourth sweep; it counts as N x P token "
         "updates, all blocks included. Goal: ratio >= 1 on CPU with one chain without the split-merge move "
-        "(the work of LDA's sweep and more); the rows with it show what a fit's sweep costs. Vectorized "
-        "chains run as one scan over the stacked count tables. Convergence "
+        "(the work of LDA's sweep and more); the rows with it show what a fit's sweep costs, and the fit_bcm "
+        "row what the sampling engine adds to it (the difference of untempered fits of 100 and 10 scans, one "
+        "sweep per scan, so that set-up and result cancel out). The one-chain rows and lda are timed once per "
+        "round, in 3 interleaved rounds (medians; the notes give the lowest and highest ratio of a round); "
+        "vectorized chains run as one scan over the stacked count tables, timed once. Convergence "
         "(effective samples per second): `convergence_bcm_recipes`, `convergence_bcm_usps40`, `convergence_bcm_usps70`."
     ),
 )
 def tokens_per_second() -> list[Comparison]:
     lda = import_peer("lda", "pip install lda")
-    usps = load_usps_bcm(70)
-    codes = usps.X
+    codes = load_usps_bcm(70).X
     tokens = codes.size
     counts = token_counts(codes, 7)
-    peer = time_call(lambda: lda.LDA(n_topics=N_CLUSTERS, n_iter=SWEEPS, random_state=SEED, refresh=SWEEPS).fit(counts), repeat=3)
+
+    def lda_seconds():
+        start = time.perf_counter()
+        lda.LDA(n_topics=N_CLUSTERS, n_iter=SWEEPS, random_state=SEED, refresh=SWEEPS).fit(counts)
+        return time.perf_counter() - start
+
+    fit = ScanTimer(codes, N_CLUSTERS, SWEEPS, num_chains=1, n_temperatures=1)
+    timers = {
+        **{task: sweep_timer(codes, 1, **options) for task, options in ONE_CHAIN_ROWS.items()},
+        FIT_ROW: lambda: fit() * SWEEPS,
+        "lda": lda_seconds,
+    }
+    rounds = interleaved_rounds(timers, SPEED_ROUNDS)
+    peer = median_of(rounds, "lda")
     rows = []
-    for split_merge, schedule in ((False, "no split-merge"), (True, "split-merge every fourth sweep")):
-        ours = SWEEPS / sweeps_per_second(codes, 1, split_merge=split_merge)
-        rows.append(
-            Comparison(
-                f"{SWEEPS} sweeps, 1 chain, {tokens} tokens, {schedule}",
-                ours,
-                "lda (collapsed Gibbs LDA)",
-                peer,
-                f"ours {tokens * SWEEPS / ours / 1e6:.2f} M tokens/s, lda {tokens * SWEEPS / peer / 1e6:.2f} M tokens/s",
-            )
-        )
+    for task in timers:
+        if task != "lda":
+            ours = median_of(rounds, task)
+            rows.append(Comparison(
+                f"{SWEEPS} sweeps, {task.format(tokens=tokens)}", ours, "lda (collapsed Gibbs LDA)", peer,
+                f"{ratio_range(rounds, task, 'lda')}; ours {tokens * SWEEPS / ours / 1e6:.2f} M tokens/s, "
+                f"lda {tokens * SWEEPS / peer / 1e6:.2f} M tokens/s",
+            ))  # fmt: skip
     for num_chains in (4, 16) if jax.default_backend() == "cpu" else (16, 256):
-        rate = sweeps_per_second(codes, num_chains)
-        rows.append(
-            Comparison(
-                f"{SWEEPS} sweeps, {num_chains} vectorized chains, split-merge every fourth sweep",
-                SWEEPS / rate,
-                "lda (1 chain)",
-                peer * num_chains,
-                f"ours {tokens * num_chains * rate / 1e6:.2f} M tokens/s over all chains",
-            )
-        )
+        ours = sweep_timer(codes, num_chains)()
+        rows.append(Comparison(
+            f"{SWEEPS} sweeps, {num_chains} vectorized chains, split-merge every fourth sweep", ours, "lda (1 chain)",
+            peer * num_chains, f"ours {tokens * num_chains * SWEEPS / ours / 1e6:.2f} M tokens/s over all chains",
+        ))  # fmt: skip
     return rows
 
 

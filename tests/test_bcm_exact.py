@@ -371,6 +371,15 @@ def test_a_replica_at_beta_one_draws_the_same_in_an_untempered_batch():
         states = untempered
 
 
+def test_the_tempered_power_is_the_weight_itself_at_beta_one():
+    """The untempered z sweep uses w, the tempered one w ** beta: at beta = 1 the two must agree to the bit
+    (exp(log w) differs from w in the last bit for many w), or a replica at beta = 1 draws otherwise beside
+    tempered replicas; below 1 it is the power."""
+    w = jnp.asarray(np.random.default_rng(0).lognormal(0.0, 3.0, 10_000), jnp.float32)
+    np.testing.assert_array_equal(bcm_gibbs.tempered_power(w, jnp.float32(1.0)), w)
+    np.testing.assert_allclose(bcm_gibbs.tempered_power(w, jnp.float32(0.3)), np.asarray(w, np.float64) ** 0.3, rtol=1e-5)
+
+
 def test_thousands_of_tokens_in_one_cell_stay_finite():
     x = np.zeros((2500, 2), int)
     x[::7, 1] = 1
