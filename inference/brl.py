@@ -138,13 +138,14 @@ class BRLResult(convergence.TemperedResult):
     run: convergence.TemperedRun = field(repr=False, default=None)
     target: tuple = field(repr=False, default=None)  # (static, data) of the kernel, for extend()
     sample_names: tuple[str, ...] | None = field(repr=False, default=None)  # the observation coordinate's values
+    encoder: ItemEncoder | None = field(repr=False, default=None)  # the items of a table of categories
 
     def _kernel(self) -> TargetKernel:
         return hyperpriors.kernel_for(self.target[0], KERNEL)
 
     def _with_run(self, run) -> BRLResult:
         return _result(run, self.target, self.antecedents, self.item_names, self.classes, self.priors,
-                       self.negations, self.train_table, self.train_labels, self.sample_names)
+                       self.negations, self.train_table, self.train_labels, self.sample_names, self.encoder)
 
     @property
     def antecedent_names(self) -> tuple[str, ...]:
@@ -228,7 +229,9 @@ class BRLResult(convergence.TemperedResult):
         return np.vstack([np.asarray(counts)[: len(rules)], np.asarray(default_counts)[None]])
 
     def items(self, X) -> np.ndarray:
-        """The binary items of ``X`` (same columns as in the fit)."""
+        """The binary items of ``X`` (same columns as in the fit; a table of categories if the fit had one)."""
+        if self.encoder is not None:
+            return self.encoder.transform(X)
         X = check_binary_matrix(X, dtype=np.uint8)
         n_columns = len(self.item_names) // 2 if self.negations else len(self.item_names)
         if X.shape[1] != n_columns:
@@ -372,7 +375,10 @@ def fit_brl(
     """Sample the BRL posterior over rule lists for binary features ``X`` (n, p) and labels ``y``.
 
     ``X``: 0/1 array or DataFrame (its columns name the features unless ``feature_names`` is given, its index
-    the trace's observations);
+    the trace's observations), or a table of categories (a DataFrame with a categorical or string column, or
+    an array of strings), whose items are made as :class:`BayesianRuleListClassifier` makes them
+    (:func:`rule_mining.fit_item_encoder`: ``sex=male``, and ``class!=3rd`` for columns of more than two
+    values; numeric columns of such a table binned at quartiles); the result then predicts from such tables;
     ``y``: any labels, at least two classes (``result.classes`` keeps their order).
 
     ``antecedents``: conjunctions as tuples of column indices of X; by default they are mined
@@ -419,10 +425,26 @@ def fit_brl(
     if feature_names is None and isinstance(X, pd.DataFrame):
         feature_names = tuple(str(column) for column in X.columns)
     sample_names = tuple(str(name) for name in X.index) if isinstance(X, pd.DataFrame) else None
-    X = check_binary_matrix(X, dtype=np.uint8)
+    encoder = None
+    if _holds_categories(X):
+        if antecedents is not None:
+            raise ValueError("antecedents: give them as column indices of a 0/1 X; for a table of categories they "
+                             "are mined from its items")
+        frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X, dtype=object))
+        if feature_names is not None or not isinstance(X, pd.DataFrame):  # an array's columns x0, x1, ...
+            frame = frame.set_axis(resolve_names(feature_names, frame.shape[1], argument="feature_names"), axis=1)
+        encoder = fit_item_encoder(frame)
+        X = encoder.transform(frame)
+    else:
+        X = check_binary_matrix(X, dtype=np.uint8)
     classes, codes = _labels(y, X.shape[0])
     priors.alpha_vector(len(classes))
-    if antecedents is None:
+    if encoder is not None:  # the table's items hold the negations already
+        items, item_names = X, encoder.item_names
+        antecedents = tuple(mine_antecedents(items, codes, min_support=min_support, max_cardinality=max_cardinality,
+                                             item_columns=encoder.item_columns))
+        negations = False
+    elif antecedents is None:
         items, item_names, item_columns = binary_items(X, feature_names)
         mined = mine_antecedents(
             items, codes, min_support=min_support, max_cardinality=max_cardinality, item_columns=item_columns
@@ -478,7 +500,21 @@ def fit_brl(
         description="BRL",
         checkpoint=checkpoint,
     )
-    return _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes, sample_names)
+    return _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes, sample_names,
+                   encoder)
+
+
+def _holds_categories(X) -> bool:
+    """Whether ``X`` is a table of categories rather than a 0/1 matrix: a DataFrame with a column that is not
+    numeric, or an array of strings or objects."""
+    if isinstance(X, pd.DataFrame):
+        return any(not pd.api.types.is_numeric_dtype(dtype) for dtype in X.dtypes)
+    if hasattr(X, "dtype"):  # an array, or a sparse matrix (whose np.asarray is an object scalar)
+        return isinstance(X, np.ndarray) and X.dtype.kind in "OUS"
+    try:
+        return np.asarray(X).dtype.kind in "OUS"
+    except ValueError:  # ragged: check_binary_matrix names the problem
+        return False
 
 
 def _pointwise_log_likelihood(table, labels, alpha, rules, lengths) -> np.ndarray:
@@ -517,7 +553,7 @@ def _loo_per_list(table, labels, alpha, lists):
 
 
 def _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes,
-            sample_names=None) -> BRLResult:
+            sample_names=None, encoder=None) -> BRLResult:
     """The :class:`BRLResult` of a finished run (warning when draws reach the list-length cap)."""
     rules, lengths = run.records["rules"], run.records["length"]
     capacity = rules.shape[-1]
@@ -528,7 +564,7 @@ def _result(run, kernel_target, antecedents, item_names, classes, priors, negati
             stacklevel=3,
         )
     return BRLResult(antecedents, item_names, classes, priors, negations, table, codes, run, kernel_target,
-                     sample_names)
+                     sample_names, encoder)
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,7 @@ def test_item_encoder_names_values_negations_and_thresholds():
         (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "min_ess": -5}, "min_ess"),
         (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "max_seconds": -1}, "max_seconds"),
         (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "num_warmup": -1}, "num_warmup"),
+        (np.array([["a", "b"], ["b", "a"]]), [0, 1], {"antecedents": [(0,)]}, "antecedents"),
     ],
 )
 def test_bad_input_gets_a_clear_value_error(X, y, options, name):
@@ -221,6 +222,28 @@ def test_classifier_on_a_mixed_dataframe_is_a_sklearn_estimator():
     assert set(classifier.predict(frame)) <= {"died", "survived"}
     assert clone(classifier).get_params()["n_bins"] == 5
     assert "sex=female" in classifier.explain() or "sex=male" in classifier.explain()
+
+
+def test_fit_brl_takes_a_table_of_categories_as_the_classifier_does():
+    """The same items, antecedents and draws as BayesianRuleListClassifier with the same options; the result
+    predicts from the table; an array of strings with feature names gives the same items."""
+    from interpretable_zoo.datasets import load_titanic_table
+
+    data = load_titanic_table()
+    options = {"min_support": 0.3, "seed": 4, **FAST, "num_samples": 100}
+    result = fit_brl(data.X, data.y, **options)
+    classifier = BayesianRuleListClassifier(**options).fit(data.X, data.y)
+    assert result.item_names == classifier.result_.item_names and "sex=male" in result.item_names
+    assert result.antecedents == classifier.result_.antecedents
+    np.testing.assert_array_equal(result.run.records["rules"], classifier.result_.run.records["rules"])
+    np.testing.assert_array_equal(result.predict_proba(data.X), classifier.predict_proba(data.X))
+    strings = data.X.to_numpy().astype(str)
+    named = fit_brl(strings, data.y, feature_names=list(data.X.columns), **options)
+    assert set(named.item_names) == set(result.item_names)
+    unnamed = fit_brl(strings, data.y, **options)
+    on_strings = BayesianRuleListClassifier(**options).fit(strings, data.y)
+    assert unnamed.item_names == on_strings.result_.item_names and "x2=male" in unnamed.item_names
+    np.testing.assert_array_equal(unnamed.predict_proba(strings), on_strings.predict_proba(strings))
 
 
 def test_titanic_letham_split(data_home):
