@@ -10,9 +10,12 @@ finished run removes its checkpoint. A checkpoint of another kernel, data set or
 (ValueError), never silently continued.
 
 Files are Python pickles (a checkpoint holds NumPy arrays; a saved result, the result object with its
-trace, kernel tables and final ladder, so a loaded result predicts, explains and ``extend``s as before).
-Load only files you trust: unpickling runs code. ``result.idata.to_netcdf`` remains the interchange format
-of the trace alone.
+trace, kernel tables and final ladder, so a loaded result predicts, explains and ``extend``s as before)
+behind a one-line header: the format tag, the pickle's length in bytes and its SHA-256. A file is checked
+against its header before it is unpickled, and refused by name when it is not one of these files, of
+another kind or layout, truncated or corrupted. The checksum catches damage, not tampering: load only files
+you trust, as unpickling runs code. ``result.idata.to_netcdf`` remains the interchange format of the trace
+alone.
 """
 
 from __future__ import annotations
@@ -28,21 +31,57 @@ from pathlib import Path
 import jax
 import numpy as np
 
-CHECKPOINT_FORMAT = ("interpretable-zoo checkpoint", 2)
-RESULT_FORMAT = ("interpretable-zoo result", 3)
+CHECKPOINT_FORMAT = ("interpretable-zoo checkpoint", 3)
+RESULT_FORMAT = ("interpretable-zoo result", 4)
 """The tag of a saved result; its number goes up when a result's layout changes (2: BRL's neighbour relation
-in compressed rows; 3: tempered runs' move rates per rung), so that a file of another layout is refused by
-name, not misread. A checkpoint's tag goes up likewise (2: the move statistics of its chunks)."""
+in compressed rows; 3: tempered runs' move rates per rung; 4: the checked header), so that a file of another
+layout is refused by name, not misread. A checkpoint's tag goes up likewise (2: the move statistics of its
+chunks; 3: the checked header)."""
+
+HEADER_LIMIT = 256
+"""The most bytes a header line takes (tag, length and a hexadecimal SHA-256)."""
 
 
-def _format_tag(saved):
-    """The format tag of an unpickled file, or None when it has none."""
-    return saved.get("format") if isinstance(saved, dict) else None
+def _write_atomically(path: Path, tag: tuple, value) -> None:
+    """``value`` pickled behind its header line "<kind> <layout> <length> <sha256>", written to a temporary file
+    and then moved over ``path``, so that a reader never meets half a file."""
+    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    header = f"{tag[0]} {tag[1]} {len(payload)} {hashlib.sha256(payload).hexdigest()}\n".encode("ascii")
+    temporary = path.with_name(path.name + ".partial")
+    temporary.write_bytes(header + payload)
+    os.replace(temporary, path)
 
 
-def _older_or_newer(tag, expected: tuple) -> bool:
-    """Whether ``tag`` names the same kind of file as ``expected`` in another layout."""
-    return isinstance(tag, tuple) and len(tag) == 2 and tag[0] == expected[0] and tag != expected
+def _read_checked(path: Path, tag: tuple, argument: str, what: str):
+    """The unpickled contents of a file written by :func:`_write_atomically` with ``tag``, after its header
+    says it is one (``what``, e.g. "a result saved by interpretable_zoo.save_result") in this layout, and its
+    length and checksum match the bytes that follow; otherwise a ValueError naming ``argument``, the file and
+    the problem, raised before anything is unpickled or a claimed length allocated."""
+    with path.open("rb") as file:
+        header = file.readline(HEADER_LIMIT)
+        fields = header.decode("ascii", errors="replace").rstrip("\n").rsplit(" ", 3)
+        if not (header.startswith(b"interpretable-zoo ") and header.endswith(b"\n") and len(fields) == 4
+                and fields[1].isdigit() and fields[2].isdigit()):
+            raise ValueError(f"{argument}: {path} is not {what} (files of earlier versions, before format "
+                             f"{tag[1]}, carry no header: write it again with this version)")
+        kind, layout, length, digest = fields[0], int(fields[1]), int(fields[2]), fields[3]
+        if kind != tag[0]:
+            raise ValueError(f"{argument}: {path} is an {kind} file, not {what}")
+        if layout != tag[1]:
+            raise ValueError(f"{argument}: {path} has the layout {layout} of another version of this package (this "
+                             f"one reads {tag[1]}); write it again with this version")
+        held = os.fstat(file.fileno()).st_size - len(header)
+        if held < length:
+            raise ValueError(f"{argument}: {path} is truncated: it holds {held} of the {length} bytes its header "
+                             "announces")
+        payload = file.read(length)
+    if held > length or hashlib.sha256(payload).hexdigest() != digest:
+        raise ValueError(f"{argument}: {path} is corrupted: its contents do not match the checksum in its header")
+    try:
+        return pickle.loads(payload)
+    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError) as error:
+        raise ValueError(f"{argument}: {path} cannot be read by this version of interpretable_zoo "
+                         f"({type(error).__name__}: {error}); write it again with this version") from error
 
 
 @dataclass(frozen=True)
@@ -101,14 +140,7 @@ class CheckpointWriter:
         another run."""
         if not self.path.exists():
             return None
-        with self.path.open("rb") as file:
-            saved = pickle.load(file)
-        tag = _format_tag(saved)
-        if _older_or_newer(tag, CHECKPOINT_FORMAT):
-            raise ValueError(f"checkpoint: {self.path} has the layout {tag[1]} of another version of this package "
-                             f"(this one writes {CHECKPOINT_FORMAT[1]}); remove it or give another path")
-        if tag != CHECKPOINT_FORMAT:
-            raise ValueError(f"checkpoint: {self.path} is not a checkpoint of this package")
+        saved = _read_checked(self.path, CHECKPOINT_FORMAT, "checkpoint", "a checkpoint of this package")
         if saved["fingerprint"] != self.digest:
             raise ValueError(
                 f"checkpoint: {self.path} was written by a run with another kernel, data or sampling settings "
@@ -122,21 +154,14 @@ class CheckpointWriter:
             return
         from interpretable_zoo.inference.tempering import to_host  # gathers chains split over several hosts
 
-        state = {"format": CHECKPOINT_FORMAT, "fingerprint": self.digest, "elapsed": elapsed,
+        state = {"fingerprint": self.digest, "elapsed": elapsed,
                  **jax.tree.map(lambda x: to_host(x) if hasattr(x, "shape") else x, position)}
         if jax.process_index() == 0:  # every process holds the whole state; one writes it
-            _write_atomically(self.path, state)
+            _write_atomically(self.path, CHECKPOINT_FORMAT, state)
         self.last_write = time.perf_counter()
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
-
-
-def _write_atomically(path: Path, value) -> None:
-    temporary = path.with_name(path.name + ".partial")
-    with temporary.open("wb") as file:
-        pickle.dump(value, file, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(temporary, path)
 
 
 def save_result(result, path) -> None:
@@ -157,7 +182,7 @@ def save_result(result, path) -> None:
 
     if not hasattr(result, "explain"):
         raise TypeError(f"result: expected a fitted result of this package, got {type(result).__name__}")
-    _write_atomically(Path(path), {"format": RESULT_FORMAT, "version": __version__, "result": result})
+    _write_atomically(Path(path), RESULT_FORMAT, {"version": __version__, "result": result})
 
 
 def load_result(path):
@@ -175,17 +200,8 @@ def load_result(path):
         >>> loaded.predict(X[:2])
         array([0, 0])
     """
-    try:
-        with Path(path).open("rb") as file:
-            saved = pickle.load(file)
-    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError) as error:
-        raise ValueError(f"path: {path} cannot be read as a saved result ({type(error).__name__}: {error}); "
-                         "a result saved by another version of interpretable_zoo must be fitted and saved "
-                         "again") from error
-    tag = _format_tag(saved)
-    if _older_or_newer(tag, RESULT_FORMAT):
-        raise ValueError(f"path: {path} holds a result of format {tag[1]} (saved by version {saved.get('version')}); "
-                         f"this version reads format {RESULT_FORMAT[1]}: fit again and save")
-    if tag != RESULT_FORMAT:
-        raise ValueError(f"path: {path} is not a result saved by interpretable_zoo.save_result")
+    what = "a result saved by interpretable_zoo.save_result"
+    saved = _read_checked(Path(path), RESULT_FORMAT, "path", what)
+    if not isinstance(saved, dict) or not hasattr(saved.get("result"), "explain"):
+        raise ValueError(f"path: {path} holds no fitted result, so it is not {what}")
     return saved["result"]

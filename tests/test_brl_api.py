@@ -352,17 +352,41 @@ def test_saved_result_loads_to_the_same_predictions_explanation_and_continuation
     assert loaded.explain() == result.explain() and loaded.to_dict() == result.to_dict()
     np.testing.assert_array_equal(loaded.extend(num_samples=64).idata.posterior["rules"],
                                   result.extend(num_samples=64).idata.posterior["rules"])
-    with pytest.raises(ValueError, match="^path: .* is not a result"):
-        (tmp_path / "other.pkl").write_bytes(pickle.dumps({"a": 1}))
-        load_result(tmp_path / "other.pkl")
-    # a file of an earlier layout, or one that does not unpickle, is refused by name
-    (tmp_path / "old.pkl").write_bytes(pickle.dumps({"format": ("interpretable-zoo result", 1), "version": "0.1.0",
-                                                     "result": None}))
-    with pytest.raises(ValueError, match=r"^path: .* holds a result of format 1 .* reads format 3: fit again"):
-        load_result(tmp_path / "old.pkl")
-    (tmp_path / "cut.pkl").write_bytes((tmp_path / "brl.pkl").read_bytes()[:1000])
-    with pytest.raises(ValueError, match=r"^path: .* cannot be read as a saved result \(\w+Error"):
-        load_result(tmp_path / "cut.pkl")
+
+
+def test_a_saved_result_is_checked_against_its_header_before_it_is_unpickled(planted, tmp_path):
+    """Each damaged or foreign file is refused by name, with what is wrong, and none is unpickled: a pickle
+    without the header (an earlier version's file), a byte flipped, the file cut short, a header announcing
+    16 GiB, another kind of file, another layout, and a well-formed file that holds no result."""
+    from interpretable_zoo import load_result, save_result
+    from interpretable_zoo.inference import checkpoint
+
+    _, result = planted
+    save_result(result, tmp_path / "brl.pkl")
+    whole = (tmp_path / "brl.pkl").read_bytes()
+    header, payload = whole.split(b"\n", 1)
+    flipped = bytearray(whole)
+    flipped[len(header) + 1 + len(payload) // 2] ^= 1
+    damaged = {
+        "other.pkl": (pickle.dumps({"format": checkpoint.RESULT_FORMAT, "result": result}), "is not a result saved by"),
+        "flipped.pkl": (bytes(flipped), "is corrupted: its contents do not match the checksum"),
+        "cut.pkl": (whole[: len(whole) // 2], "is truncated: it holds"),
+        "huge.pkl": (b"interpretable-zoo result 4 17179869184 " + b"0" * 64 + b"\n" + payload[:100], "is truncated"),
+        "longer.pkl": (whole + b"\0", "is corrupted"),
+    }
+    for name, (contents, message) in damaged.items():
+        (tmp_path / name).write_bytes(contents)
+        with pytest.raises(ValueError, match=f"^path: .*{name} {message}"):
+            load_result(tmp_path / name)
+    for name, tag, value, message in [
+        ("checkpoint.pkl", checkpoint.CHECKPOINT_FORMAT, {"a": 1}, "is an interpretable-zoo checkpoint file, not a result"),
+        ("old.pkl", ("interpretable-zoo result", 1), {"result": result}, "has the layout 1 of another version"),
+        ("none.pkl", checkpoint.RESULT_FORMAT, {"version": "0", "result": None}, "holds no fitted result"),
+    ]:
+        checkpoint._write_atomically(tmp_path / name, tag, value)
+        with pytest.raises(ValueError, match=f"^path: .*{name} {message}"):
+            load_result(tmp_path / name)
+    assert load_result(tmp_path / "brl.pkl").explain() == result.explain()
 
 
 def test_rule_list_and_trace_plots_draw_the_frame_and_the_swap_acceptance(planted):

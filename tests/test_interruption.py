@@ -133,13 +133,23 @@ def test_a_checkpoint_of_other_settings_is_refused(monkeypatch, tmp_path):
         Checkpoint(path, every_seconds=-1)
 
 
-def test_a_checkpoint_of_another_layout_or_no_checkpoint_is_refused_by_name(tmp_path):
-    options = dict(tuning_rounds=0, num_samples=CHUNK, **OPTIONS)
-    for name, saved, message in [
-        ("old.ckpt", {"format": ("interpretable-zoo checkpoint", 1)}, "has the layout 1 of another version"),
-        ("other.ckpt", {"a": 1}, "is not a checkpoint of this package"),
+def test_a_checkpoint_of_another_layout_a_damaged_one_or_no_checkpoint_is_refused_by_name(monkeypatch, tmp_path):
+    from interpretable_zoo.inference import checkpoint
+
+    options = dict(tuning_rounds=0, num_samples=2 * CHUNK, **OPTIONS)
+    killed = stop_after_calls(monkeypatch, 2)
+    with pytest.raises(killed):
+        convergence.sample(toy.KERNEL, STATIC, DATA, seed=1, checkpoint=Checkpoint(tmp_path / "run.ckpt", 0), **options)
+    monkeypatch.undo()
+    written = (tmp_path / "run.ckpt").read_bytes()
+    checkpoint._write_atomically(tmp_path / "old.ckpt", ("interpretable-zoo checkpoint", 1), {"a": 1})
+    (tmp_path / "other.ckpt").write_bytes(pickle.dumps({"a": 1}))
+    (tmp_path / "cut.ckpt").write_bytes(written[:-10])
+    for name, message in [
+        ("old.ckpt", "has the layout 1 of another version"),
+        ("other.ckpt", "is not a checkpoint of this package"),
+        ("cut.ckpt", "is truncated"),
     ]:
-        (tmp_path / name).write_bytes(pickle.dumps(saved))
         with pytest.raises(ValueError, match=f"^checkpoint: .*{name} {message}"):
             convergence.sample(toy.KERNEL, STATIC, DATA, seed=1, checkpoint=tmp_path / name, **options)
 
