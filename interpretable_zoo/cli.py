@@ -102,6 +102,27 @@ def _read_frame(path: Path):
         raise CliError(f"--data: cannot read {path.name} as a Parquet table ({one_line(error)})") from None
 
 
+IDENTIFIER_MIN_ROWS = 10
+"""Tables of at least this many rows are checked for columns that look like row identifiers."""
+
+
+def warn_of_identifiers(frame, name: str) -> None:
+    """A line on stderr for each integer or text column of ``frame`` (at least :data:`IDENTIFIER_MIN_ROWS`
+    rows) with a different value in every row: most likely an identifier, which a model would take as a
+    feature of as many categories as rows (slow, and meaningless)."""
+    import pandas as pd
+
+    if len(frame) < IDENTIFIER_MIN_ROWS:
+        return
+    for column in frame.columns:
+        values = frame[column]
+        kind_of_label = pd.api.types.is_integer_dtype(values) or not pd.api.types.is_numeric_dtype(values)
+        if kind_of_label and values.nunique() == len(frame):
+            print(f"izoo: warning: column {column!r} of {name} holds a different value in each of its {len(frame)} "
+                  "rows, like an identifier; it is fitted as a feature (drop it from the table if it names the rows)",
+                  file=sys.stderr)
+
+
 def read_table(path: Path, target: str | None):
     """Read X (and y when ``target`` names a column) from .csv (header row), .parquet, .npy or .npz
     (arrays ``X`` and ``y``). Tables come back as DataFrames, whose columns name the features."""
@@ -114,11 +135,11 @@ def read_table(path: Path, target: str | None):
         frame = _read_frame(path)
         if frame.empty:
             raise CliError(f"--data: {path.name} has no data rows")
-        if target is None:
-            return frame, None
-        if target not in frame.columns:
+        if target is not None and target not in frame.columns:
             raise CliError(f"--target: column {target!r} not in {path.name} (columns: {list(frame.columns)})")
-        return frame.drop(columns=[target]), frame[target].to_numpy()
+        X = frame if target is None else frame.drop(columns=[target])
+        warn_of_identifiers(X, path.name)
+        return X, None if target is None else frame[target].to_numpy()
     if suffix not in (".npy", ".npz"):
         raise CliError(f"--data: unsupported file type {suffix!r}; use .csv, .parquet, .npy or .npz")
     if suffix == ".npy" and target is not None:

@@ -90,6 +90,24 @@ def test_read_table_splits_the_target_column(tmp_path):
     assert list(X.columns) == ["a", "b"] and list(y) == ["yes", "no"]
 
 
+def test_a_column_with_a_different_value_in_every_row_is_flagged_as_an_identifier(tmp_path, capsys):
+    """Integer and text columns unique in every row are named on stderr (the table is still read); a
+    numeric feature of distinct real values, the target, and a short table are not."""
+    rows = 20
+    frame = pd.DataFrame({"id": np.arange(100, 100 + rows), "name": [f"r{i}" for i in range(rows)],
+                          "size": np.linspace(0, 1, rows), "colour": ["red", "blue"] * (rows // 2),
+                          "label": np.arange(rows)})  # fmt: skip
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    X, _ = cli.read_table(tmp_path / "data.csv", "label")
+    warnings = capsys.readouterr().err.splitlines()
+    assert list(X.columns) == ["id", "name", "size", "colour"] and len(warnings) == 2
+    assert warnings[0].startswith("izoo: warning: column 'id' of data.csv holds a different value in each of its 20 rows")
+    assert "column 'name'" in warnings[1]
+    frame.head(cli.IDENTIFIER_MIN_ROWS - 1).to_csv(tmp_path / "short.csv", index=False)
+    cli.read_table(tmp_path / "short.csv", "label")
+    assert capsys.readouterr().err == ""
+
+
 README = (Path(__file__).parents[1] / "README.md").read_text()
 EXAMPLES = dict(re.findall(r"^\| `(\w+)` \|.*\| `izoo (fit .*?)` \|$", README, re.M))
 """The README's example command of each model, from its table of data files."""
