@@ -681,19 +681,45 @@ def _exclusive_prefix_or(words):
     return covered
 
 
+ROW_BY_ROW_WORDS = 256
+"""Bit vectors of at least this many words get their label counts one rule after the other, up to the
+list's length (:func:`label_counts`); shorter ones all rows of the padded list at once."""
+
+
 def label_counts(data: BRLData, rules, length):
     """(capacity + 1, L + 1): the label counts N_j of a padded list's rules in rows j < ``length``, the
     default rule's (all samples still uncaught) in row ``length``, zeros after it, and each row's
     total in the last column; population counts of ``truth(rule j) AND uncaught[j] AND label``, each
-    bit plane weighted by its power of two."""
-    rows = jnp.arange(rules.shape[0] + 1)
-    truth = data.truth_bits[jnp.append(rules, -1)]  # (capacity + 1, W); -1 reads the last, empty row
-    uncaught = ~_exclusive_prefix_or(truth[:-1])  # padded samples are in no label set
-    rule_bits = jnp.where((rows == length)[:, None], ~jnp.uint32(0), truth) & uncaught
-    per_plane = _popcount(rule_bits[:, None, None, :] & data.label_bits[None])  # (capacity + 1, L, P)
-    counted = per_plane @ (1 << jnp.arange(data.label_bits.shape[1], dtype=jnp.int32))
-    others, total = counted[:, :-1], counted[:, -1:]
-    return jnp.concatenate([others, total - others.sum(axis=1, keepdims=True), total], axis=1)
+    bit plane weighted by its power of two.
+
+    With short bit vectors every row of the padded list is counted at once (the rows after the default
+    rule count nothing); from :data:`ROW_BY_ROW_WORDS` words on, where a row costs more than the loop
+    that skips it, a loop counts rows 0..length only (batched, up to the longest list of the batch):
+    2-3x faster at 256 and 1024 words for lists of some 12 rules in a capacity of 30."""
+    n_labels, n_planes, n_words = data.label_bits.shape
+    plane_weights = 1 << jnp.arange(n_planes, dtype=jnp.int32)
+
+    def counts_and_totals(counted):  # (..., L) weighted counts, the last row all samples -> (..., L + 1)
+        others, total = counted[..., :-1], counted[..., -1:]
+        return jnp.concatenate([others, total - others.sum(axis=-1, keepdims=True), total], axis=-1)
+
+    if n_words < ROW_BY_ROW_WORDS:
+        rows = jnp.arange(rules.shape[0] + 1)
+        truth = data.truth_bits[jnp.append(rules, -1)]  # (capacity + 1, W); -1 reads the last, empty row
+        uncaught = ~_exclusive_prefix_or(truth[:-1])  # padded samples are in no label set
+        rule_bits = jnp.where((rows == length)[:, None], ~jnp.uint32(0), truth) & uncaught
+        return counts_and_totals(_popcount(rule_bits[:, None, None, :] & data.label_bits[None]) @ plane_weights)
+
+    every_sample = jnp.full((n_words,), ~jnp.uint32(0))
+
+    def count_row(j, carry):
+        uncaught, table = carry
+        truth = jnp.where(j < length, data.truth_bits[rules[jnp.minimum(j, rules.shape[0] - 1)]], every_sample)
+        row = counts_and_totals(_popcount((truth & uncaught)[None, None, :] & data.label_bits) @ plane_weights)
+        return uncaught & ~truth, table.at[j].set(row)
+
+    table = jnp.zeros((rules.shape[0] + 1, n_labels + 1), jnp.int32)
+    return lax.fori_loop(0, length + 1, count_row, (every_sample, table))[1]
 
 
 def list_state(static: BRLStatic, data: BRLData, rules, length) -> BRLState:
