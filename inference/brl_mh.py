@@ -34,8 +34,9 @@ f(|N(added rule)|) / f(|N(removed rule)|).
 Each antecedent's truth table over the samples and each class's label set are bit vectors (uint32
 words); a rule's captures are ``truth AND uncaught`` and its label counts population counts
 (Yang et al.'s speed trick), where ``uncaught[j]``, the samples no rule before position j holds for,
-is the complement of a running OR of the list's truth tables, computed for the whole padded list
-(in a fixed-shape step, recomputing only the positions after the first changed one skips no work).
+is the complement of a running OR of the list's truth tables, computed for the whole padded list, or,
+for wide bit vectors, one rule after the other up to the list's length (:func:`label_counts`); in a
+fixed-shape step, recomputing only the positions after the first changed one would skip no work.
 Samples with the same truth-table row and label are interchangeable (eq. 3 depends on the captures only
 through their label counts), so where that is cheaper they are merged into one bit each, a merged
 sample's multiplicity written in binary across bit planes of the label sets: a count is
