@@ -695,8 +695,8 @@ def label_counts(data: BRLData, rules, length):
 
     With short bit vectors every row of the padded list is counted at once (the rows after the default
     rule count nothing); from :data:`ROW_BY_ROW_WORDS` words on, where a row costs more than the loop
-    that skips it, a loop counts rows 0..length only (batched, up to the longest list of the batch):
-    2-3x faster at 256 and 1024 words for lists of some 12 rules in a capacity of 30."""
+    that skips it, a loop counts rows 0..length only (batched, up to the longest list of the batch), which
+    also keeps one row's words in cache (benchmarks/RESULTS.md, brl_label_counts)."""
     n_labels, n_planes, n_words = data.label_bits.shape
     plane_weights = 1 << jnp.arange(n_planes, dtype=jnp.int32)
 
