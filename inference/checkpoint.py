@@ -166,7 +166,8 @@ class CheckpointWriter:
 
 def save_result(result, path) -> None:
     """Save a fitted result (``BRLResult``, ``BCMResult``, ``MGMResult``, ``PrototypeSelection``,
-    ``BayesianSetsResult``) to ``path`` as a pickle with a format tag; :func:`load_result` reads it.
+    ``BayesianSetsResult``) to ``path`` as a pickle behind a header with its format tag, length and SHA-256
+    (module docstring); :func:`load_result` checks the header, then reads it.
 
     Example:
         >>> data = iz.datasets.load_titanic_table()
