@@ -49,7 +49,7 @@ import numpy as np
 from interpretable_zoo.diagnostics import rank_statistics
 from interpretable_zoo.inference import progress, tempering
 from interpretable_zoo.inference.checkpoint import CheckpointWriter, as_checkpoint, fingerprint
-from interpretable_zoo.inference.validation import check_positive_int
+from interpretable_zoo.inference.validation import check_positive_int, check_seed
 
 _COMPILE_SECONDS = [0.0]
 
@@ -307,7 +307,7 @@ def sample(
     """
     settings = {
         "num_chains": check_positive_int(num_chains, "num_chains"),
-        "seed": check_positive_int(seed, "seed", minimum=0),
+        "seed": check_seed(seed),
         "n_temperatures": check_temperatures(n_temperatures),
         "max_temperatures": check_positive_int(max_temperatures, "max_temperatures"),
         "num_samples": None if num_samples is None else check_positive_int(num_samples, "num_samples"),

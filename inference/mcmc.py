@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax
 from numpyro.infer import MCMC
 
-from interpretable_zoo.inference.validation import check_positive_int
+from interpretable_zoo.inference.validation import check_positive_int, check_seed
 
 CHAIN_METHODS = ("vectorized", "parallel", "sequential")
 
@@ -43,7 +43,7 @@ def run_mcmc(
     num_warmup = check_positive_int(num_warmup, "num_warmup", minimum=0)
     num_samples = check_positive_int(num_samples, "num_samples")
     num_chains = check_positive_int(num_chains, "num_chains")
-    seed = check_positive_int(seed, "seed", minimum=0)
+    seed = check_seed(seed)
     chain_method = chain_method or default_chain_method(num_chains)
     if chain_method not in CHAIN_METHODS:
         raise ValueError(f"chain_method: expected one of {CHAIN_METHODS}, got {chain_method!r}")

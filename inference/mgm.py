@@ -31,6 +31,7 @@ from interpretable_zoo.inference.validation import (
     check_number,
     check_positive_int,
     check_real_matrix,
+    check_seed,
 )
 from interpretable_zoo.models.mgm import AND, FORMULA_NAMES, Priors
 
@@ -278,12 +279,6 @@ def _result_from(search: mgm_vi.SearchResult, n_clusters, names, priors, exact_o
     )
 
 
-def _check_seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
-        raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
-    return int(seed)
-
-
 def _check_priors(priors) -> Priors:
     if priors is None:
         return Priors()
@@ -309,7 +304,7 @@ def _settings(X, feature_names, priors, restarts, max_iter, seed, n_proposals, r
     priors = _check_priors(priors)
     target_check.check_mgm(priors, config.exact_or)  # the model file's program is the one the ELBO assumes
     mgm_vi.check_expected_log_prior(priors)  # and the ELBO's prior terms are its log density
-    return array, names, priors, config, restarts, _check_seed(seed)
+    return array, names, priors, config, restarts, check_seed(seed)
 
 
 def _restart_keys(seed: int, n_clusters: int, restarts: int):

@@ -29,6 +29,18 @@ def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
     return value
 
 
+SEED_LIMIT = 2**32
+"""Seeds are integers below this: a JAX key made from a larger one keeps only its low 32 bits (2**32 would
+give seed 0's draws) or overflows."""
+
+
+def check_seed(seed) -> int:
+    """``seed`` as an int, or a ValueError naming it unless it is an integer in [0, :data:`SEED_LIMIT`)."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < SEED_LIMIT:
+        raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
+    return int(seed)
+
+
 def check_flag(value, name: str) -> bool:
     """``value`` as a bool, or a ValueError naming ``name`` unless it is True or False."""
     if not isinstance(value, (bool, np.bool_)):
@@ -45,13 +57,14 @@ def check_number(value, name: str) -> float:
 
 def check_sampling_options(num_samples, num_warmup, num_chains, seed) -> None:
     """ValueError naming the argument, before anything compiles, unless ``num_samples`` is None or at least
-    1, ``num_warmup`` None or at least 0, ``num_chains`` at least 1 and ``seed`` at least 0 (integers)."""
+    1, ``num_warmup`` None or at least 0, ``num_chains`` at least 1 (integers) and ``seed`` a seed
+    (:func:`check_seed`)."""
     if num_samples is not None:
         check_positive_int(num_samples, "num_samples")
     if num_warmup is not None:
         check_positive_int(num_warmup, "num_warmup", minimum=0)
     check_positive_int(num_chains, "num_chains")
-    check_positive_int(seed, "seed", minimum=0)
+    check_seed(seed)
 
 
 def check_n_clusters(n_clusters, n_obs: int, name: str = "n_clusters") -> int:

@@ -122,6 +122,8 @@ def test_item_encoder_names_values_negations_and_thresholds():
         (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "max_seconds": -1}, "max_seconds"),
         (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "num_warmup": -1}, "num_warmup"),
         (np.array([["a", "b"], ["b", "a"]]), [0, 1], {"antecedents": [(0,)]}, "antecedents"),
+        (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "seed": 2**70}, r"seed: must be an integer in \[0, 2\*\*32\)"),
+        (np.array([[0, 1], [1, 0]]), [0, 1], {"antecedents": [(0,)], "seed": 2**32}, "seed"),
     ],
 )
 def test_bad_input_gets_a_clear_value_error(X, y, options, name):
