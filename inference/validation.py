@@ -280,10 +280,10 @@ def check_categorical_table(X, name: str = "X", *, counts_from_codes: bool = Tru
                 continue
             kind = pd.api.types.infer_dtype(series, skipna=True)
             levels = series.nunique()
-            numbers = kind in ("floating", "mixed-integer-float", "decimal", "complex")
-            if numbers and kind != "complex" and levels <= NUMERIC_COLUMN_LEVELS and _integral(series):
+            fractional = kind in ("floating", "mixed-integer-float", "decimal", "complex")
+            if fractional and kind != "complex" and levels <= NUMERIC_COLUMN_LEVELS and _integral(series):
                 continue  # ordinal codes held as floats, as KBinsDiscretizer(encode="ordinal") writes them
-            if numbers or (kind == "integer" and levels > NUMERIC_COLUMN_LEVELS):
+            if fractional or (kind == "integer" and levels > NUMERIC_COLUMN_LEVELS):
                 raise ValueError(
                     f"{name}: column {column!r} holds numbers ({series.dtype}, {levels} distinct values), not "
                     f"categories; bin it first (e.g. pd.cut({name}[{column!r}], 5) or datasets.bin_levels), or, if "
