@@ -139,13 +139,15 @@ class BRLResult(convergence.TemperedResult):
     target: tuple = field(repr=False, default=None)  # (static, data) of the kernel, for extend()
     sample_names: tuple[str, ...] | None = field(repr=False, default=None)  # the observation coordinate's values
     encoder: ItemEncoder | None = field(repr=False, default=None)  # the items of a table of categories
+    table_columns: tuple[str, ...] | None = field(repr=False, default=None)  # that table's columns, by position
 
     def _kernel(self) -> TargetKernel:
         return hyperpriors.kernel_for(self.target[0], KERNEL)
 
     def _with_run(self, run) -> BRLResult:
         return _result(run, self.target, self.antecedents, self.item_names, self.classes, self.priors,
-                       self.negations, self.train_table, self.train_labels, self.sample_names, self.encoder)
+                       self.negations, self.train_table, self.train_labels, self.sample_names, self.encoder,
+                       self.table_columns)
 
     @property
     def antecedent_names(self) -> tuple[str, ...]:
@@ -230,8 +232,8 @@ class BRLResult(convergence.TemperedResult):
 
     def items(self, X) -> np.ndarray:
         """The binary items of ``X`` (same columns as in the fit; a table of categories if the fit had one)."""
-        if self.encoder is not None:
-            return self.encoder.transform(X)
+        if self.encoder is not None:  # a DataFrame's columns by name, an array's by position
+            return self.encoder.transform(X if isinstance(X, pd.DataFrame) else _category_table(X, self.table_columns))
         X = check_binary_matrix(X, dtype=np.uint8)
         n_columns = len(self.item_names) // 2 if self.negations else len(self.item_names)
         if X.shape[1] != n_columns:
@@ -425,14 +427,15 @@ def fit_brl(
     if feature_names is None and isinstance(X, pd.DataFrame):
         feature_names = tuple(str(column) for column in X.columns)
     sample_names = tuple(str(name) for name in X.index) if isinstance(X, pd.DataFrame) else None
-    encoder = None
+    encoder = table_columns = None
     if _holds_categories(X):
         if antecedents is not None:
             raise ValueError("antecedents: give them as column indices of a 0/1 X; for a table of categories they "
                              "are mined from its items")
-        frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X, dtype=object))
-        if feature_names is not None or not isinstance(X, pd.DataFrame):  # an array's columns x0, x1, ...
-            frame = frame.set_axis(resolve_names(feature_names, frame.shape[1], argument="feature_names"), axis=1)
+        if np.ndim(X) != 2:
+            raise ValueError(f"X: expected a 2-D table, got shape {np.shape(X)}")
+        table_columns = resolve_names(feature_names, np.shape(X)[1], argument="feature_names")  # an array's: x0, x1, ...
+        frame = _category_table(X, table_columns)
         encoder = fit_item_encoder(frame)
         X = encoder.transform(frame)
     else:
@@ -501,7 +504,15 @@ def fit_brl(
         checkpoint=checkpoint,
     )
     return _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes, sample_names,
-                   encoder)
+                   encoder, table_columns)
+
+
+def _category_table(X, columns: tuple[str, ...]) -> pd.DataFrame:
+    """A table of categories (DataFrame or 2-D array) as a DataFrame whose columns, by position, are ``columns``."""
+    if np.ndim(X) != 2 or np.shape(X)[1] != len(columns):
+        raise ValueError(f"X: expected a table of {len(columns)} columns, got shape {np.shape(X)}")
+    frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X, dtype=object))
+    return frame.set_axis(list(columns), axis=1)
 
 
 def _holds_categories(X) -> bool:
@@ -553,7 +564,7 @@ def _loo_per_list(table, labels, alpha, lists):
 
 
 def _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes,
-            sample_names=None, encoder=None) -> BRLResult:
+            sample_names=None, encoder=None, table_columns=None) -> BRLResult:
     """The :class:`BRLResult` of a finished run (warning when draws reach the list-length cap)."""
     rules, lengths = run.records["rules"], run.records["length"]
     capacity = rules.shape[-1]
@@ -564,7 +575,7 @@ def _result(run, kernel_target, antecedents, item_names, classes, priors, negati
             stacklevel=3,
         )
     return BRLResult(antecedents, item_names, classes, priors, negations, table, codes, run, kernel_target,
-                     sample_names, encoder)
+                     sample_names, encoder, table_columns)
 
 
 @dataclass(frozen=True)

@@ -242,6 +242,7 @@ def test_fit_brl_takes_a_table_of_categories_as_the_classifier_does():
     strings = data.X.to_numpy().astype(str)
     named = fit_brl(strings, data.y, feature_names=list(data.X.columns), **options)
     assert set(named.item_names) == set(result.item_names)
+    np.testing.assert_array_equal(named.predict_proba(strings), named.predict_proba(data.X))  # by position, by name
     unnamed = fit_brl(strings, data.y, **options)
     on_strings = BayesianRuleListClassifier(**options).fit(strings, data.y)
     assert unnamed.item_names == on_strings.result_.item_names and "x2=male" in unnamed.item_names
