@@ -59,7 +59,7 @@ eight lines of x's (the win) hold different chains, and moving between them pass
 some 16 rules, which the length prior (mean 3) alone makes e^-15 times less likely than 8 rules at every
 rung when only the likelihood is tempered. The rungs near the reference hold long lists, where both
 kinds meet. The rule weights w start uniform and then follow the learned proposal's weights averaged
-over all chains, with a smaller uniform share (:func:`reference_rule_tables`): among thousands of
+over all chains, with a smaller uniform share, as whole tickets (:func:`reference_rule_tables`): among thousands of
 antecedents, lists of uniformly drawn rules explain the labels so much worse than the posterior's few
 rules that the path crosses a sharp transition (on mushroom the path log-likelihood jumps from -295 to
 -85 between two rungs), which a reference that already favours the rules the chains use removes. Only
@@ -152,9 +152,9 @@ class BRLData(NamedTuple):
     (antecedent_slots,): c - 1 of each antecedent; n_antecedents: |A| (int scalar); prior: the model
     file's :class:`~models.brl.PriorTables`; likelihood: its :class:`~models.brl.LikelihoodTables`
     for the samples' count rounded up to a word bucket; log_hastings (5, capacity + 1):
-    :func:`log_hastings_table`; reference_length (capacity + 1,) and reference_rule_choice
-    (antecedent_slots + 1,): the tempering reference's log length probabilities
-    (:func:`reference_length_table`) and log rule weights (:func:`reference_rule_tables`); ticket_bounds
+    :func:`log_hastings_table`; reference_length (capacity + 1,) and reference_ticket_bounds
+    (antecedent_slots,) int32: the tempering reference's log length probabilities
+    (:func:`reference_length_table`) and its rule weights as tickets (:func:`reference_rule_tables`); ticket_bounds
     (antecedent_slots,) int32 and log_rule_choice (antecedent_slots + 1,): the proposal's rule tickets
     (:func:`rule_choice_tables`); neighbour_starts (antecedent_slots + 1,), neighbour_list and
     log_neighbour_choice (antecedent_slots + 1,): the neighbour relation in compressed rows
@@ -169,7 +169,7 @@ class BRLData(NamedTuple):
     likelihood: brl.LikelihoodTables
     log_hastings: jnp.ndarray
     reference_length: jnp.ndarray
-    reference_rule_choice: jnp.ndarray
+    reference_ticket_bounds: jnp.ndarray
     ticket_bounds: jnp.ndarray
     log_rule_choice: jnp.ndarray
     neighbour_starts: jnp.ndarray
@@ -388,7 +388,7 @@ def with_proposal(static: BRLStatic, data: BRLData, weights) -> BRLData:
     stacked = [np.stack(column) if by_chain else column[0] for column in zip(*tables)]
     pooled = None if weights is None else np.mean(np.atleast_2d(weights), axis=0)
     return data._replace(**dict(zip(PER_CHAIN_FIELDS, jax.device_put(stacked))),
-                         reference_rule_choice=jax.device_put(reference_rule_tables(pooled, n_antecedents, slots)))
+                         reference_ticket_bounds=jax.device_put(reference_rule_tables(pooled, n_antecedents, slots)))
 
 
 def per_chain(data: BRLData, n_chains: int) -> BRLData:
@@ -424,23 +424,31 @@ def reference_length_table(capacity: int) -> np.ndarray:
 
 
 def reference_rule_tables(weights, n_antecedents: int, antecedent_slots: int) -> np.ndarray:
-    """(antecedent_slots + 1,) float32: log w_a, the reference's rule weights (module docstring), summing
-    to 1 over the antecedents: uniform for ``weights`` None, else REFERENCE_UNIFORM_SHARE / |A| + (1 -
-    REFERENCE_UNIFORM_SHARE) weights_a / sum(weights); padded antecedents -inf, and a last entry 0 read
-    for "no rule" (index -1)."""
+    """(antecedent_slots,) int32 ticket bounds of the reference's rule weights (module docstring):
+    antecedent a holds T_a = max(1, floor(2^23 s_a)) tickets, s_a = 1 / |A| for ``weights`` None, else
+    REFERENCE_UNIFORM_SHARE / |A| + (1 - REFERENCE_UNIFORM_SHARE) weights_a / sum(weights); bounds[a] =
+    T_0 + ... + T_a, padded antecedents none. The reference's weights are w_a = T_a / bounds[-1] exactly:
+    :func:`reference_draw` draws by whole tickets and :func:`log_reference_density` weighs by them."""
     share = _mixed_shares(weights, n_antecedents, REFERENCE_UNIFORM_SHARE)
-    padded = np.full(antecedent_slots - n_antecedents, -np.inf)
-    return np.concatenate([np.log(share), padded, [0.0]]).astype(np.float32)
+    tickets = np.maximum(np.floor(share * 2**TICKET_BITS), 1).astype(np.int64)  # at most 2^23 + 2^22 in all
+    return np.cumsum(np.pad(tickets, (0, antecedent_slots - n_antecedents))).astype(np.int32)
+
+
+def _reference_tickets(data: BRLData, rules):
+    """T_a of each rule of ``rules`` (0 for -1, "no rule") from the reference's ticket bounds."""
+    bounds = data.reference_ticket_bounds
+    before = jnp.where(rules > 0, bounds[jnp.maximum(rules - 1, 0)], 0)
+    return jnp.where(rules >= 0, bounds[jnp.maximum(rules, 0)] - before, 0)
 
 
 def log_reference_density(static: BRLStatic, data: BRLData, rules, length):
     """log r(d) of a padded list (module docstring): the length's log probability plus, rule after rule,
-    log w_a - log(1 - the weights of the rules before it)."""
+    log T_a - log(the tickets of the rules not drawn before it), in whole tickets."""
     listed = jnp.arange(static.capacity) < length
-    log_w = jnp.where(listed, data.reference_rule_choice[jnp.where(listed, rules, -1)], 0.0)
-    w = jnp.where(listed, jnp.exp(log_w), 0.0)
-    left = jnp.maximum(1.0 - (jnp.cumsum(w) - w), jnp.finfo(w.dtype).tiny)  # the weight not yet drawn
-    return data.reference_length[length] + jnp.where(listed, log_w - jnp.log(left), 0.0).sum()
+    tickets = jnp.where(listed, _reference_tickets(data, rules), 0)
+    left = data.reference_ticket_bounds[-1] - (jnp.cumsum(tickets) - tickets)  # exact in int32
+    log_w = jnp.log(jnp.maximum(tickets, 1).astype(jnp.float32)) - jnp.log(left.astype(jnp.float32))
+    return data.reference_length[length] + jnp.where(listed, log_w, 0.0).sum()
 
 
 def _check_target(truth_table, cardinalities, n_classes, y, capacity):
@@ -522,7 +530,7 @@ def make_target(
             likelihood=brl.likelihood_tables(priors.alpha_vector(n_classes), 32 * _words(n_samples)),
             log_hastings=jax.device_put(log_hastings_table(n_antecedents, capacity, static.neighbour_moves)),
             reference_length=jax.device_put(reference_length_table(capacity)),
-            reference_rule_choice=jax.device_put(reference_rule_tables(None, n_antecedents, slots)),
+            reference_ticket_bounds=jax.device_put(reference_rule_tables(None, n_antecedents, slots)),
             ticket_bounds=jax.device_put(ticket_bounds),
             log_rule_choice=jax.device_put(log_rule_choice),
             neighbour_starts=jax.device_put(neighbour_starts),
@@ -768,28 +776,49 @@ def mh_update(static: BRLStatic, data: BRLData, state: BRLState, uniforms, beta)
 
 def reference_draw(static: BRLStatic, data: BRLData, key) -> BRLState:
     """An independent draw from the tempering reference r (module docstring): a length from its
-    truncated Poisson, then that many rules without replacement by the weights w, in the order drawn, by
-    the Gumbel-top-k trick (the antecedents in decreasing order of log w_a + a standard Gumbel are a
-    sequential draw without replacement, Vieira 2014; Kool, van Hoof, Welling 2019)."""
+    truncated Poisson, then rules one after the other without replacement, each by a ticket drawn
+    uniformly among those of the antecedents not yet drawn: the first antecedent whose ticket bound, less
+    the tickets of the drawn rules at or before it, exceeds the ticket, found by bisection. The cost is
+    capacity^2 log |A|, not a pass over all antecedents. A ticket is 64 random bits modulo the tickets
+    left (``random.randint``): each is drawn within a relative 2^-40 of uniformly, far below the float32
+    rounding of :func:`log_reference_density`."""
     key_length, key_rules = random.split(key)
     length = random.categorical(key_length, data.reference_length).astype(jnp.int32)
-    keys = data.reference_rule_choice[:-1] + random.gumbel(key_rules, (static.antecedent_slots,))
-    _, order = lax.top_k(keys, static.capacity)  # padded antecedents weigh 0 (log w = -inf): never drawn
-    return list_state(static, data, jnp.where(jnp.arange(static.capacity) < length, order, -1), length)
+    bounds = data.reference_ticket_bounds
+
+    def draw_rule(rules, position_key):
+        position, key = position_key
+        tickets = _reference_tickets(data, rules)
+        ticket = random.randint(key, (), 0, bounds[-1] - tickets.sum())
+
+        def tickets_left_through(a):  # bound of a among the antecedents not yet drawn
+            return bounds[a] - jnp.where(rules <= a, tickets, 0).sum()
+
+        low, high = jnp.int32(0), jnp.int32(static.antecedent_slots - 1)
+        for _ in range(static.antecedent_slots.bit_length() - 1):  # slots is a power of two
+            middle = (low + high) // 2
+            past = tickets_left_through(middle) > ticket
+            low, high = jnp.where(past, low, middle + 1), jnp.where(past, middle, high)
+        return rules.at[position].set(low), None
+
+    positions = jnp.arange(static.capacity)
+    rules, _ = lax.scan(draw_rule, jnp.full(static.capacity, -1, jnp.int32),
+                        (positions, random.split(key_rules, static.capacity)))
+    return list_state(static, data, jnp.where(positions < length, rules, -1), length)
 
 
 def _redraw_at_reference(static: BRLStatic, data: BRLData, states: BRLState, keys, betas):
     """(states, keys) of a batch whose replicas share ``data``'s tables, with the replica of least beta
-    replaced by an independent draw from the reference (:func:`reference_draw`) if its beta is 0."""
+    replaced by an independent draw from the reference (:func:`reference_draw`) if its beta is 0. The
+    draw is selected, not branched to: vmapped over the chains (:func:`_by_chain`), a ``lax.cond`` would
+    become a select of both branches that costs 15 times the draw itself (mushroom, 8 chains)."""
     first = jnp.argmin(betas)
-
-    def redraw(states_keys):
-        states, keys = states_keys
-        key_draw, key_first = random.split(keys[first])
-        fresh = reference_draw(static, data, key_draw)
-        return jax.tree.map(lambda batch, new: batch.at[first].set(new), states, fresh), keys.at[first].set(key_first)
-
-    return lax.cond(betas[first] == 0, redraw, lambda states_keys: states_keys, (states, keys))
+    at_reference = betas[first] == 0
+    key_draw, key_first = random.split(keys[first])
+    fresh = reference_draw(static, data, key_draw)
+    states = jax.tree.map(lambda batch, new: batch.at[first].set(jnp.where(at_reference, new, batch[first])),
+                          states, fresh)
+    return states, keys.at[first].set(jnp.where(at_reference, key_first, keys[first]))
 
 
 def _by_chain(function, data: BRLData, *batch):

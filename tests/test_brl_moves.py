@@ -308,9 +308,10 @@ def test_learned_weights_add_each_chains_shares_of_the_rules_it_used():
         share = uniform / 5 + (1 - uniform) * weights[chain] / weights[chain].sum()
         np.testing.assert_array_equal(tickets[:5], np.floor(share * TICKETS))
         assert not tickets[5:].any()  # padded antecedents are never proposed
-    reference = np.exp(np.asarray(learned.reference_rule_choice, np.float64))  # one reference, for every chain
-    np.testing.assert_allclose(reference[:5], reference_rule_weights(5, weights.mean(axis=0)), rtol=1e-6)
-    np.testing.assert_array_equal(reference[5:-1], 0.0)
+    reference = np.diff(np.asarray(learned.reference_ticket_bounds), prepend=0)  # one reference, for every chain
+    share = reference_rule_weights(5, weights.mean(axis=0))
+    np.testing.assert_array_equal(reference[:5], np.floor(share * TICKETS))
+    assert not reference[5:].any()
 
 
 def test_chains_learn_in_independent_groups():
@@ -339,7 +340,7 @@ def test_each_chain_steps_with_its_own_tables():
     together, _ = brl_mh.step(static, learned, states, keys, betas)
     for chain in range(n_chains):
         alone = brl_mh.with_proposal(static, data, weights[chain])._replace(
-            reference_rule_choice=learned.reference_rule_choice)
+            reference_ticket_bounds=learned.reference_ticket_bounds)
         rows = slice(chain * replicas, (chain + 1) * replicas)
         expected, _ = brl_mh.step(static, alone, jax.tree.map(lambda x: x[rows], states), keys[rows], betas[rows])
         jax.tree.map(lambda a, b: np.testing.assert_array_equal(np.asarray(a)[rows], b), together, expected)
@@ -365,7 +366,7 @@ def test_reference_density_sums_to_one_over_every_list(weights):
 
 
 def test_reference_draws_match_the_enumerated_reference_and_other_weights_fail():
-    """Independent draws from the reference (:func:`brl_mh.reference_draw`, Gumbel-top-k) with skewed rule
+    """Independent draws from the reference (:func:`brl_mh.reference_draw`, by tickets) with skewed rule
     weights follow r(d) enumerated over all lists; the control tests them against the uniform reference."""
     static, data = target(brl.Priors())
     weights = skewed_weights(len(CARDINALITIES))
@@ -460,8 +461,8 @@ def test_tempered_replicas_match_the_enumerated_tempered_posterior_and_another_r
     for first, beta in ((0, 0.3), (1, 1.0)):
         result = gof_against_enumeration(jax.tree.map(lambda x: x[first::2], draws), brl.Priors(), beta)
         assert result.passed(alpha=1e-3), (beta, result)
-    other_reference = brl_mh.with_proposal(static, data, skewed_weights(len(CARDINALITIES))).reference_rule_choice
-    draws = sample_replicas(static, data._replace(reference_rule_choice=other_reference), jax.random.PRNGKey(5),
+    other_reference = brl_mh.with_proposal(static, data, skewed_weights(len(CARDINALITIES))).reference_ticket_bounds
+    draws = sample_replicas(static, data._replace(reference_ticket_bounds=other_reference), jax.random.PRNGKey(5),
                             0.3 * POSTERIOR)
     result = gof_against_enumeration(draws, brl.Priors(), 0.3)
     assert not result.passed(alpha=1e-3), result
