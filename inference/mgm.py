@@ -111,7 +111,11 @@ class MGMResult:
         return text if len(shown) == len(names) else f"{text} {self.formulas[g]} ... (+{len(names) - len(shown)} more)"
 
     def distinguishing_groups(self, threshold: float = 0.5) -> list[int]:
-        """Groups with distinguishing probability above ``threshold``, widest gap across clusters first."""
+        """Groups with distinguishing probability above ``threshold`` (a probability), widest gap across
+        clusters first."""
+        threshold = check_number(threshold, "threshold")
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"threshold: a distinguishing probability in [0, 1], got {threshold!r}")
         chosen = np.flatnonzero(self.distinguishing > threshold)
         gaps = self.presence[chosen].max(1) - self.presence[chosen].min(1)
         return [int(g) for g in chosen[np.argsort(-gaps, kind="stable")]]

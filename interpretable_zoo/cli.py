@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import math
 import os
 import sys
 import zipfile
@@ -146,6 +147,7 @@ def read_table(path: Path, target: str | None):
         raise CliError("--target: a .npy file holds X only; use .csv, .parquet or .npz with arrays X and y")
     try:
         if suffix == ".npy":
+            _check_npy_size(path)
             return np.load(path), None
         with np.load(path) as archive:
             if "X" not in archive:
@@ -155,6 +157,25 @@ def read_table(path: Path, target: str | None):
         raise CliError(
             f"--data: cannot read {path.name} as a NumPy {suffix} file of numeric arrays ({one_line(error)})"
         ) from None
+
+
+def _check_npy_size(path: Path) -> None:
+    """A CliError naming --data when the .npy file's header claims more bytes than the file holds (read
+    before anything is allocated); a header that cannot be read is left to ``np.load``'s message."""
+    import numpy as np
+
+    with open(path, "rb") as file:
+        try:
+            version = np.lib.format.read_magic(file)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read_header(file)
+        except ValueError:
+            return
+        held = path.stat().st_size - file.tell()
+    claimed = math.prod(shape) * dtype.itemsize
+    if claimed > held:
+        raise CliError(f"--data: {path.name} claims an array of shape {shape} ({dtype}, {claimed:,} bytes) "
+                       f"but holds {held:,} bytes after its header; the file is truncated or its header is wrong")
 
 
 def writable_output(path: Path, model: str) -> Path:

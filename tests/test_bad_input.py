@@ -1020,6 +1020,9 @@ def data_files(home: Path) -> None:
     write(home / "binary.csv", bytes(range(255, 0, -1)))
     np.save(home / "object.npy", np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
     write(home / "corrupt.npy", b"\x93NUMPY\x01\x00garbage")
+    with open(home / "oversized.npy", "wb") as file:  # a header claiming 16 GiB before 16 bytes of data
+        np.lib.format.write_array_header_1_0(file, {"descr": "<f8", "fortran_order": False, "shape": (2**30, 2)})
+        file.write(bytes(16))
     write(home / "corrupt.npz", b"PK\x03\x04garbage")
     write(home / "good.csv", "a,b\n0,1\n1,0\n")
     write(home / "corrupt.parquet", b"PAR1garbage")
@@ -1068,6 +1071,13 @@ COMMANDS = [
         "fit-npy-object",
     ),
     (lambda home, fake: fit_argv(home, "corrupt.npy"), 2, r"--data: cannot read corrupt\.npy", "fit-npy-corrupt"),
+    (
+        lambda home, fake: fit_argv(home, "oversized.npy"),
+        2,
+        r"--data: oversized\.npy claims an array of shape \(1073741824, 2\) \(float64, 17,179,869,184 bytes\) but "
+        r"holds 16 bytes",
+        "fit-npy-oversized-header",
+    ),
     (lambda home, fake: fit_argv(home, "corrupt.npz"), 2, r"--data: cannot read corrupt\.npz", "fit-npz-corrupt"),
     (
         lambda home, fake: ["summary", str(home / "not.nc")],

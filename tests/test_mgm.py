@@ -51,6 +51,14 @@ def test_relaxed_or_emits_members_with_probability_s():
     assert np.asarray(draws["w"]).mean() == pytest.approx(0.3, abs=0.015)  # 20000 Bernoulli(0.3): sd 0.0032
 
 
+@pytest.mark.parametrize("threshold, message", [(float("nan"), "expected a finite number"), ("0.5", "expected a finite"),
+                                                (1.5, r"a distinguishing probability in \[0, 1\], got 1.5")])
+def test_explanations_refuse_a_threshold_that_is_no_probability(faces_fit, threshold, message):
+    for explain in (faces_fit.distinguishing_groups, faces_fit.explain_frame, faces_fit.explain):
+        with pytest.raises(ValueError, match=f"^threshold: {message}"):
+            explain(threshold=threshold)
+
+
 def test_cartoon_faces_recovers_the_distinguishing_groups(faces, faces_fit):
     result = faces_fit
     names = [{FACE_FEATURES[d] for d in result.groups[g]} for g in result.distinguishing_groups()]
