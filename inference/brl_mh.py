@@ -774,14 +774,29 @@ def mh_update(static: BRLStatic, data: BRLData, state: BRLState, uniforms, beta)
     return jax.tree.map(lambda new, old: jnp.where(accept, new, old), proposal, state), accept_prob
 
 
+def uniform_below(key, n):
+    """An exactly uniform int32 in [0, n), 0 < n < 2^31: 32 random bits modulo n, drawn again while they
+    fall past the last whole multiple of n below 2^32 (probability below n / 2^32). ``random.randint``
+    is not exact: it reduces its bits modulo n, biased by about n / 2^32."""
+    n = jnp.asarray(n, jnp.uint32)
+    largest = jnp.uint32(0xFFFFFFFF) - (jnp.uint32(0) - n) % n  # 2^32 - 1 - (2^32 mod n)
+
+    def draw(carry):
+        key, _ = carry
+        key, bits_key = random.split(key)
+        return key, random.bits(bits_key, (), jnp.uint32)
+
+    _, bits = lax.while_loop(lambda carry: carry[1] > largest, draw, draw((key, jnp.uint32(0))))
+    return (bits % n).astype(jnp.int32)
+
+
 def reference_draw(static: BRLStatic, data: BRLData, key) -> BRLState:
     """An independent draw from the tempering reference r (module docstring): a length from its
     truncated Poisson, then rules one after the other without replacement, each by a ticket drawn
     uniformly among those of the antecedents not yet drawn: the first antecedent whose ticket bound, less
     the tickets of the drawn rules at or before it, exceeds the ticket, found by bisection. The cost is
-    capacity^2 log |A|, not a pass over all antecedents. A ticket is 64 random bits modulo the tickets
-    left (``random.randint``): each is drawn within a relative 2^-40 of uniformly, far below the float32
-    rounding of :func:`log_reference_density`."""
+    capacity^2 log |A|, not a pass over all antecedents; the tickets are exactly uniform
+    (:func:`uniform_below`)."""
     key_length, key_rules = random.split(key)
     length = random.categorical(key_length, data.reference_length).astype(jnp.int32)
     bounds = data.reference_ticket_bounds
@@ -789,7 +804,7 @@ def reference_draw(static: BRLStatic, data: BRLData, key) -> BRLState:
     def draw_rule(rules, position_key):
         position, key = position_key
         tickets = _reference_tickets(data, rules)
-        ticket = random.randint(key, (), 0, bounds[-1] - tickets.sum())
+        ticket = uniform_below(key, bounds[-1] - tickets.sum())
 
         def tickets_left_through(a):  # bound of a among the antecedents not yet drawn
             return bounds[a] - jnp.where(rules <= a, tickets, 0).sum()

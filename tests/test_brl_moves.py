@@ -365,6 +365,20 @@ def test_reference_density_sums_to_one_over_every_list(weights):
     np.testing.assert_allclose(log_r, jax.vmap(lambda r, m: exact({"rules": r, "length": m}))(rules, lengths), atol=1e-5)
 
 
+def test_uniform_below_is_exactly_uniform_where_a_modulo_is_not():
+    """n = 3 2^29: 32 random bits modulo n put 3/4 of the draws below 2^30 (two whole cycles and two
+    thirds of a third), the exact draw 2/3; 20,000 draws tell them apart by 15 standard errors. The
+    control is the modulo of the same keys' bits."""
+    n, draws = 3 * 2**29, 20_000
+    keys = jax.random.split(jax.random.PRNGKey(6), draws)
+    exact = np.asarray(jax.jit(jax.vmap(lambda key: brl_mh.uniform_below(key, n)))(keys))
+    assert exact.min() >= 0 and exact.max() < n
+    standard_error = np.sqrt(2 / 3 * 1 / 3 / draws)
+    assert abs((exact < 2**30).mean() - 2 / 3) < 4 * standard_error
+    bits = np.asarray(jax.vmap(lambda key: jax.random.bits(jax.random.split(key)[1], (), jnp.uint32))(keys))
+    assert abs((bits % n < 2**30).mean() - 2 / 3) > 4 * standard_error
+
+
 def test_reference_draws_match_the_enumerated_reference_and_other_weights_fail():
     """Independent draws from the reference (:func:`brl_mh.reference_draw`, by tickets) with skewed rule
     weights follow r(d) enumerated over all lists; the control tests them against the uniform reference."""
