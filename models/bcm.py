@@ -51,6 +51,7 @@ from jax.scipy.special import gammaln
 from numpyro.distributions import constraints
 
 from interpretable_zoo.inference import hyperpriors
+from interpretable_zoo.inference.validation import check_float32_positive
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,9 @@ class Priors:
                 raise ValueError(f"priors.{name} must be positive, got {values[name]}")
         if values.get("c", 0.0) < 0:
             raise ValueError(f"priors.c must be non-negative, got {self.c}")
+        for name in ("alpha", "lam", "c"):
+            if values.get(name, 0.0) > 0:  # c = 0 is allowed: no copying of the prototype
+                check_float32_positive(values[name], f"priors.{name}")
         if "q" in values and not 0 < values["q"] < 1:
             raise ValueError(f"priors.q must lie strictly between 0 and 1, got {self.q}")
 

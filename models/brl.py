@@ -47,6 +47,7 @@ from scipy import special
 
 from interpretable_zoo import compiled_hooks
 from interpretable_zoo.inference import hyperpriors
+from interpretable_zoo.inference.validation import check_float32_positive
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class Priors:
                 continue
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0:
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+            check_float32_positive(float(value), f"priors.{name}")
         alpha = self.alpha
         if isinstance(alpha, jax.core.Tracer):
             return
@@ -94,6 +96,8 @@ class Priors:
             object.__setattr__(self, "alpha", values)
         if not values or not all(np.isfinite(a) and a > 0 for a in values):
             raise ValueError(f"alpha must be positive and finite, got {alpha!r}")
+        for a in values:
+            check_float32_positive(a, "priors.alpha")
 
     def alpha_vector(self, n_classes: int) -> np.ndarray:
         """alpha as one float per class; ValueError when a per-class alpha has the wrong length."""

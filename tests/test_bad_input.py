@@ -37,7 +37,7 @@ from interpretable_zoo.inference.mgm import MGMClusterer, fit_mgm, fit_mgm_sweep
 from interpretable_zoo.inference.prototype_selection import PrototypeClassifier, select_prototypes
 from interpretable_zoo.inference.rule_mining import fit_item_encoder
 from interpretable_zoo.inference.set_cover import dissimilarity_quantile, dissimilarity_quantiles
-from interpretable_zoo.models import mgm
+from interpretable_zoo.models import bcm, brl, mgm
 from interpretable_zoo.models.bayesian_sets import Priors
 
 RNG = np.random.default_rng(0)
@@ -500,6 +500,27 @@ RULE_LISTS = [
     ),
     (lambda mp: fit_brl(np.ma.masked_array(XB, mask=np.eye(*XB.shape, dtype=bool) & (np.arange(XB.shape[1]) == 0)), YB), ValueError, r"^X: a masked array \(numpy\.ma\) with 1 masked cells", "X-masked"),
     (lambda mp: BayesianRuleListClassifier().fit(np.ma.masked_array(XB, mask=np.eye(*XB.shape, dtype=bool) & (np.arange(XB.shape[1]) == 0)), YB), ValueError, r"^X: a masked array \(numpy\.ma\) with 1 masked cells", "classifier-X-masked"),
+    (
+        lambda mp: brl.Priors(lam=1e300),
+        ValueError,
+        r"^priors.lam: 1e\+300 lies outside "
+        r"\[1.18e-38, 3.4e\+38\], the positive range of float32",
+        "lam-overflows-float32",
+    ),
+    (
+        lambda mp: brl.Priors(eta=1e-300),
+        ValueError,
+        r"^priors.eta: 1e-300 lies outside "
+        r"\[1.18e-38, 3.4e\+38\], the positive range of float32",
+        "eta-underflows-float32",
+    ),
+    (
+        lambda mp: brl.Priors(alpha=(1.0, 1e-40)),
+        ValueError,
+        r"^priors.alpha: 1e-40 lies outside "
+        r"\[1.18e-38, 3.4e\+38\], the positive range of float32",
+        "alpha-underflows-float32",
+    ),
 ]
 
 # ----------------------------------------------------------------------------- Mind the Gap
@@ -650,6 +671,27 @@ CASE_MODEL = [
     (lambda mp: fit_bcm(XC[:1], 1), ValueError, r"^X: one sample \(n_samples=1\)", "X-one-row"),
     (lambda mp: fit_bcm(np.ma.masked_array(XC, mask=np.eye(*XC.shape, dtype=bool) & (np.arange(XC.shape[1]) == 0)), 2), ValueError, r"^X: a masked array \(numpy\.ma\) with 1 masked cells", "X-masked"),
     (lambda mp: BCMClusterer(2).fit(np.ma.masked_array(XC, mask=np.eye(*XC.shape, dtype=bool) & (np.arange(XC.shape[1]) == 0))), ValueError, r"^X: a masked array \(numpy\.ma\) with 1 masked cells", "clusterer-X-masked"),
+    (
+        lambda mp: bcm.Priors(alpha=1e-300),
+        ValueError,
+        r"^priors.alpha: 1e-300 lies outside "
+        r"\[1.18e-38, 3.4e\+38\], the positive range of float32",
+        "alpha-underflows-float32",
+    ),
+    (
+        lambda mp: bcm.Priors(lam=1e300),
+        ValueError,
+        r"^priors.lam: 1e\+300 lies outside "
+        r"\[1.18e-38, 3.4e\+38\], the positive range of float32",
+        "lam-overflows-float32",
+    ),
+    (
+        lambda mp: bcm.Priors(c=1e39),
+        ValueError,
+        r"^priors.c: 1e\+39 lies outside "
+        r"\[1.18e-38, 3.4e\+38\], the positive range of float32",
+        "c-overflows-float32",
+    ),
 ]
 
 
