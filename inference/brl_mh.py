@@ -826,7 +826,8 @@ def _redraw_at_reference(static: BRLStatic, data: BRLData, states: BRLState, key
     """(states, keys) of a batch whose replicas share ``data``'s tables, with the replica of least beta
     replaced by an independent draw from the reference (:func:`reference_draw`) if its beta is 0. The
     draw is selected, not branched to: vmapped over the chains (:func:`_by_chain`), a ``lax.cond`` would
-    become a select of both branches that costs 15 times the draw itself (mushroom, 8 chains)."""
+    become a select of both branches at many times the draw's cost (benchmarks/RESULTS.md,
+    brl_label_counts)."""
     first = jnp.argmin(betas)
     at_reference = betas[first] == 0
     key_draw, key_first = random.split(keys[first])

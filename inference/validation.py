@@ -34,6 +34,13 @@ SEED_LIMIT = 2**32
 give seed 0's draws) or overflows."""
 
 
+def check_seed(seed) -> int:
+    """``seed`` as an int, or a ValueError naming it unless it is an integer in [0, :data:`SEED_LIMIT`)."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < SEED_LIMIT:
+        raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
+    return int(seed)
+
+
 FLOAT32_POSITIVE = (float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max))
 """The positive normal range of float32, in which the samplers compute their prior tables."""
 
@@ -45,13 +52,6 @@ def check_float32_positive(value: float, name: str) -> None:
     if not low <= value <= high:
         raise ValueError(f"{name}: {value!r} lies outside [{low:.3g}, {high:.3g}], the positive range of float32 "
                          "in which the samplers compute")
-
-
-def check_seed(seed) -> int:
-    """``seed`` as an int, or a ValueError naming it unless it is an integer in [0, :data:`SEED_LIMIT`)."""
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < SEED_LIMIT:
-        raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
-    return int(seed)
 
 
 def check_flag(value, name: str) -> bool:
