@@ -396,7 +396,8 @@ def fit_bcm(
     By default the chains run until the log joint, sorted cluster sizes and number of subspace features
     reach R-hat <= ``target_rhat`` and bulk ESS >= ``min_ess``, or ``max_seconds`` pass (then
     ``result.converged`` is False and a warning gives the numbers); ``num_samples`` runs exactly that many
-    scans after ``num_warmup`` tuning scans (None: until the schedule settles, at most four rounds) instead.
+    scans after ``num_warmup`` tuning scans (None: until a round after the first keeps the number of rungs,
+    at most four rounds) instead.
     ``n_temperatures``: rungs per chain ("auto", or 1 for the untempered sampler). ``store_z``: keep every
     draw's token assignments (N x P per draw). ``init``: "random" (each replica drawn from the prior), or an
     (N,) array of initial clusters, one per observation (see :func:`corrupt_half_labels` for the paper's

@@ -396,7 +396,8 @@ def fit_brl(
     chains run until the log posterior, list length and mean cardinality reach R-hat <= ``target_rhat``
     and bulk ESS >= ``min_ess``, or ``max_seconds`` pass (then ``result.converged`` is False and a warning
     gives the numbers). ``num_samples``: run exactly that many scans after ``num_warmup`` tuning scans
-    (rounded up to whole tuning rounds; None: until the schedule settles, at most four rounds) instead.
+    (rounded up to whole tuning rounds; None: until a round after the first keeps the number of rungs, at
+    most four rounds) instead.
     ``progress_bar``: None shows it outside CI.
     ``devices``: the chains split over several devices (None: as many as divide ``num_chains``; an
     integer or a list of devices; :func:`tempering.chain_mesh`); the draws do not depend on it.

@@ -2,9 +2,9 @@
 
 The run is a sequence of rounds of doubling length, as in Pigeons.jl: the first ``tuning_rounds`` adapt
 the tempering schedule (and, with ``n_temperatures="auto"``, the number of rungs) and are discarded (by
-default up to four, fewer once a round finds the schedule settled: its rungs reject about equally
-often); each later round runs with the schedule tuned on the round before it, and is itself a valid MCMC
-run started where the previous one stopped. A kernel that learns its proposal
+default up to four, fewer once a round after the first keeps the number of rungs); each later round
+runs with the schedule tuned on the round before it, and is itself a valid MCMC run started where the
+previous one stopped. A kernel that learns its proposal
 (``TargetKernel.learn_proposal``) runs every round, tuning or sampling, with the proposal that the rounds
 before it taught; within a round it is fixed. After chunks of a sampling round (every chunk at first,
 then ``TESTS_PER_DOUBLING`` times per doubling of the draws judged) the label-free summaries of the
@@ -93,12 +93,11 @@ MAX_DRAWS = 2000
 """Draws kept per chain by default (a longer round is thinned evenly to this many)."""
 
 DEFAULT_TUNING_ROUNDS = 4
-"""The most tuning rounds of a run with ``tuning_rounds="auto"``."""
-
-SETTLED_IMBALANCE = 0.25
-"""A run with ``tuning_rounds="auto"`` stops tuning after its second round, or a later one, that keeps
-the number of rungs and whose rungs lie within this many rung spacings of rejecting equally often
-(:func:`tempering.schedule_imbalance`): tuning again would move the schedule by less than its noise."""
+"""The most tuning rounds of a run with ``tuning_rounds="auto"``, which ends tuning after the second
+round, or a later one, that keeps the number of rungs. The sampling rounds go on retuning the schedule
+and relearning a kernel's proposal from their draws, so tuning only has to find the number of rungs and
+leave the start behind; a learned proposal moves the barrier from round to round, so the rungs' places
+on it do not settle within a few tuning rounds."""
 
 
 def tuning_rounds_for(num_warmup: int | None, scans_per_chunk: int) -> int | str:
@@ -294,8 +293,8 @@ def sample(
     ``n_temperatures``: rungs per chain, or "auto" (start at 8, then about 2 Lambda after each tuning
     round, at most ``max_temperatures``); 1 runs the kernel untempered. ``tuning_rounds``: rounds of
     ``scans_per_chunk`` * 2^r scans (r = 0, 1, ...) that tune the schedule and are discarded; "auto":
-    at most :data:`DEFAULT_TUNING_ROUNDS`, ending after the second or a later round that leaves the
-    schedule settled (:data:`SETTLED_IMBALANCE`).
+    at most :data:`DEFAULT_TUNING_ROUNDS`, ending after the second or a later round that keeps the
+    number of rungs.
     ``num_samples``: run exactly that many scans after tuning (no convergence stopping; ``max_seconds`` is
     ignored). ``max_draws``: draws kept per chain (thinned evenly). ``initial_states``: one kernel state
     per chain (leading axis ``num_chains``) where all of the chain's rungs start; by default each replica
@@ -365,8 +364,7 @@ def sample(
                 break
             proposal, data = _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh)
             tuned, ladder = _retuned(ladder, schedule, statistics, settings)
-            settled = (auto_rounds and round_index >= 1 and len(tuned) == len(schedule)
-                       and tempering.schedule_imbalance(statistics) <= SETTLED_IMBALANCE)
+            settled = auto_rounds and round_index >= 1 and len(tuned) == len(schedule)
             schedule = tuned
             if settled:
                 break

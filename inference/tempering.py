@@ -406,16 +406,6 @@ def cumulative_barrier(statistics: RoundStatistics) -> np.ndarray:
     return np.concatenate([[0.0], np.cumsum(rejection_rates(statistics))])
 
 
-def schedule_imbalance(statistics: RoundStatistics) -> float:
-    """How far a round's rungs are from rejecting equally often (the fixed point of the tuning, Syed et al.
-    sec. 5.1): the largest distance, in rung spacings, between rung k and its place on the cumulative barrier,
-    max_k |Lambda(beta_k) / Lambda * (K - 1) - k|; 0 with one rung or when no swap was rejected."""
-    cumulative = cumulative_barrier(statistics)
-    if cumulative[-1] <= 0.0:
-        return 0.0
-    return float(np.abs(cumulative / cumulative[-1] * (cumulative.size - 1) - np.arange(cumulative.size)).max())
-
-
 def tuned_schedule(schedule, statistics: RoundStatistics, n_rungs: int) -> np.ndarray:
     """``n_rungs`` inverse temperatures from 0 to 1 at equal steps of the cumulative barrier Lambda(beta)
     estimated from the round's rejection rates (Syed et al. Algorithm 4, piecewise-linear Lambda)."""

@@ -102,51 +102,33 @@ def test_tuned_schedule_equalises_rejection():
     assert [tempering.rungs_for_barrier(b) for b in (0.1, 1.0, 4.0, 6.0, 40.0)] == [2, 2, 8, 16, 32]
 
 
-def test_schedule_imbalance_measures_unequal_rejection_in_rung_spacings():
-    def imbalance(rejection):
-        return tempering.schedule_imbalance(tempering.RoundStatistics(
-            rejection=np.asarray(rejection, float), attempts=np.full(len(rejection), 100.0),
-            log_stepping_stone=np.zeros((2, len(rejection))), batch_scans=np.ones(2), round_trips=0, n_scans=1,
-            move_rates={},
-        ))
-
-    assert imbalance([30.0, 30.0, 30.0]) == 0.0
-    # cumulative barrier 0, 90, 100, 100 of 100: rung 1 sits at 2.7 spacings instead of 1
-    assert imbalance([90.0, 10.0, 0.0]) == pytest.approx(1.7)
-    assert imbalance([]) == 0.0 and imbalance([0.0, 0.0]) == 0.0
-
-
 @pytest.mark.parametrize(
-    "tuning_rounds, imbalances, rungs, tuning_scans",
+    "tuning_rounds, rungs, tuning_scans",
     [
-        # settled at the second round (the first is never trusted): tuning ends there
-        ("auto", [0.0], [8], 3),
-        # unsettled at the second round, settled at the third
-        ("auto", [0.9, 0.1], [8], 7),
-        # never settled: the four rounds of "auto"
-        ("auto", [0.9], [8], 15),
-        # settled rejection, but the number of rungs changes every round (8 -> 4 -> 8 -> ...)
-        ("auto", [0.0], [4, 8], 15),
+        # the number of rungs kept at the second round (the first is never trusted): tuning ends there
+        ("auto", [8], 3),
+        # 8 -> 16 at the first round, kept at the second
+        ("auto", [16], 3),
+        # 8 -> 16 -> 8 -> 8: kept at the third round
+        ("auto", [16, 8, 8], 7),
+        # the number of rungs changes every round (8 -> 4 -> 8 -> ...): the four rounds of "auto"
+        ("auto", [4, 8], 15),
         # a fixed number of rounds is always run whole
-        (3, [0.0], [8], 7),
+        (3, [8], 7),
     ],
-    ids=["settled", "settled late", "unsettled", "rungs change", "fixed"],
+    ids=["kept", "changed once", "kept late", "always changed", "fixed"],
 )
-def test_auto_tuning_ends_once_the_schedule_settles(bimodal, monkeypatch, tuning_rounds, imbalances, rungs,
-                                                      tuning_scans):
-    """Tuning rounds of 1, 2, 4, 8 chunks; the measured imbalance and the number of rungs asked for are
+def test_auto_tuning_ends_once_a_round_keeps_the_number_of_rungs(bimodal, monkeypatch, tuning_rounds, rungs,
+                                                                 tuning_scans):
+    """Tuning rounds of 1, 2, 4, 8 chunks from 8 rungs; the number of rungs asked for after each round is
     stubbed call by call (the values cycling)."""
-    calls = {"imbalance": 0, "rungs": 0}
+    calls = [0]
 
-    def stub(name, values):
-        def value(*_, **__):
-            calls[name] += 1
-            return values[(calls[name] - 1) % len(values)]
+    def rungs_asked(*_, **__):
+        calls[0] += 1
+        return rungs[(calls[0] - 1) % len(rungs)]
 
-        return value
-
-    monkeypatch.setattr(tempering, "schedule_imbalance", stub("imbalance", imbalances))
-    monkeypatch.setattr(tempering, "rungs_for_barrier", stub("rungs", rungs))
+    monkeypatch.setattr(tempering, "rungs_for_barrier", rungs_asked)
     result = convergence.sample(toy.KERNEL, toy.LatticeStatic(12), bimodal[1], num_chains=2, seed=0,
                                 tuning_rounds=tuning_rounds, scans_per_chunk=8, num_samples=8, progress_bar=False)
     assert result.n_scans == 8 * tuning_scans + 8
