@@ -71,8 +71,17 @@ def _record(static, data, states):
 KERNEL = TargetKernel(brl_mh.init, brl_mh.step, brl_mh.summaries, _record, brl_mh.learn_proposal, brl_mh.with_proposal)
 """The list Metropolis-Hastings kernel as the tempering engine runs it."""
 
-_capture_counts = jax.jit(brl.capture_counts, static_argnums=2)
-_capture_index = jax.jit(brl.capture_index)
+@functools.partial(jax.jit, static_argnums=2)
+def _capture_counts(by_antecedent, y, n_classes, rules, length):
+    """:func:`models.brl.capture_counts` of the truth table given as its (|A|, n) transpose (the layout of
+    :meth:`BRLResult._slots`: passed as is, no transposing copy on the way to the device)."""
+    return brl.capture_counts(by_antecedent.T, y, n_classes, rules, length)
+
+
+@jax.jit
+def _capture_index(by_antecedent, rules, length):
+    """:func:`models.brl.capture_index` of the truth table given as its (|A|, n) transpose."""
+    return brl.capture_index(by_antecedent.T, rules, length)
 
 
 def _labels(y, n_samples: int):
@@ -211,9 +220,10 @@ class BRLResult(convergence.TemperedResult):
         return self.priors.alpha_vector(len(self.classes))
 
     def _slots(self, table) -> np.ndarray:
-        """A (n, |A|) truth table widened with never-true columns to the kernel's antecedent slots, so that
-        fits whose |A| share a size bucket share the compiled prediction programs."""
-        return np.pad(table, ((0, 0), (0, self.target[0].antecedent_slots - table.shape[1])))
+        """The (slots, n) transpose of a (n, |A|) truth table, widened with never-true antecedents to the
+        kernel's antecedent slots, so that fits whose |A| share a size bucket share the compiled prediction
+        programs (which take truth tables in this layout, that of :func:`rule_mining.truth_table`)."""
+        return np.pad(np.asarray(table).T, ((0, self.target[0].antecedent_slots - table.shape[1]), (0, 0)))
 
     def _padded(self, rules):
         """A list as the kernel stores it: (capacity,) antecedent indices padded with -1 (fixed shapes, so
@@ -335,10 +345,11 @@ class BRLResult(convergence.TemperedResult):
 
 
 @jax.jit
-def _posterior_average(train_table, train_labels, test_table, alpha, unique, weights):
+def _posterior_average(train_by_antecedent, train_labels, test_by_antecedent, alpha, unique, weights):
     """BRL-post: sum over distinct sampled lists of weight * E[theta_j(x) | data] (the posterior mean of the
-    rule capturing x)."""
+    rule capturing x); the truth tables as their (slots, n) transposes (:meth:`BRLResult._slots`)."""
     n_classes = alpha.shape[0]
+    train_table, test_table = train_by_antecedent.T, test_by_antecedent.T
 
     def add(total, list_and_weight):
         row, weight = list_and_weight
@@ -529,9 +540,9 @@ def _holds_categories(X) -> bool:
         return False
 
 
-def _pointwise_log_likelihood(table, labels, alpha, rules, lengths) -> np.ndarray:
+def _pointwise_log_likelihood(by_antecedent, labels, alpha, rules, lengths) -> np.ndarray:
     """(chain, draw, n) float32: :func:`models.brl.loo_log_predictive` of every training sample under each
-    drawn list, computed once per distinct list, :data:`LISTS_PER_CALL` lists per call (the last call
+    drawn list (the truth table as its (slots, n) transpose), computed once per distinct list, :data:`LISTS_PER_CALL` lists per call (the last call
     padded), so that every fit and extension of one shape shares the compiled program."""
     draws = np.concatenate([rules, lengths[..., None]], axis=-1).astype(np.int32)  # (chain, draw, list)
     changed = np.ones(lengths.shape, bool)  # a chain's list often stays for several draws: unique over the changes
@@ -541,9 +552,9 @@ def _pointwise_log_likelihood(table, labels, alpha, rules, lengths) -> np.ndarra
                                           return_index=True, return_inverse=True)  # fmt: skip
     unique, inverse = changes[first], inverse_changed[np.cumsum(changed) - 1]
     padded = np.pad(unique, ((0, -len(unique) % LISTS_PER_CALL), (0, 0)), mode="edge")
-    table, labels, alpha = jax.device_put((table, labels, alpha))
+    by_antecedent, labels, alpha = jax.device_put((by_antecedent, labels, alpha))
     per_list = np.concatenate([
-        np.asarray(_loo_per_list(table, labels, alpha, jax.device_put(padded[start : start + LISTS_PER_CALL])))
+        np.asarray(_loo_per_list(by_antecedent, labels, alpha, jax.device_put(padded[start : start + LISTS_PER_CALL])))
         for start in range(0, len(padded), LISTS_PER_CALL)
     ])  # fmt: skip
     return per_list[inverse.ravel()].reshape(*lengths.shape, -1)
@@ -558,10 +569,11 @@ LISTS_PER_CALL = 256
 
 
 @jax.jit
-def _loo_per_list(table, labels, alpha, lists):
+def _loo_per_list(by_antecedent, labels, alpha, lists):
     """(len(lists), n): the pointwise terms of each list (a row: rules, then length), one list at a time
-    (the memory of one list's capture counts)."""
-    return jax.lax.map(lambda row: brl.loo_log_predictive(table, labels, alpha, row[:-1], row[-1]).astype(jnp.float32), lists)
+    (the memory of one list's capture counts); the truth table as its (slots, n) transpose."""
+    return jax.lax.map(lambda row: brl.loo_log_predictive(by_antecedent.T, labels, alpha, row[:-1], row[-1])
+                       .astype(jnp.float32), lists)
 
 
 def _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes,

@@ -230,13 +230,21 @@ def bit_planes(largest_multiplicity: int) -> int:
     return -(-int(largest_multiplicity).bit_length() // PLANE_MULTIPLE) * PLANE_MULTIPLE
 
 
-def merge_duplicate_samples(table, y):
-    """(table, y, multiplicity) of the distinct (truth-table row, label) pairs, each with its count."""
+def distinct_samples(table, y):
+    """(first, multiplicity): the index of the first sample of each distinct (truth-table row, label) pair
+    and the pair's count. Rows are compared as bytes packed from ``table.T``, contiguous for
+    :func:`rule_mining.truth_table`'s tables, without transposing the booleans."""
+    by_antecedent = np.asarray(table, dtype=bool).T
+    n_antecedents, n_samples = by_antecedent.shape
+    packed = np.zeros((-(-n_antecedents // 8), n_samples), np.uint8)  # byte j of a sample: antecedents 8j..8j+7
+    for bit in range(8):
+        rows = by_antecedent[bit::8]
+        packed[: len(rows)] |= rows.view(np.uint8) << np.uint8(7 - bit)
     label_bytes = np.ascontiguousarray(y, dtype="<i4").view(np.uint8).reshape(len(y), 4)
-    rows = np.ascontiguousarray(np.concatenate([np.packbits(table, axis=1), label_bytes], axis=1))
+    rows = np.ascontiguousarray(np.concatenate([packed.T, label_bytes], axis=1))
     keys = rows.view(np.dtype((np.void, rows.shape[1]))).ravel()
     _, first, multiplicity = np.unique(keys, return_index=True, return_counts=True)
-    return table[first], y[first], multiplicity
+    return first, multiplicity
 
 
 def log_choice_probability(n) -> np.ndarray:
@@ -465,7 +473,7 @@ def _check_target(truth_table, cardinalities, n_classes, y, capacity):
     capacity = check_positive_int(capacity, "capacity")
     if capacity > cardinalities.size:
         raise ValueError(f"capacity: at most the {cardinalities.size} antecedents, got {capacity}")
-    return table.astype(bool), cardinalities, n_classes, y, capacity
+    return table.astype(bool, copy=False), cardinalities, n_classes, y, capacity
 
 
 def padded_antecedent_count(n_antecedents: int) -> int:
@@ -502,9 +510,9 @@ def make_target(
         raise ValueError(f"neighbours: expected one list per antecedent ({n_antecedents}), got {len(neighbours)}")
     multiplicity = None
     if merge_duplicates and _words(n_samples) > 1:
-        merged_table, merged_y, counts = merge_duplicate_samples(table, y)
+        first, counts = distinct_samples(table, y)
         if bit_planes(counts.max()) * _words(len(counts)) < _words(n_samples):
-            table, y, multiplicity = merged_table, merged_y, counts
+            table, y, multiplicity = table.T[:, first].T, y[first], counts  # stored antecedent by antecedent
     static = BRLStatic(
         antecedent_slots=padded_antecedent_count(n_antecedents),
         n_words=_words(table.shape[0]),

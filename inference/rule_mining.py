@@ -222,10 +222,23 @@ def neighbour_counts(antecedents) -> np.ndarray:
     return np.array([sum(len(by_hole[hole]) - 1 for hole in own) for own in holes], dtype=np.int64)
 
 
+TRUTH_TABLE_GATHER_BYTES = 2**26
+"""Bytes of item rows that :func:`truth_table` gathers at once (antecedents of one size, in chunks)."""
+
+
 def truth_table(items, antecedents) -> np.ndarray:
-    """(n, |A|) bool: whether each sample holds every item of each antecedent."""
-    items = np.asarray(items).astype(bool)
-    table = np.ones((items.shape[0], len(antecedents)), dtype=bool)
+    """(n, |A|) bool: whether each sample holds every item of each antecedent, stored antecedent by
+    antecedent (the transpose of a C-ordered (|A|, n) array): BRL packs and gathers each antecedent's
+    samples, and a sample-major table would be transposed first (benchmarks/RESULTS.md, brl_setup)."""
+    items_by_row = np.ascontiguousarray(np.asarray(items).astype(bool).T)  # (items, n)
+    by_antecedent = np.empty((len(antecedents), items_by_row.shape[1]), dtype=bool)
+    by_size: dict[int, list[int]] = {}
     for k, antecedent in enumerate(antecedents):
-        table[:, k] = items[:, list(antecedent)].all(axis=1)
-    return table
+        by_size.setdefault(len(antecedent), []).append(k)
+    for size, indices in by_size.items():
+        indices = np.asarray(indices)
+        members = np.asarray([list(antecedents[k]) for k in indices], dtype=np.intp).reshape(len(indices), size)
+        chunk = max(1, TRUTH_TABLE_GATHER_BYTES // max(1, size * items_by_row.shape[1]))
+        for start in range(0, len(indices), chunk):
+            by_antecedent[indices[start:start + chunk]] = items_by_row[members[start:start + chunk]].all(axis=1)
+    return by_antecedent.T

@@ -17,7 +17,7 @@ from scipy import stats
 
 from interpretable_zoo.diagnostics.exact import enumerate_posterior, exact_gof_test, state_index
 from interpretable_zoo.diagnostics.sbc import simulation_based_calibration
-from interpretable_zoo.inference import brl_mh
+from interpretable_zoo.inference import brl_mh, rule_mining
 from interpretable_zoo.inference.mcmc import run_mcmc
 from interpretable_zoo.models import brl
 
@@ -258,6 +258,27 @@ def test_merging_duplicate_samples_changes_no_draw():
     unique_rows = np.random.default_rng(0).random((300, 40)) < 0.5
     static, data = brl_mh.make_target(unique_rows, np.ones(40, int), 2, np.arange(300) % 2, brl.Priors(), 5)
     assert (static.n_words, data.label_bits.shape[1]) == (10, 1)
+
+
+def test_truth_table_and_distinct_samples_read_each_antecedent_contiguously(monkeypatch):
+    """truth_table equals the per-antecedent definition (an empty antecedent holds everywhere), built in
+    chunks of one or two antecedents here, and holds each antecedent's samples contiguously (what the kernel
+    packs); distinct_samples finds the groups of equal (row, label) pairs that a comparison of whole rows
+    finds, for the table in that layout and in the sample-major one."""
+    rng = np.random.default_rng(5)
+    items = rng.random((300, 12)) < 0.4
+    antecedents = [(0,), (3, 7), (), (1, 2, 11), (5,), (3, 7), (4, 9), (0, 6, 8, 10)]
+    expected = np.stack([items[:, list(a)].all(axis=1) for a in antecedents], axis=1)
+    monkeypatch.setattr(rule_mining, "TRUTH_TABLE_GATHER_BYTES", 700)
+    table = rule_mining.truth_table(items.astype(np.uint8), antecedents)
+    np.testing.assert_array_equal(table, expected)
+    assert table.T.flags.c_contiguous
+    y = rng.integers(0, 2, 300)
+    _, first, counts = np.unique(np.column_stack([expected, y]), axis=0, return_index=True, return_counts=True)
+    groups = sorted(zip(first.tolist(), counts.tolist()))
+    assert len(groups) < 300 and max(counts) > 1  # duplicates to find
+    for layout in (table, np.ascontiguousarray(table)):
+        assert sorted(zip(*(v.tolist() for v in brl_mh.distinct_samples(layout, y)))) == groups
 
 
 def compile_events(run):
