@@ -71,6 +71,7 @@ def _record(static, data, states):
 KERNEL = TargetKernel(brl_mh.init, brl_mh.step, brl_mh.summaries, _record, brl_mh.learn_proposal, brl_mh.with_proposal)
 """The list Metropolis-Hastings kernel as the tempering engine runs it."""
 
+
 @functools.partial(jax.jit, static_argnums=2)
 def _capture_counts(by_antecedent, y, n_classes, rules, length):
     """:func:`models.brl.capture_counts` of the truth table given as its (|A|, n) transpose (the layout of
@@ -542,8 +543,9 @@ def _holds_categories(X) -> bool:
 
 def _pointwise_log_likelihood(by_antecedent, labels, alpha, rules, lengths) -> np.ndarray:
     """(chain, draw, n) float32: :func:`models.brl.loo_log_predictive` of every training sample under each
-    drawn list (the truth table as its (slots, n) transpose), computed once per distinct list, :data:`LISTS_PER_CALL` lists per call (the last call
-    padded), so that every fit and extension of one shape shares the compiled program."""
+    drawn list (the truth table as its (slots, n) transpose), computed once per distinct list,
+    :data:`LISTS_PER_CALL` lists per call (the last call padded), so that every fit and extension of one
+    shape shares the compiled program."""
     draws = np.concatenate([rules, lengths[..., None]], axis=-1).astype(np.int32)  # (chain, draw, list)
     changed = np.ones(lengths.shape, bool)  # a chain's list often stays for several draws: unique over the changes
     changed[:, 1:] = (draws[:, 1:] != draws[:, :-1]).any(axis=-1)

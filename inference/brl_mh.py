@@ -238,8 +238,8 @@ def distinct_samples(table, y):
     n_antecedents, n_samples = by_antecedent.shape
     packed = np.zeros((-(-n_antecedents // 8), n_samples), np.uint8)  # byte j of a sample: antecedents 8j..8j+7
     for bit in range(8):
-        rows = by_antecedent[bit::8]
-        packed[: len(rows)] |= rows.view(np.uint8) << np.uint8(7 - bit)
+        antecedents_at_bit = by_antecedent[bit::8]
+        packed[: len(antecedents_at_bit)] |= antecedents_at_bit.view(np.uint8) << np.uint8(7 - bit)
     label_bytes = np.ascontiguousarray(y, dtype="<i4").view(np.uint8).reshape(len(y), 4)
     rows = np.ascontiguousarray(np.concatenate([packed.T, label_bytes], axis=1))
     keys = rows.view(np.dtype((np.void, rows.shape[1]))).ravel()
