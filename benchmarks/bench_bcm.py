@@ -358,8 +358,9 @@ class ScanTimer:
     description=(
         "The cost of sampling q ~ Beta(2, 2) within the chain (its conjugate draw given omega and the omega "
         "prior's table rebuilt from it, on every replica of every scan), and of sampling alpha ~ Gamma(1, 10) "
-        "beside it (slice sampling on log alpha given z), against the same fit with q = 0.5 and alpha = 0.1 "
-        "fixed (the hyperpriors' means): fit_bcm on the recipes (56 x 147, S = 4), 4 chains x 8 rungs (the first "
+        "beside it (slice sampling on log alpha given z), and of sampling lam ~ Gamma(2, 2) and c ~ Gamma(5, 0.1) "
+        "instead (slice sampling on the log of each given the state, the likelihood's tables rebuilt per replica), "
+        "against the same fit with q = 0.5, alpha = 0.1, lam = 1 and c = 50 fixed (the hyperpriors' means): fit_bcm on the recipes (56 x 147, S = 4), 4 chains x 8 rungs (the first "
         "tuning round's ladder), no tuning; seconds per scan and chain from the difference of fits of 200 and 20 "
         "scans. All are timed once per round, in 3 interleaved rounds; the table gives medians. Goal: the fit "
         "with q sampled costs at most 1.2x the fixed one (ratio fixed / sampled >= 0.83)."
@@ -369,7 +370,9 @@ def hyperprior_cost() -> list[Comparison]:
     X = load_recipes().X
     ladder = dict(num_chains=4, n_temperatures=HYPERPRIOR_RUNGS)
     q, alpha = dist.Beta(2.0, 2.0), dist.Gamma(1.0, 10.0)
+    lam, c = dist.Gamma(2.0, 2.0), dist.Gamma(5.0, 0.1)
     priors = {"q": bcm.Priors(q=q, alpha=0.1), "q and alpha": bcm.Priors(q=q, alpha=alpha),
-              "fixed": bcm.Priors(q=0.5, alpha=0.1)}
+              "lam and c": bcm.Priors(q=0.5, alpha=0.1, lam=lam, c=c), "fixed": bcm.Priors(q=0.5, alpha=0.1)}
     timers = {name: ScanTimer(X, 4, HYPERPRIOR_SCANS, priors=value, **ladder) for name, value in priors.items()}
-    return rows_against(timers, "fixed", "the same fit, q = 0.5 and alpha = 0.1 fixed", "s / scan / chain, {} sampled")
+    return rows_against(timers, "fixed", "the same fit, q = 0.5, alpha = 0.1, lam = 1 and c = 50 fixed",
+                        "s / scan / chain, {} sampled")

@@ -22,6 +22,7 @@ from jax.scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from interpretable_zoo import compiled_hooks
 from interpretable_zoo.datasets.preprocessing import CategoricalData, encode_categorical, encode_like
 from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, summary, tempered_inference_data
 from interpretable_zoo.inference import bcm_gibbs, convergence, hyperpriors, target_check, tempering
@@ -249,15 +250,20 @@ class BCMResult(convergence.TemperedResult):
         matched to the best draw's by shared tokens (tempering swaps and split-merge moves may relabel them
         between the two).
         """
-        alpha_s = np.asarray(self.target[1].pi_concentration)  # (S,), from the model file
         if X is None:
             counts = np.swapaxes(self._aligned(np.swapaxes(self._row_counts, -1, -2)), -1, -2)  # (C, D, N, S)
-            return ((alpha_s + counts) / (alpha_s.sum() + self.data.codes.shape[1])).mean((0, 1))
+            if "alpha" in hyperpriors.hyperpriors_of(self.priors):  # (C, D, S): each draw's alpha
+                alpha_s = _pi_concentrations(self.priors, self.run.summaries["alpha"], self.n_clusters)[..., None, :]
+            else:
+                alpha_s = np.asarray(self.target[1].pi_concentration)  # (S,), from the model file
+            return ((alpha_s + counts) / (alpha_s.sum(-1, keepdims=True) + self.data.codes.shape[1])).mean((0, 1))
         codes = encode_like(X, self.data)
         omega, prototype = self._final.omega[self.best_chain], self._final.prototype[self.best_chain]
         n_features, mask = len(self.data.n_values), bcm.value_mask(self.data.n_values)
         cells = self._final.cell_counts[self.best_chain].T.reshape(self.n_clusters, n_features, -1)
-        concentration = bcm.concentration_table(self.data.codes[prototype], omega, self.data.n_values, self.priors)
+        priors = self._priors_of_final_state()
+        alpha_s = np.asarray(bcm.z_concentration(priors, self.n_clusters))
+        concentration = bcm.concentration_table(self.data.codes[prototype], omega, self.data.n_values, priors)
         phi = np.where(mask, concentration + cells, 0.0)
         log_phi = np.log(np.where(mask, phi, 1.0)) - np.log(phi.sum(-1, keepdims=True))  # (S, P, V)
         token_log_likelihood = log_phi.transpose(1, 2, 0)[np.arange(n_features), codes]  # (M, P, S)
@@ -266,6 +272,13 @@ class BCMResult(convergence.TemperedResult):
         final_counts = self._final.row_counts[self.best_chain][None, None]
         order = _alignment(final_counts, self._row_counts[self.best_chain, self.best_draw])[0, 0]
         return np.asarray(weights)[:, order]
+
+    def _priors_of_final_state(self) -> bcm.Priors:
+        """The priors with each hyperparameter sampled within the chain at its value in the best chain's last
+        state."""
+        sampled = hyperpriors.hyperpriors_of(self.priors)
+        return replace(self.priors, **{name: float(self._final.values[name][self.best_chain])
+                                      for name in sampled}) if sampled else self.priors
 
     def dominant_cluster(self) -> np.ndarray:
         """(chain, draw, N): the cluster holding most of each observation's tokens."""
@@ -291,6 +304,18 @@ class BCMResult(convergence.TemperedResult):
     def summary(self):
         """ArviZ summary (R-hat, ESS) of the label-free quantities."""
         return summary(self.idata)
+
+
+def _pi_concentrations(priors: bcm.Priors, alphas, n_clusters: int) -> np.ndarray:
+    """(..., S): pi's concentration (``models.bcm.z_concentration``) at each of the alpha draws (...)."""
+    values = compiled_hooks.prior_values(priors)
+
+    def at(alpha):
+        return jnp.asarray(bcm.z_concentration(compiled_hooks.priors_with(bcm.Priors, {**values, "alpha": alpha}),
+                                               n_clusters))
+
+    alphas = np.asarray(alphas)
+    return np.asarray(jax.jit(jax.vmap(at))(alphas.ravel())).reshape(alphas.shape + (n_clusters,))
 
 
 def _alignment(row_counts, reference) -> np.ndarray:
@@ -461,10 +486,11 @@ def fit_bcm(
         if init_labels.min() < 0 or init_labels.max() >= n_clusters:
             raise ValueError(f"init: initial clusters must lie in 0..{n_clusters - 1}")
     # one replica per chain (untempered): a lower bound of the tempered run's memory
-    needed = bcm_gibbs.memory_bytes(n_obs, data.n_values, n_clusters, n_replicas=num_chains)
+    sampled = hyperpriors.hyperpriors_of(priors)  # hyperparameters sampled within the chain; hooks checked first
+    needed = bcm_gibbs.memory_bytes(n_obs, data.n_values, n_clusters, n_replicas=num_chains,
+                                    tables_per_replica=bool({"lam", "c"} & sampled.keys()))
     check_category_memory(data.n_values, data.feature_names, needed)
     inner_target = bcm_gibbs.make_target(data.codes, n_clusters, hyperpriors.at_point(priors), data.n_values)
-    sampled = hyperpriors.hyperpriors_of(priors)  # hyperparameters sampled within the chain; hooks checked first
     target = hyperpriors.target(hyperpriors.BCM, inner_target, priors) if sampled else inner_target
     target_check.check_bcm(n_clusters, priors)
     initial = None if init_labels is None else _initial_states(inner_target, init_labels, num_chains, seed)

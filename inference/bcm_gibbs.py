@@ -186,36 +186,51 @@ def _check_codes(x, n_values):
     return x.astype(np.int32), n_values
 
 
-def _log_gamma_tables(g: np.ndarray, n_values: np.ndarray, n_obs: int):
-    """The log Gamma table and offsets of :class:`BCMData` from g (2, V, V) over (b, v, u).
-
-    Rows of the table: g(v, b)(u) for every (b, v, u), then the partial sums sum_{u <= k} g(v, b)(u) for
-    every (b, v, k), then a row of zeros for padded values (they add nothing to log B). The layout
-    depends on V and N only, so the table's shape is the same for every prior."""
-    n_vals = g.shape[-1]
-    concentrations = np.concatenate([g.ravel(), np.cumsum(g, -1).ravel(), [0.0]])
-    table = scipy.special.gammaln(concentrations[:, None] + np.arange(n_obs + 1))
-    table[-1] = 0.0
+def _log_gamma_offsets(n_values: np.ndarray, n_obs: int):
+    """Offsets into the log Gamma table of :func:`likelihood_tables`, which depend on V, the values per
+    feature and N only: its rows are g(v, b)(u) for every (b, v, u), then the partial sums
+    sum_{u <= k} g(v, b)(u) for every (b, v, k), then a row of zeros for padded values (they add nothing to
+    log B), each row log Gamma(row + n) for n = 0..N. Returns the (2, P, V, V) offsets of g(v, b)(u) and the
+    (2, P, V) offsets of sum_u g(v, b)(u) over the feature's valid values."""
+    n_vals = int(n_values.max())
+    padding_row = 4 * n_vals * n_vals
     entry = np.arange(2 * n_vals * n_vals).reshape(2, 1, n_vals, n_vals)
     valid = bcm.value_mask(n_values)[None, :, None, :]  # (1, P, 1, V)
-    g_rows = np.where(valid, entry, len(concentrations) - 1)
+    g_rows = np.where(valid, entry, padding_row)
     total_rows = 2 * n_vals * n_vals + entry[..., 0][:, :, :, None] + (n_values - 1)[None, None, None, :]  # (2, 1, V, P)
     total_rows = np.moveaxis(total_rows, -1, 1)[:, :, 0]  # (2, P, V)
-    return table.ravel(), (g_rows * (n_obs + 1)).astype(np.int32), (total_rows * (n_obs + 1)).astype(np.int32)
+    return (g_rows * (n_obs + 1)).astype(np.int32), (total_rows * (n_obs + 1)).astype(np.int32)
 
 
-def memory_bytes(n_obs: int, n_values, n_clusters: int, n_replicas: int) -> float:
+def likelihood_tables(g, mask, n_obs: int, g_offsets, g_total_offsets, xp=np):
+    """The tables of :class:`BCMData` that g (2, V, V) over (b, v, u) determines: g_values (2, P, V, V),
+    the flat log Gamma table (layout of :func:`_log_gamma_offsets`) and log_beta_prior (2, P, V).
+    ``xp``: numpy (float64, once per target) or jax.numpy (traced, rebuilt from a sampled lam or c)."""
+    gammaln_of = scipy.special.gammaln if xp is np else gammaln
+    concentrations = xp.concatenate([g.ravel(), xp.cumsum(g, -1).ravel(), xp.zeros(1)])
+    padding = xp.arange(concentrations.shape[0]) == concentrations.shape[0] - 1
+    table = xp.where(padding[:, None], 0.0, gammaln_of(concentrations[:, None] + xp.arange(n_obs + 1))).ravel()
+    g_values = xp.where(mask[None, :, None, :], g[:, None], 0.0)
+    log_beta_prior = _log_beta_from_table(table, g_offsets, g_total_offsets, xp.zeros_like(g_offsets))
+    return g_values, table, log_beta_prior
+
+
+def memory_bytes(n_obs: int, n_values, n_clusters: int, n_replicas: int, tables_per_replica: bool = False) -> float:
     """Estimated peak bytes of a target's value tables and of one :func:`step` of ``n_replicas`` replicas,
-    before anything is allocated; V = max_j V_j. The log Gamma table of :func:`_log_gamma_tables` holds
+    before anything is allocated; V = max_j V_j. The log Gamma table of :func:`likelihood_tables` holds
     4 V^2 + 1 concentrations x (N + 1) counts, built in float64 next to its argument; the (2, P, V, V) g
     tables and offsets take about 48 bytes per entry while built; a replica's step gathers float32 terms
-    over (2, V, S, P, V) for the prototypes and omega and (2, V, k, P, V) for the split-merge evidence."""
+    over (2, V, S, P, V) for the prototypes and omega and (2, V, k, P, V) for the split-merge evidence.
+    ``tables_per_replica``: each replica rebuilds the log Gamma table and g tables in float32 (a sampled
+    lam or c)."""
     n_values = np.asarray(n_values, np.float64)
     n_vals, n_features = float(n_values.max()), len(n_values)
     k = min(DEFAULT_SPLIT_MERGE_CLUSTERS, n_clusters) if n_clusters >= 2 else 0
     log_gamma = 16 * (4 * n_vals**2 + 1) * (n_obs + 1)
     g_tables = 48 * 2 * n_features * n_vals**2
     per_replica = 8 * n_features * n_vals**2 * (n_clusters + k)
+    if tables_per_replica:
+        per_replica += (log_gamma + g_tables) / 4
     return log_gamma + g_tables + n_replicas * per_replica
 
 
@@ -301,9 +316,8 @@ def make_target(
     n_vals = int(n_values.max())
     mask = bcm.value_mask(n_values)
     g, omega_log_prob, prototype_log_prob, pi_concentration = _prior_tables(priors, n_obs, n_features, n_clusters, n_vals)
-    g_values = np.where(mask[None, :, None, :], g[:, None], 0.0)
-    table, g_offsets, g_total_offsets = _log_gamma_tables(g, n_values, n_obs)
-    log_beta_prior = _log_beta_from_table(table, g_offsets, g_total_offsets, np.zeros_like(g_offsets))
+    g_offsets, g_total_offsets = _log_gamma_offsets(n_values, n_obs)
+    g_values, table, log_beta_prior = likelihood_tables(g, mask, n_obs, g_offsets, g_total_offsets)
     rows, cols = _wrapped_diagonals(n_obs, n_features)
     k = min(int(split_merge_clusters), n_clusters)
     static = BCMStatic(n_obs, n_features, n_vals, n_clusters, k if k >= 2 else 0, int(launch_scans),
@@ -333,7 +347,7 @@ def target_from_model_args(model_args, model_kwargs, **options) -> tuple[BCMStat
     arguments = bound.arguments
     if arguments["priors"] is not None:
         hyperpriors.refuse_hyperpriors(arguments["priors"], "BCMGibbs (a NumPyro kernel)",
-                                       "fit_bcm samples q and alpha within the chain")
+                                       "fit_bcm samples q, alpha, lam and c within the chain")
     return make_target(arguments["x"], arguments["n_clusters"], arguments["priors"], arguments["n_values"], **options)
 
 

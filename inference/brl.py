@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import optimize, special, stats
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -172,7 +172,7 @@ class BRLResult(convergence.TemperedResult):
         pointwise = None
         if log_likelihood_fits(*lengths.shape, len(self.train_labels), "BRL"):
             pointwise = {"y": _pointwise_log_likelihood(self._slots(self.train_table), self.train_labels,
-                                                        self._alpha(), rules, lengths)}  # fmt: skip
+                                                        self._alpha_draws(), rules, lengths)}  # fmt: skip
         idata = tempered_inference_data(
             self.run,
             {
@@ -217,8 +217,41 @@ class BRLResult(convergence.TemperedResult):
         best = candidates[np.argmax(log_posterior[candidates])]
         return tuple(int(r) for r in rules[best, : lengths[best]])
 
-    def _alpha(self) -> np.ndarray:
-        return self.priors.alpha_vector(len(self.classes))
+    def _alpha_draws(self) -> np.ndarray:
+        """(chain, draw, L) float32: theta's Dirichlet concentration with each draw (each draw's own alpha
+        when alpha holds a hyperprior)."""
+        lengths = self.run.records["length"]
+        if "alpha" in hyperpriors.hyperpriors_of(self.priors):
+            return np.repeat(self.run.summaries["alpha"][..., None], len(self.classes), -1).astype(np.float32)
+        return np.broadcast_to(self.priors.alpha_vector(len(self.classes)), (*lengths.shape, len(self.classes))
+                               ).astype(np.float32)
+
+    def _alpha_given_list(self, counts) -> tuple[np.ndarray, np.ndarray]:
+        """alpha given a list with rule counts ``counts`` (rows, L) and the data: (nodes (G, L), weights (G,)),
+        the one fixed alpha, or for a hyperprior on alpha a quadrature of p(alpha) p(y | d, alpha) (Letham
+        eq. 5) on :data:`ALPHA_QUADRATURE_NODES` points of log alpha over the hyperprior's central
+        1 - 2e-12."""
+        prior = self.priors.alpha
+        n_classes = len(self.classes)
+        if not hyperpriors.is_hyperprior(prior):
+            return self.priors.alpha_vector(n_classes)[None], np.ones(1)
+        shape, rate = float(prior.concentration), float(prior.rate)
+        log_alpha = np.linspace(*np.log(stats.gamma.ppf([1e-12, 1 - 1e-12], shape, scale=1 / rate)),
+                                ALPHA_QUADRATURE_NODES)
+        alpha = np.exp(log_alpha)[:, None, None]  # (G, rows, L)
+        log_likelihood = (special.gammaln(alpha + counts).sum(-1) - n_classes * special.gammaln(alpha[..., 0])
+                          - special.gammaln(n_classes * alpha[..., 0] + counts.sum(-1))
+                          + special.gammaln(n_classes * alpha[..., 0])).sum(-1)
+        log_weight = stats.gamma.logpdf(alpha[:, 0, 0], shape, scale=1 / rate) + log_alpha + log_likelihood
+        weights = np.exp(log_weight - log_weight.max())
+        return np.repeat(alpha[:, 0], n_classes, -1), weights / weights.sum()
+
+    def rule_probabilities(self, rules) -> np.ndarray:
+        """E[theta_j | data] (len(rules) + 1, L) of each rule of a list, default rule last (Letham sec. 2.1):
+        (alpha + N_j) / sum_l (alpha_l + N_jl), averaged over alpha given the list for a hyperprior on alpha."""
+        counts = self.rule_counts(rules)
+        nodes, weights = self._alpha_given_list(counts)
+        return np.einsum("g,grl->rl", weights, brl.label_posterior_mean(counts[None], nodes[:, None]))
 
     def _slots(self, table) -> np.ndarray:
         """The (slots, n) transpose of a (n, |A|) truth table, widened with never-true antecedents to the
@@ -259,14 +292,15 @@ class BRLResult(convergence.TemperedResult):
         table = self._slots(truth_table(self.items(X), self.antecedents))
         if estimate == "point":
             rules = self.point_list()
-            probabilities = brl.label_posterior_mean(self.rule_counts(rules), self._alpha())
+            probabilities = self.rule_probabilities(rules)
             position = np.asarray(_capture_index(table, self._padded(rules), len(rules)))
             return probabilities[np.minimum(position, len(rules))]  # the default rule after the last
         rules, lengths, _, _ = self._draws()
-        unique, inverse = np.unique(np.column_stack([rules, lengths]), axis=0, return_inverse=True)
+        rows = _draw_rows(rules, lengths, self._alpha_draws().reshape(-1, len(self.classes)))
+        unique, inverse = np.unique(rows, axis=0, return_inverse=True)
         weights = np.bincount(inverse.ravel(), minlength=len(unique)) / lengths.size
         train_table = self._slots(self.train_table)
-        return np.asarray(_posterior_average(train_table, self.train_labels, table, self._alpha(), unique, weights))
+        return np.asarray(_posterior_average(train_table, self.train_labels, table, unique, weights, len(self.classes)))
 
     def predict(self, X, *, estimate: str = "point") -> np.ndarray:
         return self.classes[np.argmax(self.predict_proba(X, estimate=estimate), axis=1)]
@@ -284,10 +318,11 @@ class BRLResult(convergence.TemperedResult):
             raise ValueError(f"level: must lie strictly between 0 and 1, got {level!r}")
         rules = self.point_list()
         counts = self.rule_counts(rules)
-        alpha = self._alpha()
-        concentration, means = counts + alpha, brl.label_posterior_mean(counts, alpha)
-        rest = concentration.sum(1, keepdims=True) - concentration  # theta_jl ~ Beta(concentration, rest)
-        lows, highs = (stats.beta.ppf(q, concentration, rest) for q in ((1 - level) / 2, (1 + level) / 2))
+        means = self.rule_probabilities(rules)
+        nodes, weights = self._alpha_given_list(counts)
+        concentration = counts[None] + nodes[:, None]  # (G, rows, L): theta_jl ~ Beta(concentration, rest) per node
+        lows, highs = (_beta_mixture_quantile(q, weights, concentration, concentration.sum(-1, keepdims=True)
+                                              - concentration) for q in ((1 - level) / 2, (1 + level) / 2))
         support = np.append(self.train_table[:, list(rules)].sum(0), len(self.train_labels))
         frame = pd.DataFrame(
             {
@@ -345,22 +380,54 @@ class BRLResult(convergence.TemperedResult):
         return html_card("Bayesian rule list (BRL-point)", facts, self.explain_frame(), mcmc_status(self))
 
 
-@jax.jit
-def _posterior_average(train_by_antecedent, train_labels, test_by_antecedent, alpha, unique, weights):
-    """BRL-post: sum over distinct sampled lists of weight * E[theta_j(x) | data] (the posterior mean of the
-    rule capturing x); the truth tables as their (slots, n) transposes (:meth:`BRLResult._slots`)."""
-    n_classes = alpha.shape[0]
+def _beta_mixture_quantile(q: float, weights, a, b) -> np.ndarray:
+    """The q-quantile of sum_g weights[g] Beta(a[g], b[g]) for each entry of a[g] (G, ...): the Beta
+    quantile for one component, else the root of the mixture's CDF (the posterior of theta_jl with alpha
+    integrated out)."""
+    if len(weights) == 1:
+        return stats.beta.ppf(q, a[0], b[0])
+    keep = weights > 1e-12 * weights.max()
+    weights, a, b = weights[keep], a[keep], b[keep]
+
+    def root(index):
+        return optimize.brentq(lambda t: weights @ stats.beta.cdf(t, a[(slice(None), *index)],
+                                                                  b[(slice(None), *index)]) - q, 0.0, 1.0, xtol=1e-10)
+
+    return np.array([root(index) for index in np.ndindex(a.shape[1:])]).reshape(a.shape[1:])
+
+
+ALPHA_QUADRATURE_NODES = 2001
+"""Points of log alpha on which :meth:`BRLResult._alpha_given_list` integrates a sampled alpha out."""
+
+
+@functools.partial(jax.jit, static_argnums=5)
+def _posterior_average(train_by_antecedent, train_labels, test_by_antecedent, unique, weights, n_classes: int):
+    """BRL-post: sum over distinct sampled (list, alpha) of weight * E[theta_j(x) | data] (the posterior mean
+    of the rule capturing x); ``unique`` rows: the rules, the length, then alpha's L float32 values as int32
+    bits (:func:`_draw_rows`); the truth tables as their (slots, n) transposes (:meth:`BRLResult._slots`)."""
     train_table, test_table = train_by_antecedent.T, test_by_antecedent.T
 
     def add(total, list_and_weight):
         row, weight = list_and_weight
-        rules, length = row[:-1], row[-1]
+        rules, length, alpha = _split_draw_row(row, n_classes)
         rule_counts, default_counts = brl.capture_counts(train_table, train_labels, n_classes, rules, length)
         probabilities = brl.label_posterior_mean(jnp.concatenate([rule_counts, default_counts[None]]), alpha)
         return total + weight * probabilities[brl.capture_index(test_table, rules, length)], None
 
     total = jnp.zeros((test_table.shape[0], n_classes))
     return jax.lax.scan(add, total, (unique, weights))[0]
+
+
+def _draw_rows(rules, lengths, alpha) -> np.ndarray:
+    """(..., capacity + 1 + L) int32 rows of draws: the rules, the length, then alpha's float32 values as
+    int32 bits (so that np.unique over rows finds the distinct (list, alpha) pairs)."""
+    return np.concatenate([rules, lengths[..., None], np.ascontiguousarray(alpha, np.float32).view(np.int32)],
+                          axis=-1).astype(np.int32)
+
+
+def _split_draw_row(row, n_classes: int):
+    """(rules, length, alpha (L,) float32) of a row of :func:`_draw_rows`, in a traced program."""
+    return row[: -n_classes - 1], row[-n_classes - 1], jax.lax.bitcast_convert_type(row[-n_classes:], jnp.float32)
 
 
 def fit_brl(
@@ -454,7 +521,7 @@ def fit_brl(
     else:
         X = check_binary_matrix(X, dtype=np.uint8)
     classes, codes = _labels(y, X.shape[0])
-    priors.alpha_vector(len(classes))
+    hyperpriors.at_point(priors).alpha_vector(len(classes))  # a per-class alpha of the wrong length fails here
     if encoder is not None:  # the table's items hold the negations already
         items, item_names = X, encoder.item_names
         antecedents = tuple(mine_antecedents(items, codes, min_support=min_support, max_cardinality=max_cardinality,
@@ -543,10 +610,10 @@ def _holds_categories(X) -> bool:
 
 def _pointwise_log_likelihood(by_antecedent, labels, alpha, rules, lengths) -> np.ndarray:
     """(chain, draw, n) float32: :func:`models.brl.loo_log_predictive` of every training sample under each
-    drawn list (the truth table as its (slots, n) transpose), computed once per distinct list,
-    :data:`LISTS_PER_CALL` lists per call (the last call padded), so that every fit and extension of one
-    shape shares the compiled program."""
-    draws = np.concatenate([rules, lengths[..., None]], axis=-1).astype(np.int32)  # (chain, draw, list)
+    drawn list and alpha (``alpha`` (chain, draw, L); the truth table as its (slots, n) transpose), computed
+    once per distinct (list, alpha), :data:`LISTS_PER_CALL` of them per call (the last call padded), so that
+    every fit and extension of one shape shares the compiled program."""
+    draws = _draw_rows(rules, lengths, alpha)  # (chain, draw, row)
     changed = np.ones(lengths.shape, bool)  # a chain's list often stays for several draws: unique over the changes
     changed[:, 1:] = (draws[:, 1:] != draws[:, :-1]).any(axis=-1)
     changes = np.ascontiguousarray(draws[changed])
@@ -554,9 +621,10 @@ def _pointwise_log_likelihood(by_antecedent, labels, alpha, rules, lengths) -> n
                                           return_index=True, return_inverse=True)  # fmt: skip
     unique, inverse = changes[first], inverse_changed[np.cumsum(changed) - 1]
     padded = np.pad(unique, ((0, -len(unique) % LISTS_PER_CALL), (0, 0)), mode="edge")
-    by_antecedent, labels, alpha = jax.device_put((by_antecedent, labels, alpha))
+    by_antecedent, labels = jax.device_put((by_antecedent, labels))
     per_list = np.concatenate([
-        np.asarray(_loo_per_list(by_antecedent, labels, alpha, jax.device_put(padded[start : start + LISTS_PER_CALL])))
+        np.asarray(_loo_per_list(by_antecedent, labels, jax.device_put(padded[start : start + LISTS_PER_CALL]),
+                                 alpha.shape[-1]))
         for start in range(0, len(padded), LISTS_PER_CALL)
     ])  # fmt: skip
     return per_list[inverse.ravel()].reshape(*lengths.shape, -1)
@@ -570,12 +638,16 @@ LISTS_PER_CALL = 256
 """Distinct lists whose pointwise log-likelihood one compiled call computes."""
 
 
-@jax.jit
-def _loo_per_list(by_antecedent, labels, alpha, lists):
-    """(len(lists), n): the pointwise terms of each list (a row: rules, then length), one list at a time
-    (the memory of one list's capture counts); the truth table as its (slots, n) transpose."""
-    return jax.lax.map(lambda row: brl.loo_log_predictive(by_antecedent.T, labels, alpha, row[:-1], row[-1])
-                       .astype(jnp.float32), lists)
+@functools.partial(jax.jit, static_argnums=3)
+def _loo_per_list(by_antecedent, labels, lists, n_classes: int):
+    """(len(lists), n): the pointwise terms of each list and alpha (a row of :func:`_draw_rows`), one at a
+    time (the memory of one list's capture counts); the truth table as its (slots, n) transpose."""
+
+    def one(row):
+        rules, length, alpha = _split_draw_row(row, n_classes)
+        return brl.loo_log_predictive(by_antecedent.T, labels, alpha, rules, length).astype(jnp.float32)
+
+    return jax.lax.map(one, lists)
 
 
 def _result(run, kernel_target, antecedents, item_names, classes, priors, negations, table, codes,
@@ -731,7 +803,7 @@ class BayesianRuleListClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseE
         result = self.result_
         rules = result.point_list()
         counts = result.rule_counts(rules)
-        probabilities = brl.label_posterior_mean(counts, result.priors.alpha_vector(len(self.classes_)))
+        probabilities = result.rule_probabilities(rules)
         antecedents = list(rules) + [None]
         return [
             Rule(

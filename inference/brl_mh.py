@@ -975,7 +975,7 @@ class BRLMetropolisHastings(MCMCKernel):
         capacity = brl.list_capacity(np.shape(cardinalities)[0], model_kwargs.get("max_length"))
         priors = model_kwargs.get("priors", brl.Priors())
         hyperpriors.refuse_hyperpriors(priors, "BRLMetropolisHastings (a NumPyro kernel)",
-                                       "fit_brl samples lam and eta within the chain")
+                                       "fit_brl samples lam, eta and alpha within the chain")
         return make_target(truth_table, cardinalities, n_classes, y, priors, capacity, steps_per_call=self.steps_per_sample)
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):

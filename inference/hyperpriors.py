@@ -14,13 +14,18 @@ conditional at every rung, and the reference at beta = 0 is the prior with the h
 BRL's path starts from a reference r of its own, pi_beta(d) proportional to r(d)^(1 - beta) (p(d) L(d))^beta
 (``inference.brl_mh``): with a hyperprior the reference becomes r(d) p(h) and the prior p(h) p(d | h), so
 that pi_beta(d, h) is proportional to p(h) r(d)^(1 - beta) (p(d | h) L(d))^beta, h's conditional is
-p(h) p(d | h)^beta, and at beta = 0 the replica's h is drawn from p(h) as its list is drawn from r.
+p(h) p(d | h)^beta (alpha's, which enters L, p(alpha) L(d | alpha)^beta), and at beta = 0 the replica's h is
+drawn from p(h) as its list is drawn from r.
 
 Each kernel's model declares what it can follow (:class:`HyperpriorModel`): BCM's q ~ Beta(a, b), drawn
 from its conjugate conditional Beta(a + sum omega, b + S P - sum omega) (eq. (2): omega_sj ~ Bernoulli(q)
-i.i.d.), and alpha ~ Gamma(a, b), the concentration of pi_i (eq. (1)), by slice sampling on log alpha given
-z; BRL's lam ~ Gamma(a, b) and eta ~ Gamma(a, b), the Poisson means of the list's length and of
-its rules' cardinalities (Letham eqs. 2-3), each by slice sampling on its log given the list and the other.
+i.i.d.); alpha ~ Gamma(a, b), the concentration of pi_i (eq. (1)), by slice sampling on log alpha given
+z; lam ~ Gamma(a, b) and c ~ Gamma(a, b), which set g and so phi's Dirichlet (sec. 3), each by slice sampling
+on its log given the state, the likelihood's tables rebuilt per replica from the new value. BRL's
+lam ~ Gamma(a, b) and eta ~ Gamma(a, b), the Poisson means of the list's length and of its rules'
+cardinalities (Letham eqs. 2-3), and alpha ~ Gamma(a, b), theta_j's symmetric Dirichlet concentration (eq.
+5), each by slice sampling on its log given the list and the others (alpha's likelihood then evaluated
+directly, ``models.brl.DirichletConcentration``).
 Any other hyperprior is refused by name, with what is supported and how to write it.
 """
 
@@ -269,7 +274,11 @@ def with_hyperpriors(kernel):
         return {**kernel.summaries(static.inner, data.inner, states.inner), **states.values}
 
     def record(static, data, states):
-        return kernel.record(static.inner, data.inner, states.inner)
+        def one(inner, values):  # on the tables of the replica's hyperparameters (BCM's pointwise terms read g)
+            return _unbatched(kernel.record(static.inner, static.model.with_values(static.inner, data, values),
+                                            _one(inner)))
+
+        return jax.vmap(one)(states.inner, states.values)
 
     def learn_proposal(static, data, records, states, proposal):
         return kernel.learn_proposal(static.inner, data.inner, records, states.inner, proposal)
@@ -416,10 +425,10 @@ def _tables_at_check_points(build_tables, hyper_static: HyperStatic, data, fixed
 BCM_TABLES = ("g", "omega_distribution", "prototype_distribution", "z_concentration")
 """The hooks whose tables :func:`_bcm_tables` builds, in its order."""
 
-BCM_REBUILT = {"q": "omega_distribution", "alpha": "z_concentration"}
+BCM_REBUILT = {"q": "omega_distribution", "alpha": "z_concentration", "lam": "g", "c": "g"}
 """The hook whose table a step rebuilds from each sampled hyperparameter; the others are built once."""
 
-BCM_CHECK_POINTS = {"q": (0.25, 0.7), "alpha": (0.5, 4.0)}
+BCM_CHECK_POINTS = {"q": (0.25, 0.7), "alpha": (0.5, 4.0), "lam": (0.5, 4.0), "c": (2.0, 40.0)}
 """Two values of each hyperparameter at which :func:`_bcm_check` compares the hooks' tables."""
 
 
@@ -433,23 +442,58 @@ def _bcm_tables(static, data: HyperData, values, hooks=()):
     return (*tables, jnp.asarray(bcm.z_concentration(priors, static.n_clusters), jnp.float32))
 
 
+def _bcm_likelihood_tables(static, data: HyperData, g):
+    """g_values, log_gamma_table and log_beta_prior of the kernel's data rebuilt from g (2, V, V)."""
+    from interpretable_zoo.inference import bcm_gibbs  # imports models.bcm, which imports this module
+
+    inner = data.inner
+    return bcm_gibbs.likelihood_tables(g.astype(inner.g_values.dtype), inner.value_mask, static.n_obs, inner.g_offsets,
+                                       inner.g_total_offsets, jnp)
+
+
 def _bcm_with_values(static, data: HyperData, values):
     """The BCM tables with omega_log_prob (``models.bcm.omega_distribution``) and pi_concentration
-    (``models.bcm.z_concentration``) at the values."""
-    _, omega_log_prob, _, pi_concentration = _bcm_tables(static, data, values)
-    inner = data.inner
-    return inner._replace(omega_log_prob=omega_log_prob.astype(inner.omega_log_prob.dtype),
-                          pi_concentration=pi_concentration.astype(inner.pi_concentration.dtype))
+    (``models.bcm.z_concentration``) at the values, and the likelihood's tables from g (``models.bcm.g``)
+    when lam or c is sampled."""
+    g, omega_log_prob, _, pi_concentration = _bcm_tables(static, data, values)
+    inner = data.inner._replace(omega_log_prob=omega_log_prob.astype(data.inner.omega_log_prob.dtype),
+                                pi_concentration=pi_concentration.astype(data.inner.pi_concentration.dtype))
+    if not {"lam", "c"} & data.hyperpriors.keys():
+        return inner
+    g_values, table, log_beta_prior = _bcm_likelihood_tables(static, data, g)
+    return inner._replace(g_values=g_values, log_gamma_table=table.astype(inner.log_gamma_table.dtype),
+                          log_beta_prior=log_beta_prior.astype(inner.log_beta_prior.dtype))
+
+
+def _bcm_log_likelihood(static, data: HyperData, state, values):
+    """log p(x | z, omega, prototypes) with g at the hyperparameter values, from the state's counts
+    (eq. (2) with phi integrated out: sum_sj log B(g_sj + n_sj) - log B(g_sj))."""
+    from interpretable_zoo.inference import bcm_gibbs  # imports models.bcm, which imports this module
+
+    g = _bcm_tables(static, data, values)[0]
+    concentration = jnp.where(data.value_mask[None], g[state.omega, data.x[state.prototype]], 0.0)  # (S, P, V)
+    cells = bcm_gibbs.cells_by_cluster(static, state.cell_counts)
+    return bcm.log_polya(cells, concentration, data.value_mask).sum()
 
 
 def _bcm_update(static, data, state, values, key, beta):
     """q | omega ~ Beta(a + sum omega, b + S P - sum omega) (eq. (2), conjugate); alpha | z by slice sampling
     on log alpha, density p(alpha) alpha p(z | alpha) with pi integrated out (the row term of eq. (1)).
-    Both enter the prior alone, so their conditionals are the same at every beta."""
+    Both enter the prior alone, so their conditionals are the same at every beta. lam, then c, each by
+    slice sampling on its log given the state and the other, density p(h) h p(x | z, omega, prototypes)^beta
+    with phi integrated out (eq. (2)): they enter the likelihood, which the rung tempers."""
     from interpretable_zoo.inference import bcm_gibbs  # imports models.bcm, which imports this module
 
     values = dict(values)
-    key_q, key_alpha = random.split(key)
+    key_q, key_alpha, key_lam, key_c = random.split(key, 4)
+    for name, key_field in (("lam", key_lam), ("c", key_c)):
+        if name in data.hyperpriors:
+
+            def log_density(u, name=name, prior=data.hyperpriors[name]):
+                tempered = beta * _bcm_log_likelihood(static, data, state, {**values, name: jnp.exp(u)})
+                return prior.log_prob(jnp.exp(u)) + u + tempered
+
+            values[name] = _log_scale_slice(log_density, values[name], key_field).astype(values[name].dtype)
     if "q" in data.hyperpriors:
         prior = data.hyperpriors["q"]
         active = state.omega.sum().astype(jnp.result_type(float))
@@ -467,8 +511,8 @@ def _bcm_update(static, data, state, values, key, beta):
 
 
 def _bcm_check(hyper_static: HyperStatic, data, fixed) -> None:
-    """Each sampled hyperparameter may enter only the table its update rebuilds (:data:`BCM_REBUILT`; g and
-    the prototypes' prior are built once), at traced values; q's conjugate update also needs omega_sj ~
+    """Each sampled hyperparameter may enter only the table its update rebuilds (:data:`BCM_REBUILT`; the
+    prototypes' prior is built once), at traced values; q's conjugate update also needs omega_sj ~
     Bernoulli(q) in every cell."""
     for name, tables in _tables_at_check_points(_bcm_tables, hyper_static, data, fixed, BCM_CHECK_POINTS,
                                                 "models.bcm's hooks"):
@@ -487,11 +531,12 @@ def _bcm_check(hyper_static: HyperStatic, data, fixed) -> None:
 
 BCM = HyperpriorModel(
     kernel="BCM collapsed Gibbs kernel",
-    families=(("q", ("Beta",)), ("alpha", ("Gamma",))),
+    families=(("q", ("Beta",)), ("alpha", ("Gamma",)), ("lam", ("Gamma",)), ("c", ("Gamma",))),
     with_values=_bcm_with_values,
     update=_bcm_update,
     check=_bcm_check,
-    written="models.bcm.Priors(q=numpyro.distributions.Beta(a, b), alpha=numpyro.distributions.Gamma(a, b))",
+    written="models.bcm.Priors(q=numpyro.distributions.Beta(a, b), alpha=numpyro.distributions.Gamma(a, b), "
+            "lam=numpyro.distributions.Gamma(a, b), c=numpyro.distributions.Gamma(a, b))",
     common_fields=("sweeps",),
     module=bcm,
 )
@@ -511,11 +556,28 @@ def _brl_hook_tables(static, data: HyperData, values, hooks=()):
 
 def _brl_with_values(static, data: HyperData, values):
     """The BRL tables with the list prior's length and cardinality tables from the model file's hooks at
-    the values."""
+    the values, and the likelihood evaluated at alpha (``models.brl.DirichletConcentration``) when alpha
+    is sampled."""
     length, cardinality = _brl_hook_tables(static, data, values)
     prior = data.inner.prior
-    return data.inner._replace(prior=prior._replace(length=length.astype(prior.length.dtype),
-                                                    cardinality=cardinality.astype(prior.cardinality.dtype)))
+    inner = data.inner._replace(prior=prior._replace(length=length.astype(prior.length.dtype),
+                                                     cardinality=cardinality.astype(prior.cardinality.dtype)))
+    if "alpha" not in data.hyperpriors:
+        return inner
+    return inner._replace(likelihood=brl.DirichletConcentration(_brl_alpha_vector(static, values["alpha"])))
+
+
+def _brl_alpha_vector(static, alpha):
+    """theta_j's symmetric Dirichlet concentration (L,) at a sampled alpha (Letham eq. 5)."""
+    return jnp.full(static.n_classes, alpha, jnp.float32)
+
+
+def _brl_log_likelihood(static, data, state, alpha):
+    """log p(y | d, alpha) of the state's list at a sampled alpha, theta integrated out (Letham eq. 5)."""
+    from interpretable_zoo.inference import brl_mh  # imports models.brl, which imports this module
+
+    concentration = brl.DirichletConcentration(_brl_alpha_vector(static, alpha))
+    return brl.log_marginal_likelihood_from_tables(concentration, brl_mh.label_counts(data, state.rules, state.length))
 
 
 def _brl_log_prior(static, data, state):
@@ -525,20 +587,32 @@ def _brl_log_prior(static, data, state):
 
 
 def _brl_refresh(static, data, state):
-    """The list's log prior on the rebuilt tables: the kernel's step reads the stored one."""
-    return state._replace(log_prior=_brl_log_prior(static, data, state))
+    """The list's log prior on the rebuilt tables, and its log likelihood at a sampled alpha: the kernel's
+    step reads the stored ones."""
+    state = state._replace(log_prior=_brl_log_prior(static, data, state))
+    if not isinstance(data.likelihood, brl.DirichletConcentration):
+        return state
+    return state._replace(log_likelihood=_brl_log_likelihood(static, data, state, data.likelihood.alpha[0]))
 
 
 def _brl_update(static, data: HyperData, state, values, key, beta):
-    """Each sampled hyperparameter h of lam and eta in turn, given the list and the other, at inverse
-    temperature beta: h's conditional is proportional to p(h) p(d | lam, eta)^beta, SLICE_UPDATES
-    slice-sampling updates of u = log h, whose density is p(e^u) e^u p(d | ...)^beta with the list prior
-    from tables rebuilt at e^u (so any hook reading lam or eta is followed); at beta = 0 an independent
-    draw from p(h), as the kernel then redraws the list from the reference (module docstring)."""
+    """Each sampled hyperparameter h of alpha, eta and lam in turn, given the list and the others, at inverse
+    temperature beta: lam's and eta's conditional is proportional to p(h) p(d | lam, eta)^beta, alpha's to
+    p(alpha) p(y | d, alpha)^beta; SLICE_UPDATES slice-sampling updates of u = log h, whose density is
+    p(e^u) e^u times that factor at e^u, the list prior from tables rebuilt at e^u (so any hook reading lam
+    or eta is followed); at beta = 0 an independent draw from p(h), as the kernel then redraws the list from
+    the reference (module docstring)."""
+    from interpretable_zoo.inference import brl_mh  # imports models.brl, which imports this module
+
     values = dict(values)
+    counts = brl_mh.label_counts(data, state.rules, state.length) if "alpha" in data.hyperpriors else None
     for (name, prior), key_field in zip(sorted(data.hyperpriors.items()), random.split(key, len(data.hyperpriors))):
 
         def log_density(u, name=name, prior=prior):
+            if name == "alpha":
+                concentration = brl.DirichletConcentration(_brl_alpha_vector(static, jnp.exp(u)))
+                return prior.log_prob(jnp.exp(u)) + u + beta * brl.log_marginal_likelihood_from_tables(concentration,
+                                                                                                         counts)
             tables = _brl_with_values(static, data, {**values, name: jnp.exp(u)})
             return prior.log_prob(jnp.exp(u)) + u + beta * _brl_log_prior(static, tables, state)
 
@@ -560,28 +634,34 @@ def _brl_per_replica(data, n_replicas: int):
     return data._replace(**rows), axes
 
 
-BRL_CHECK_POINTS = {"lam": (0.5, 4.0), "eta": (0.5, 4.0)}
+BRL_CHECK_POINTS = {"lam": (0.5, 4.0), "eta": (0.5, 4.0), "alpha": (0.5, 4.0)}
 """Two values of each hyperparameter at which :func:`_brl_check` builds the list prior's tables."""
 
 
 def _brl_check(hyper_static: HyperStatic, data, fixed) -> None:
     """The update rebuilds the list prior's tables at traced values of each sampled hyperparameter: the
-    hooks must allow that and give a finite log probability somewhere."""
+    hooks must allow that and give a finite log probability somewhere; alpha's update reads the likelihood
+    alone, so the hooks must not read alpha."""
     hooks_read = "the list prior's hooks (models.brl.log_length_prior, log_cardinality_prior)"
     for name, tables in _tables_at_check_points(_brl_hook_tables, hyper_static, data, fixed, BRL_CHECK_POINTS,
                                                 hooks_read):
         if not all(np.isfinite(np.asarray(table)).any() for pair in tables for table in pair):
             raise ValueError(f"priors.{name}: the list prior's hooks give no finite log probability at {name} = 0.5 "
                              "or 4")
+        if name == "alpha" and not all(np.allclose(np.asarray(first), np.asarray(second), equal_nan=True)
+                                       for first, second in zip(*tables)):
+            raise ValueError("priors.alpha: a hyperprior on alpha is followed only when alpha enters theta's "
+                             f"Dirichlet alone; the edited hooks of {hooks_read} read it too: give alpha a number")
 
 
 BRL = HyperpriorModel(
     kernel="BRL Metropolis-Hastings kernel",
-    families=(("lam", ("Gamma",)), ("eta", ("Gamma",))),
+    families=(("lam", ("Gamma",)), ("eta", ("Gamma",)), ("alpha", ("Gamma",))),
     with_values=_brl_with_values,
     update=_brl_update,
     check=_brl_check,
-    written="models.brl.Priors(lam=numpyro.distributions.Gamma(a, b), eta=numpyro.distributions.Gamma(a, b))",
+    written="models.brl.Priors(lam=numpyro.distributions.Gamma(a, b), eta=numpyro.distributions.Gamma(a, b), "
+            "alpha=numpyro.distributions.Gamma(a, b))",
     module=brl,
     refresh=_brl_refresh,
     per_replica=_brl_per_replica,

@@ -65,8 +65,8 @@ class Priors:
 
     A field may hold a NumPyro distribution instead, a hyperprior: ``Priors(q=dist.Beta(2, 2))``. The
     programs draw it as the site named after the field (:func:`sample_hyperparameters`) and the sampler
-    draws it within the chain (``inference.hyperpriors``: q ~ Beta, conjugately, and alpha ~ Gamma, by
-    slice sampling).
+    draws it within the chain (``inference.hyperpriors``: q ~ Beta, conjugately; alpha, lam and c ~ Gamma,
+    by slice sampling).
     """
 
     alpha: float | dist.Distribution = 0.01

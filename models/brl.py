@@ -62,29 +62,28 @@ class Priors:
         that still have unused antecedents. It may hold a hyperprior, ``Priors(eta=dist.Gamma(a, b))``,
         sampled as lam's is.
     alpha: Dirichlet concentration of each rule's label distribution theta_j ~ Dirichlet(alpha); a
-        scalar (the same for every class) or one value per class.
+        scalar (the same for every class) or one value per class. It may hold a hyperprior on the scalar,
+        ``Priors(alpha=dist.Gamma(a, b))``, sampled as lam's is.
     """
 
-    lam: float = 3.0
-    eta: float = 1.0
-    alpha: float | tuple[float, ...] = 1.0
+    lam: float | dist.Distribution = 3.0
+    eta: float | dist.Distribution = 1.0
+    alpha: float | tuple[float, ...] | dist.Distribution = 1.0
 
     def __post_init__(self) -> None:
-        if isinstance(self.alpha, dist.Distribution):
-            raise ValueError("priors.alpha: the BRL sampler samples no hyperprior on alpha; give alpha a number or "
-                             "one per class")
-        for name in ("lam", "eta"):
+        for name in ("lam", "eta", "alpha"):
             value = getattr(self, name)
             if isinstance(value, dist.Distribution):  # a hyperprior: sampled within the chain where supported
                 hyperpriors.check_scalar(name, value)
-                continue
-            if isinstance(value, jax.core.Tracer):  # drawn inside a traced program: refused where it is sampled
+        for name in ("lam", "eta"):
+            value = getattr(self, name)
+            if isinstance(value, (dist.Distribution, jax.core.Tracer)):  # a Tracer: drawn inside a traced program
                 continue
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0:
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}")
             check_float32_positive(float(value), f"priors.{name}")
         alpha = self.alpha
-        if isinstance(alpha, jax.core.Tracer):
+        if isinstance(alpha, (jax.core.Tracer, dist.Distribution)):
             return
         if isinstance(alpha, numbers.Real) and not isinstance(alpha, bool):
             values = (float(alpha),)
@@ -255,10 +254,23 @@ def likelihood_tables(alpha, n_samples: int) -> LikelihoodTables:
     return LikelihoodTables(jax.device_put(np.hstack([class_terms, -total_terms])))
 
 
-def log_marginal_likelihood_from_tables(tables: LikelihoodTables, counts_and_totals):
-    """:func:`log_marginal_likelihood` as lookups. ``counts_and_totals`` (rows, L + 1): N_j and its
-    total sum_l N_jl in the last column, one row for each rule in use and the default rule (any other
-    rows all zero: they add 0). Returns sum_j log B(alpha + N_j) - log B(alpha)."""
+class DirichletConcentration(NamedTuple):
+    """alpha (L,) itself in place of :class:`LikelihoodTables`, for :func:`log_marginal_likelihood_from_tables`
+    to evaluate log Gamma directly: the form for an alpha sampled within the chain, which would otherwise
+    need its tables rebuilt for every replica in every scan."""
+
+    alpha: jnp.ndarray
+
+
+def log_marginal_likelihood_from_tables(tables: LikelihoodTables | DirichletConcentration, counts_and_totals):
+    """:func:`log_marginal_likelihood` as lookups (or evaluated, given a :class:`DirichletConcentration`).
+    ``counts_and_totals`` (rows, L + 1): N_j and its total sum_l N_jl in the last column, one row for each
+    rule in use and the default rule (any other rows all zero: they add 0). Returns sum_j log B(alpha + N_j)
+    - log B(alpha)."""
+    if isinstance(tables, DirichletConcentration):
+        alpha, counts, totals = tables.alpha, counts_and_totals[..., :-1], counts_and_totals[..., -1]
+        per_row = (gammaln(alpha + counts) - gammaln(alpha)).sum(-1) - gammaln(alpha.sum() + totals) + gammaln(alpha.sum())
+        return per_row.sum()
     width = counts_and_totals.shape[-1]
     per_row = sum(tables.terms[counts_and_totals[..., l], l] for l in range(width))
     return per_row.sum()
@@ -314,18 +326,21 @@ def _finite_logits(logits):
 
 def sample_hyperparameters(priors: Priors) -> Priors:
     """``priors`` with each hyperprior field drawn as the site named after it (``lam``), the first line of
-    :func:`rule_list_prior`; a program that samples a field as a site of its own instead is refused by the
-    sampler with the way to write it."""
+    :func:`model` and :func:`collapsed_model`, and of :func:`rule_list_prior` run as a program of its own; a
+    program that samples a field as a site of its own instead is refused by the sampler with the way to write
+    it."""
     return hyperpriors.sample_hyperparameters(priors)
 
 
 def rule_list_prior(cardinalities, priors: Priors = Priors(), max_length: int | None = None):
     """Sample a list from p(d | A, lam, eta) (Letham Algorithm 1, lines 2, 5, 6); returns (rules, length).
 
-    Sites: ``lam`` when it holds a hyperprior (:func:`sample_hyperparameters`); ``length``; for each
+    Sites: the hyperpriors of ``priors`` not yet drawn, e.g. ``lam`` when it holds one
+    (:func:`sample_hyperparameters`; :func:`model` draws them before it calls this); ``length``; for each
     position j < max_length, ``cardinality_j`` and ``antecedent_j`` (masked out beyond ``length``).
     """
-    priors = sample_hyperparameters(priors)
+    if hyperpriors.hyperpriors_of(priors):
+        priors = sample_hyperparameters(priors)
     cards = np.asarray(cardinalities)
     counts = cardinality_counts(cards)
     capacity = list_capacity(cards.size, max_length)
@@ -363,6 +378,7 @@ def model(truth_table, cardinalities, n_classes: int, y=None, *, priors: Priors 
     lists and labels with ``numpyro.infer.Predictive(model, num_samples=...)``.
     """
     table = _check_truth_table(truth_table, cardinalities)
+    priors = sample_hyperparameters(priors)
     rules, length = rule_list_prior(cardinalities, priors, max_length)
     capacity = rules.shape[0]
     in_use = (jnp.arange(capacity + 1) < length) | (jnp.arange(capacity + 1) == capacity)
@@ -376,6 +392,7 @@ def collapsed_model(truth_table, cardinalities, n_classes: int, y, *, priors: Pr
     """The target of the Metropolis-Hastings sampler: the list prior with every theta integrated out,
     log p(d) + log p(y | x, d, alpha). Same list sites as :func:`model`."""
     table = _check_truth_table(truth_table, cardinalities)
+    priors = sample_hyperparameters(priors)
     rules, length = rule_list_prior(cardinalities, priors, max_length)
     rule_counts, default_counts = capture_counts(table, y, n_classes, rules, length)
     numpyro.factor("y", log_marginal_likelihood(rule_counts, default_counts, length, priors.alpha_vector(n_classes)))

@@ -190,6 +190,124 @@ def test_tempering_ladder_with_the_hyperpriors_matches_the_exact_posterior():
     assert min(ks.values()) > 1e-3, ks
 
 
+# ---------------------------------------------------------------------------------------------- BCM's lam, c
+
+G_GAMMAS = {"lam": (2.0, 4.0), "c": (2.0, 0.4)}  # Gamma(a, rate b): lam mean 0.5 (sd 0.35), c mean 5 (sd 3.5)
+G_HYPER_PRIORS = dataclasses.replace(OTHER_PRIORS, **{name: dist.Gamma(a, b) for name, (a, b) in G_GAMMAS.items()})
+G_GRIDS = {name: np.linspace(1e-9, scipy.stats.gamma.ppf(1 - 1e-9, a, scale=1 / b), 301)
+           for name, (a, b) in G_GAMMAS.items()}
+
+
+def cell_terms(states):
+    """(states, S, P) index of each cell's term of p(x | z, omega, prototypes) and the (types, 3) table of
+    what the term reads: the counts of values 0 and 1 among the cell's tokens, and the value whose g carries
+    the prototype's extra weight c (-1 when omega_sj = 0)."""
+    x = np.asarray(X_TINY)
+    z = states["z"]  # (states, N, P)
+    counts = np.stack([((z == s) & (x == v)).sum(1) for s in range(N_CLUSTERS) for v in (0, 1)], 1)
+    counts = counts.reshape(len(z), N_CLUSTERS, 2, -1).transpose(0, 1, 3, 2)  # (states, S, P, 2)
+    copied = np.where(states["omega"] == 1, x[states["prototype"]], -1)  # (states, S, P)
+    kinds, index = np.unique(np.concatenate([counts, copied[..., None]], -1).reshape(-1, 3), axis=0,
+                             return_inverse=True)
+    return index.reshape(copied.shape), kinds
+
+
+def log_cell_term(kinds, lam, c):
+    """log B(g + n) - log B(g) of each kind of cell (:func:`cell_terms`) at every (lam, c) of the grids, written
+    out here: g_v = lam (1 + c [v is the copied value]) (sec. 3); returns (kinds, lam, c)."""
+    lam, c = lam[None, :, None], c[None, None, :]
+    g = [lam * (1.0 + c * (kinds[:, 2] == v)[:, None, None]) for v in (0, 1)]
+    n = [kinds[:, v][:, None, None] for v in (0, 1)]
+    gammaln = scipy.special.gammaln
+    return (gammaln(g[0] + n[0]) + gammaln(g[1] + n[1]) - gammaln(g[0] + g[1] + n[0] + n[1])
+            - gammaln(g[0]) - gammaln(g[1]) + gammaln(g[0] + g[1]))
+
+
+@lru_cache
+def exact_with_lam_and_c(beta):
+    """States, their exact probabilities under p(lam) p(c) p(omega) p(prototypes) p(z) L(lam, c)^beta with
+    lam and c integrated out on G_GRIDS, the marginal CDFs of lam and c on their grids, and each state's log
+    ratio of that target to the one with lam and c at their means (unnormalised). States that read
+    the same kinds of cells share their likelihood surface, so it is integrated once per such signature."""
+    x = np.asarray(X_TINY, np.int64)
+    states, log_prior, log_likelihood = enumerated_log_terms(OTHER_PRIORS, x.tobytes(), x.shape, N_CLUSTERS)
+    index, kinds = cell_terms(states)
+    signatures, of_state = np.unique(np.sort(index.reshape(len(index), -1), 1), axis=0, return_inverse=True)
+    of_state = of_state.ravel()
+    terms = log_cell_term(kinds, G_GRIDS["lam"], G_GRIDS["c"])
+    log_surface = beta * terms[signatures].sum(1)  # (signatures, lam, c)
+    log_hyperprior = sum(scipy.stats.gamma.logpdf(G_GRIDS[name], a, scale=1 / b)[(slice(None),) + (None,) * axis]
+                         for axis, (name, (a, b)) in zip((1, 0), G_GAMMAS.items()))
+    top = log_surface.max((1, 2), keepdims=True)
+    density = np.exp(log_surface - top + log_hyperprior)
+    by_c = scipy.integrate.trapezoid(density, G_GRIDS["c"], axis=2)  # (signatures, lam)
+    by_lam = scipy.integrate.trapezoid(density, G_GRIDS["lam"], axis=1)  # (signatures, c)
+    total = scipy.integrate.trapezoid(by_c, G_GRIDS["lam"], axis=1)
+    integrated = (np.log(total) + top[:, 0, 0])[of_state]
+    probs = enumerate_posterior(lambda i: log_prior[i] + integrated[i], list(range(len(log_prior))), method="loop")
+    weight = np.bincount(of_state, probs, len(signatures)) / total
+    cdfs = {name: scipy.integrate.cumulative_trapezoid(weight @ marginal, G_GRIDS[name], initial=0.0)
+            for name, marginal in (("lam", by_c), ("c", by_lam))}
+    return states, probs, cdfs, integrated - beta * log_likelihood
+
+
+def g_statistics(states, log_ratio):
+    """The label-free statistics plus the log ratio of each state's likelihood with lam and c integrated out
+    to its likelihood at their prior means (the statistic that tells the two targets apart best)."""
+    return {**label_free_statistics(states), "log_ratio_to_fixed_lam_and_c": log_ratio}
+
+
+def check_lam_and_c(draws, values, beta):
+    """(GOF of the discrete draws, name -> KS p-value of lam's and c's thinned draws against their exact
+    marginals) against the exact target at ``beta``."""
+    states, probs, cdfs, log_ratio = exact_with_lam_and_c(beta)
+    gof = exact_gof_test(state_index(draws, states), probs, statistics=g_statistics(states, log_ratio))
+    ks = {name: scipy.stats.kstest(np.asarray(values[name])[:, ::THIN].ravel(),
+                                   partial(np.interp, xp=G_GRIDS[name], fp=cdfs[name] / cdfs[name][-1])).pvalue
+          for name in G_GAMMAS}
+    return gof, ks
+
+
+def test_sampled_lam_and_c_match_the_exact_posterior_at_each_beta():
+    for (draws, values), beta in zip(chains(G_HYPER_PRIORS), (1.0, 0.4)):
+        gof, ks = check_lam_and_c(draws, values, beta)
+        assert gof.passed(alpha=1e-3), (beta, gof)
+        assert min(ks.values()) > 1e-3, (beta, ks)
+
+
+def test_lam_and_c_held_at_their_prior_means_fail_the_same_check():
+    """Negative control: hyperpriors concentrated at the means of lam's and c's (lam and c nearly fixed)."""
+    concentrated = dataclasses.replace(OTHER_PRIORS, **{name: dist.Gamma(a * 1e4, b * 1e4)
+                                                        for name, (a, b) in G_GAMMAS.items()})
+    for (draws, values), beta in zip(chains(concentrated), (1.0, 0.4)):
+        gof, ks = check_lam_and_c(draws, values, beta)
+        assert not gof.passed(alpha=1e-3), (beta, gof)
+        assert max(ks.values()) < 1e-3, (beta, ks)
+
+
+def test_tempering_ladder_with_lam_and_c_matches_the_exact_posterior():
+    """The engine's swaps read each replica's log likelihood on the tables of its own lam and c, and the
+    recorded pointwise log likelihood is computed on them too."""
+    inner = bcm_gibbs.make_target(X_TINY, N_CLUSTERS, hyperpriors.at_point(G_HYPER_PRIORS))
+    static, data = hyperpriors.target(hyperpriors.BCM, inner, G_HYPER_PRIORS)
+    run = convergence.sample(hyperpriors.with_hyperpriors(KERNEL_WITH_Z), static, data, num_chains=8, seed=4,
+                             n_temperatures=3, num_samples=800, tuning_rounds=1, scans_per_chunk=200,
+                             progress_bar=False)
+    assert run.n_temperatures == 3 and 0 < run.swap_accept.mean() < 1
+    gof, ks = check_lam_and_c({name: run.records[name] for name in ("omega", "prototype", "z")},
+                              {name: run.summaries[name] for name in G_GAMMAS}, 1.0)
+    assert gof.passed(alpha=1e-3), gof
+    assert min(ks.values()) > 1e-3, ks
+    draw = {name: run.records[name][0, -1] for name in ("omega", "prototype", "z")}
+    values = {name: jnp.float32(run.summaries[name][0, -1]) for name in G_GAMMAS}
+    at_draw = hyperpriors.BCM.with_values(static.inner, data, values)
+    state = jax.tree.map(lambda v: v[None], bcm_gibbs.state_from_params(static.inner, at_draw, **draw))
+    expected = bcm_gibbs.pointwise_log_likelihood(static.inner, at_draw, state)[0]
+    at_means = bcm_gibbs.pointwise_log_likelihood(static.inner, inner[1], state)[0]
+    assert np.allclose(run.records["log_likelihood"][0, -1], expected, atol=1e-5)
+    assert not np.allclose(run.records["log_likelihood"][0, -1], at_means, atol=1e-3)
+
+
 def test_programs_draw_the_hyperprior_sites():
     """``Predictive`` draws q and alpha, then the rest; the collapsed density at a (q, alpha) equals the
     fixed-value density plus log Beta(q) + log Gamma(alpha)."""
@@ -212,10 +330,11 @@ RUN = {"num_samples": 4, "num_warmup": 4, "num_chains": 2, "n_temperatures": 1, 
 
 
 def test_an_unsupported_hyperprior_is_refused_by_name():
-    with pytest.raises(ValueError, match=r"priors\.lam: .* Gamma hyperprior on lam; it samples q ~ Beta, alpha ~ "
-                                         r"Gamma, written models\.bcm\.Priors\(q=numpyro\.distributions\.Beta\(a, b\), "
-                                         r"alpha=numpyro\.distributions\.Gamma\(a, b\)\)"):
-        fit_bcm(X_TINY, N_CLUSTERS, priors=bcm.Priors(lam=dist.Gamma(2.0, 2.0)), **RUN)
+    with pytest.raises(ValueError, match=r"priors\.lam: .* LogNormal hyperprior on lam; it samples q ~ Beta, alpha ~ "
+                                         r"Gamma, lam ~ Gamma, c ~ Gamma, written models\.bcm\.Priors\(q=numpyro\."
+                                         r"distributions\.Beta\(a, b\), alpha=numpyro\.distributions\.Gamma\(a, b\), "
+                                         r"lam=numpyro\.distributions\.Gamma\(a, b\), c=numpyro"):
+        fit_bcm(X_TINY, N_CLUSTERS, priors=bcm.Priors(lam=dist.LogNormal(0.0, 1.0)), **RUN)
 
 
 def _lam_drawn_in_the_program(priors):
@@ -242,25 +361,22 @@ def test_a_hyperparameter_sampled_in_the_program_is_refused_with_how_to_write_it
 
 
 def test_brl_refuses_an_unsupported_hyperprior_by_name(monkeypatch):
-    """BRL samples lam ~ Gamma and eta ~ Gamma only: another family on either, a hyperprior on alpha, or a
-    traced lam drawn in its program (no tracer error from Priors) is refused naming the field and how to write
+    """BRL samples lam, eta and alpha ~ Gamma only: another family on any, a hyperprior on a per-class alpha, or
+    a traced lam drawn in its program (no tracer error from Priors) is refused naming the field and how to write
     one."""
     from test_prior_edits import BRL_RUN, X, Y
 
     from interpretable_zoo.inference.brl import fit_brl
 
     written = (r"models\.brl\.Priors\(lam=numpyro\.distributions\.Gamma\(a, b\), "
-               r"eta=numpyro\.distributions\.Gamma\(a, b\)\)")
-    with pytest.raises(ValueError, match=rf"^priors\.lam: .* LogNormal hyperprior on lam; it samples lam ~ Gamma, "
-                                         rf"eta ~ Gamma, written {written}"):
-        fit_brl(X, Y, priors=brl.Priors(lam=dist.LogNormal(0.0, 1.0)), **BRL_RUN)
-    with pytest.raises(ValueError, match=r"^priors\.eta: .* LogNormal hyperprior on eta; it samples lam ~ Gamma, "
-                                         r"eta ~ Gamma"):
-        fit_brl(X, Y, priors=brl.Priors(eta=dist.LogNormal(0.0, 1.0)), **BRL_RUN)
-    with pytest.raises(ValueError, match=r"^priors\.alpha: the BRL sampler samples no hyperprior on alpha"):
-        brl.Priors(alpha=dist.Gamma(2.0, 2.0))
-    with pytest.raises(ValueError, match=r"^priors\.lam: a hyperprior must be a scalar distribution"):
-        brl.Priors(lam=dist.Gamma(jnp.ones(2), 1.0))
+               r"eta=numpyro\.distributions\.Gamma\(a, b\), alpha=numpyro\.distributions\.Gamma\(a, b\)\)")
+    for name in ("lam", "eta", "alpha"):
+        with pytest.raises(ValueError, match=rf"^priors\.{name}: .* LogNormal hyperprior on {name}; it samples "
+                                             rf"lam ~ Gamma, eta ~ Gamma, alpha ~ Gamma, written {written}"):
+            fit_brl(X, Y, priors=brl.Priors(**{name: dist.LogNormal(0.0, 1.0)}), **BRL_RUN)
+    for name in ("lam", "alpha"):
+        with pytest.raises(ValueError, match=rf"^priors\.{name}: a hyperprior must be a scalar distribution"):
+            brl.Priors(**{name: dist.Gamma(jnp.ones(2), 1.0)})
 
     def lam_drawn_in_the_program(priors):
         return dataclasses.replace(priors, lam=numpyro.sample("lam", dist.Gamma(6.0, 2.0)))
@@ -273,7 +389,8 @@ def test_brl_refuses_an_unsupported_hyperprior_by_name(monkeypatch):
 
 # ---------------------------------------------------------------------------------------------- BRL's lam, eta
 
-GAMMAS = {"lam": (3.0, 1.0), "eta": (2.0, 1.0)}  # h ~ Gamma(a, rate b): lam mean 3 (sd 1.7), eta mean 2 (sd 1.4)
+GAMMAS = {"lam": (3.0, 1.0), "eta": (2.0, 1.0), "alpha": (2.0, 2.0)}  # h ~ Gamma(a, rate b): lam mean 3 (sd 1.7),
+# eta mean 2 (sd 1.4), alpha mean 1 (sd 0.7)
 BRL_HYPER_PRIORS = brl.Priors(**{name: dist.Gamma(a, b) for name, (a, b) in GAMMAS.items()})
 BRL_BETAS = np.repeat([0.0, 0.4, 1.0], 8)  # 8 replicas at the reference, an intermediate rung, the posterior
 GRIDS = {name: np.linspace(1e-9, scipy.stats.gamma.ppf(1 - 1e-12, a, scale=1 / b), 20_001)
@@ -282,9 +399,10 @@ BRL_THIN = 20  # the hyperparameter draws thinned for the KS test (lag-20 autoco
 
 
 def log_hyperparameter_factors(states, grids):
-    """name -> (grid, list) log of the factor of p(d | lam, eta) that reads the hyperparameter (Letham eqs.
-    2-3, written out here): lam's truncated Poisson of the length; eta's Poisson of each rule's cardinality
-    renormalised over the cardinalities with unused antecedents before it."""
+    """name -> (grid, list) log of the factor of p(d | lam, eta) p(y | d, alpha) that reads the hyperparameter
+    (Letham eqs. 2-3 and 5, written out here): lam's truncated Poisson of the length; eta's Poisson of each
+    rule's cardinality renormalised over the cardinalities with unused antecedents before it; alpha's
+    Dirichlet-multinomial of the labels each rule captures, theta_j ~ Dirichlet(alpha, alpha)."""
     m = np.arange(brl_moves.CAPACITY + 1)
     lam = grids["lam"][:, None]
     length = m * np.log(lam) - scipy.special.gammaln(m + 1)
@@ -301,14 +419,25 @@ def log_hyperparameter_factors(states, grids):
             available = used < counts
             cardinality[:, index] += weights[:, card - 1] - scipy.special.logsumexp(weights[:, available], axis=1)
             used[card - 1] += 1
-    return {"lam": length[:, states["length"]], "eta": cardinality}
+    truth_table, y = tiny_problem()
+    gammaln, alpha = scipy.special.gammaln, grids["alpha"]
+    labels = np.zeros((len(alpha), len(states["length"])))
+    for index, (rules, length_d) in enumerate(zip(states["rules"], states["length"])):
+        uncaught = np.ones(len(y), bool)
+        for rule in [*rules[:length_d], None]:  # the default rule last
+            caught = uncaught if rule is None else uncaught & truth_table[:, rule]
+            n = np.bincount(y[caught], minlength=2)
+            labels[:, index] += (gammaln(alpha + n[0]) + gammaln(alpha + n[1]) - 2 * gammaln(alpha)
+                                 - gammaln(2 * alpha + n.sum()) + gammaln(2 * alpha))
+            uncaught &= ~caught
+    return {"lam": length[:, states["length"]], "eta": cardinality, "alpha": labels}
 
 
 @lru_cache
 def exact_with_gamma_hyperpriors(beta):
     """(lists, their exact probabilities, name -> CDF on GRIDS[name]) at rung beta of the path
-    p(lam) p(eta) r(d)^(1 - beta) (p(d | lam, eta) p(y | d))^beta with lam and eta integrated out: each enters
-    one factor f_h(d, h) of the list prior, so a list's term beta log f_h(d, h0) at the fixed point h0 is
+    p(lam) p(eta) p(alpha) r(d)^(1 - beta) (p(d | lam, eta) p(y | d, alpha))^beta with lam, eta and alpha
+    integrated out: each enters one factor f_h(d, h) of the list prior or the likelihood, so a list's term beta log f_h(d, h0) at the fixed point h0 is
     swapped for log I_h(d), I_h(d) = integral of p(h) f_h(d, h)^beta dh, and h | d has density
     p(h) f_h(d, h)^beta / I_h(d)."""
     states = all_lists(len(CARDINALITIES), brl_moves.CAPACITY)
@@ -397,6 +526,36 @@ def test_fit_brl_with_hyperpriors_on_lam_and_eta_matches_the_exact_posterior():
                                     values, 1.0)
     assert gof.passed(alpha=1e-3), gof
     assert min(ks.values()) > 1e-3, ks
+    check_alpha_in_the_explanations(result)
+
+
+def check_alpha_in_the_explanations(result):
+    """The BRL-point list's rule probabilities and credible intervals with alpha integrated out given the list
+    (the quadrature of p(alpha) p(y | d, alpha) on GRIDS["alpha"], written out here), and each draw's pointwise
+    log likelihood at the draw's own alpha."""
+    rules = result.point_list()
+    counts = result.rule_counts(rules).astype(float)  # (rows, 2)
+    states = {"rules": np.array([list(rules) + [-1] * (brl_moves.CAPACITY - len(rules))]),
+              "length": np.array([len(rules)])}
+    alpha = GRIDS["alpha"]
+    density = np.exp(scipy.stats.gamma.logpdf(alpha, *GAMMAS["alpha"][:1], scale=1 / GAMMAS["alpha"][1])
+                     + log_hyperparameter_factors(states, GRIDS)["alpha"][:, 0])
+    density /= scipy.integrate.trapezoid(density, alpha)
+    a = alpha[:, None, None] + counts  # (grid, rows, 2): theta_jl | alpha ~ Beta(a_l, a_other)
+    means = scipy.integrate.trapezoid(density[:, None, None] * a / a.sum(-1, keepdims=True), alpha, axis=0)
+    np.testing.assert_allclose(result.rule_probabilities(rules), means, atol=1e-5)
+    frame = result.explain_frame(level=0.9)
+    for (position, row), rule_counts in zip(frame.iterrows(), a.transpose(1, 0, 2)):
+        for label, name in enumerate(result.classes):
+            cdf = [scipy.integrate.trapezoid(density * scipy.stats.beta.cdf(row[f"p_{name}_{end}"], rule_counts[:, label],
+                                                                            rule_counts[:, 1 - label]), alpha)
+                   for end in ("low", "high")]
+            np.testing.assert_allclose(cdf, [0.05, 0.95], atol=1e-4)
+    draw_alpha = result.idata.posterior["alpha"].values[0, -1]
+    draw_rules, draw_length = result.run.records["rules"][0, -1], result.run.records["length"][0, -1]
+    truth_table, y = tiny_problem()
+    expected = brl.loo_log_predictive(truth_table, y, jnp.full(2, draw_alpha, jnp.float32), draw_rules, draw_length)
+    np.testing.assert_allclose(result.idata.log_likelihood["y"].values[0, -1], expected, atol=1e-5)
 
 
 def _omega_varying_with_the_feature(priors, n_clusters, n_features):
@@ -460,7 +619,7 @@ def test_the_numpyro_kernels_refuse_a_hyperprior_by_name():
     from interpretable_zoo.inference.brl_mh import BRLMetropolisHastings
 
     with pytest.raises(ValueError, match=r"^priors\.alpha: BCMGibbs \(a NumPyro kernel\) takes a number, not a "
-                                         r"hyperprior \(Gamma\); fit_bcm samples q and alpha within the chain"):
+                                         r"hyperprior \(Gamma\); fit_bcm samples q, alpha, lam and c within the chain"):
         MCMC(BCMGibbs(), num_warmup=2, num_samples=2, progress_bar=False).run(
             jax.random.PRNGKey(0), X_TINY, N_CLUSTERS, priors=dataclasses.replace(OTHER_PRIORS, alpha=dist.Gamma(2., 2.)))
     truth_table, y = tiny_problem()

@@ -8,6 +8,7 @@ replacing the model module's hooks, ``Priors`` or programs (``monkeypatch``), or
 one site's distribution inside a program."""
 
 import copy
+import functools
 import re
 from dataclasses import dataclass
 
@@ -56,10 +57,13 @@ class EditSite(numpyro.primitives.Messenger):
 
 
 def edited_program(program, pattern, edit):
+    """``program`` with the site matching ``pattern`` edited, under the program's name and signature (an edit
+    in the model file keeps them)."""
+
+    @functools.wraps(program)
     def edited(*args, **kwargs):
         return EditSite(program, pattern, edit)(*args, **kwargs)
 
-    edited.__name__, edited.__module__ = program.__name__, program.__module__
     return edited
 
 
@@ -126,16 +130,31 @@ def test_brl_follows(monkeypatch, name, value):
     assert not original.passed(alpha=1e-3), original
 
 
+ALPHA_GRID = np.linspace(1e-6, 3.0, 4001)
+"""Trapezoid nodes on which :func:`classifier_gof` integrates a Gamma hyperprior on alpha out (mass beyond 3 of
+the Gamma(2, 20) below: 1e-24)."""
+
+
 def classifier_gof(result, priors):
-    """The exact test of a classifier's draws against enumeration of every list of its antecedents."""
+    """The exact test of a classifier's draws against enumeration of every list of its antecedents; a hyperprior
+    on alpha integrated out of each list's likelihood on :data:`ALPHA_GRID`."""
     cardinalities = np.array([len(a) for a in result.antecedents])
     capacity = result.idata.posterior.sizes["position"]
     table, y = result.train_table.astype(bool), result.train_labels
 
+    def log_likelihood(rule_counts, default_counts, length):
+        if not isinstance(priors.alpha, dist.Distribution):
+            return brl.log_marginal_likelihood(rule_counts, default_counts, length, priors.alpha_vector(2))
+        spacing = ALPHA_GRID[1] - ALPHA_GRID[0]
+        log_weights = priors.alpha.log_prob(ALPHA_GRID) + np.log(np.r_[0.5, np.ones(len(ALPHA_GRID) - 2), 0.5] * spacing)
+        per_alpha = jax.vmap(lambda a: brl.log_marginal_likelihood(rule_counts, default_counts, length,
+                                                                   jnp.full(2, a)))(jnp.asarray(ALPHA_GRID))
+        return logsumexp(per_alpha + log_weights)
+
     def log_joint(state):
         rule_counts, default_counts = brl.capture_counts(table, y, 2, state["rules"], state["length"])
         return brl.log_prior(state["rules"], state["length"], cardinalities, priors, capacity) + (
-            brl.log_marginal_likelihood(rule_counts, default_counts, state["length"], priors.alpha_vector(2)))
+            log_likelihood(rule_counts, default_counts, state["length"]))
 
     states = all_lists(cardinalities.size, capacity)
     with enable_x64():
@@ -160,6 +179,34 @@ def test_brl_classifier_follows_the_priors_default(monkeypatch):
     original = classifier_gof(classifier.result_, brl.Priors())
     assert edited.passed(alpha=1e-3), edited
     assert not original.passed(alpha=1e-3), original
+
+
+def test_brl_classifier_follows_a_hyperprior_on_alpha():
+    """priors=Priors(alpha=Gamma(2, 20)) through the classifier: its lists against enumeration with alpha
+    integrated out; the unedited model (alpha = 1) must fail the same test."""
+    frame = pd.DataFrame(X[:, :2], columns=["a", "b"])
+    options = {key: BRL_RUN[key] for key in ("n_temperatures", "num_chains", "num_samples", "num_warmup", "progress_bar")}
+    priors = brl.Priors(alpha=dist.Gamma(2.0, 20.0))
+    classifier = BayesianRuleListClassifier(min_support=0.3, max_length=5, seed=3, priors=priors, **options).fit(frame, Y)
+    assert classifier.result_.idata.posterior["alpha"].shape == (options["num_chains"], options["num_samples"])
+    edited, original = classifier_gof(classifier.result_, priors), classifier_gof(classifier.result_, brl.Priors())
+    assert edited.passed(alpha=1e-3), edited
+    assert not original.passed(alpha=1e-3), original
+
+
+def length_prior_reading_alpha(priors, max_length):
+    """A length prior whose mean grows with alpha: p(m) Poisson(lam + alpha)."""
+    m = jnp.arange(max_length + 1)
+    weights = m * jnp.log(priors.lam + jnp.mean(jnp.asarray(priors.alpha))) - jax.scipy.special.gammaln(m + 1)
+    return weights - logsumexp(weights)
+
+
+def test_brl_refuses_a_hyperprior_on_alpha_that_a_prior_hook_reads(monkeypatch):
+    """alpha's update reads the likelihood alone: a list-prior hook that reads alpha leaves it inexact."""
+    monkeypatch.setattr(brl, "log_length_prior", length_prior_reading_alpha)
+    with pytest.raises(ValueError, match=r"^priors\.alpha: a hyperprior on alpha is followed only when alpha enters "
+                                         r"theta's Dirichlet alone; the edited hooks .*log_length_prior.* read it too"):
+        fit_brl(X, Y, priors=brl.Priors(alpha=dist.Gamma(2.0, 2.0)), **BRL_RUN)
 
 
 def gamma_hyperprior_on_lam(truth_table, cardinalities, n_classes, y, *, priors=brl.Priors(), max_length=None):
@@ -195,18 +242,20 @@ def log_prior_plus_length(rules, length, cardinalities, priors, max_length):
 ORIGINAL_LOG_PRIOR = brl.log_prior
 
 
-@pytest.mark.parametrize(
-    "name, value, site",
-    [
-        ("collapsed_model", gamma_hyperprior_on_lam, "'lam'"),
-        ("collapsed_model", edited_program(brl.collapsed_model, "length", _length_in_program), "length"),
-        ("collapsed_model", edited_program(brl.collapsed_model, r"antecedent_\d+", _uneven_antecedents), "antecedent"),
-        ("model", edited_program(brl.model, "theta", _default_rule_alpha), "theta"),
-        ("log_prior", log_prior_plus_length, "log_prior"),
-    ],
-    ids=["gamma_hyperprior_on_lam", "length_prior_in_the_program", "uneven_antecedent_choice",
-         "default_rule_alpha_in_model_only", "log_prior_edited"],
-)
+BRL_REFUSED = [
+    pytest.param("collapsed_model", gamma_hyperprior_on_lam, "'lam'", id="gamma_hyperprior_on_lam"),
+    pytest.param("collapsed_model", edited_program(brl.collapsed_model, "length", _length_in_program), "length",
+                 id="length_prior_in_the_program"),
+    pytest.param("collapsed_model", edited_program(brl.collapsed_model, r"antecedent_\d+", _uneven_antecedents),
+                 "antecedent", id="uneven_antecedent_choice"),
+    pytest.param("model", edited_program(brl.model, "theta", _default_rule_alpha), "theta",
+                 id="default_rule_alpha_in_model_only"),
+    pytest.param("log_prior", log_prior_plus_length, "log_prior", id="log_prior_edited"),
+]
+"""(hook or program, its edit, the site or hook the refusal names): edits every BRL entry point refuses."""
+
+
+@pytest.mark.parametrize("name, value, site", BRL_REFUSED)
 def test_brl_refuses(monkeypatch, name, value, site):
     monkeypatch.setattr(brl, name, value)
     with pytest.raises(ModelMismatchError, match=site):
@@ -305,16 +354,17 @@ def _pi_doubled(fn):
     return dist.Dirichlet(2.0 * base.concentration).expand(fn.batch_shape + fn.event_shape[:-1]).to_event(1)
 
 
-@pytest.mark.parametrize(
-    "name, value, site",
-    [
-        ("subspace_and_prototype_prior", beta_hyperprior_on_q, "'q'"),
-        ("collapsed_model", edited_program(bcm.collapsed_model, "omega", _omega_point_three), "omega"),
-        ("model", edited_program(bcm.model, "omega", _omega_point_three), "omega"),
-        ("model", edited_program(bcm.model, "pi", _pi_doubled), "pi"),
-    ],
-    ids=["beta_hyperprior_on_q", "omega_in_collapsed_model_only", "omega_in_model_only", "pi_in_model_only"],
-)
+BCM_REFUSED = [
+    pytest.param("subspace_and_prototype_prior", beta_hyperprior_on_q, "'q'", id="beta_hyperprior_on_q"),
+    pytest.param("collapsed_model", edited_program(bcm.collapsed_model, "omega", _omega_point_three), "omega",
+                 id="omega_in_collapsed_model_only"),
+    pytest.param("model", edited_program(bcm.model, "omega", _omega_point_three), "omega", id="omega_in_model_only"),
+    pytest.param("model", edited_program(bcm.model, "pi", _pi_doubled), "pi", id="pi_in_model_only"),
+]
+"""(hook or program, its edit, the site the refusal names): edits every BCM entry point refuses."""
+
+
+@pytest.mark.parametrize("name, value, site", BCM_REFUSED)
 def test_bcm_refuses(monkeypatch, name, value, site):
     monkeypatch.setattr(bcm, name, value)
     with pytest.raises(ModelMismatchError, match=site):
@@ -405,18 +455,17 @@ def test_bayesian_sets_refuses_a_hook_that_returns_an_improper_prior(monkeypatch
         BayesianSets(W_TINY)
 
 
-@pytest.mark.parametrize(
-    "module, name, value, kernel, model_args, site",
-    [
-        (brl, "log_prior", log_prior_plus_length, BRLMetropolisHastings,
-         (TRUTH_TABLE, np.array([len(a) for a in ANTECEDENTS]), 2, Y), "log_prior"),
-        (bcm, "model", edited_program(bcm.model, "omega", _omega_point_three), BCMGibbs, (X_TINY, N_CLUSTERS),
-         "omega"),
-    ],
-    ids=["brl_log_prior_edited", "bcm_omega_in_model_only"],
-)
-def test_numpyro_kernels_refuse_what_the_fits_refuse(monkeypatch, module, name, value, kernel, model_args, site):
-    """NumPyro's MCMC with the kernel runs the fit's check before its first draw."""
+NUMPYRO_KERNELS = {"brl": (brl, BRLMetropolisHastings, (TRUTH_TABLE, np.array([len(a) for a in ANTECEDENTS]), 2, Y)),
+                   "bcm": (bcm, BCMGibbs, (X_TINY, N_CLUSTERS))}
+
+
+@pytest.mark.parametrize("kernel_name, name, value, site", [
+    pytest.param(kernel_name, *edit.values, id=f"{kernel_name}_{edit.id}")
+    for kernel_name, refused in (("brl", BRL_REFUSED), ("bcm", BCM_REFUSED)) for edit in refused
+])
+def test_numpyro_kernels_refuse_what_the_fits_refuse(monkeypatch, kernel_name, name, value, site):
+    """NumPyro's MCMC with the kernel runs the fit's check before its first draw: every edit the fit refuses."""
+    module, kernel, model_args = NUMPYRO_KERNELS[kernel_name]
     monkeypatch.setattr(module, name, value)
     with pytest.raises(ModelMismatchError, match=site):
         run_mcmc(kernel(), num_warmup=0, num_samples=1, num_chains=1, model_args=model_args, progress_bar=False)
