@@ -308,6 +308,29 @@ def test_tempering_ladder_with_lam_and_c_matches_the_exact_posterior():
     assert not np.allclose(run.records["log_likelihood"][0, -1], at_means, atol=1e-3)
 
 
+def test_the_likelihood_that_lam_and_c_read_is_the_collapsed_likelihood():
+    """lam's and c's updates read p(x | z, omega, prototypes) from histograms of the cells' counts where that
+    is cheaper: equal to the model file's sum over cells of log B(g + n) - log B(g), on features with 2 and 3
+    values, at several (lam, c)."""
+    rng = np.random.default_rng(0)
+    n_values = np.array([3, 2] * 10)
+    x = rng.integers(0, n_values, (4, 20))
+    priors = dataclasses.replace(G_HYPER_PRIORS, alpha=1.0, q=0.5)
+    inner = bcm_gibbs.make_target(x, 3, hyperpriors.at_point(priors), n_values)
+    static, data = hyperpriors.target(hyperpriors.BCM, inner, priors)
+    for seed in range(3):
+        state = bcm_gibbs.init(static.inner, inner[1], jax.random.PRNGKey(seed))
+        log_likelihood = jax.jit(lambda values, state=state: hyperpriors._bcm_log_likelihood_at(
+            static.inner, data, state)(values))
+        for lam, c in ((0.3, 5.0), (2.0, 0.5), (1.0, 50.0)):
+            at = dataclasses.replace(priors, lam=lam, c=c)
+            concentration = bcm.concentration_table(x[np.asarray(state.prototype)], state.omega, n_values, at)
+            cells = bcm_gibbs.cells_by_cluster(static.inner, state.cell_counts)
+            expected = bcm.log_polya(cells, concentration, bcm.value_mask(n_values)).sum()
+            got = log_likelihood({"lam": jnp.float32(lam), "c": jnp.float32(c)})
+            assert np.isclose(got, expected, rtol=1e-5, atol=1e-3), (seed, lam, c, got, expected)
+
+
 def test_programs_draw_the_hyperprior_sites():
     """``Predictive`` draws q and alpha, then the rest; the collapsed density at a (q, alpha) equals the
     fixed-value density plus log Beta(q) + log Gamma(alpha)."""
