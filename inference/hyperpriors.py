@@ -147,6 +147,14 @@ class HyperpriorModel(NamedTuple):
     def supported(self) -> str:
         return ", ".join(f"{field} ~ {' or '.join(families)}" for field, families in self.families)
 
+    def __reduce__(self):
+        """Pickled as its name (a saved result's target holds it; it holds a module, which pickle refuses)."""
+        return _model_named, (self.kernel,)
+
+
+def _model_named(kernel: str) -> HyperpriorModel:
+    return {model.kernel: model for model in (BCM, BRL)}[kernel]
+
 
 class HyperStatic(NamedTuple):
     """The kernel's static, the :class:`HyperpriorModel` and the model file's functions (:func:`model_hooks`),

@@ -1,8 +1,9 @@
 """Hyperpriors sampled within the chain (inference.hyperpriors). BCM's q ~ Beta and alpha ~ Gamma, sampled
 together: the discrete state against exact enumeration with q integrated out (the Beta-Bernoulli marginal) and
 alpha on a grid, and each hyperparameter's draws against its exact mixture, at beta = 1, at an intermediate
-beta and under a tempering ladder. BRL's lam ~ Gamma and eta ~ Gamma likewise: the lists against enumeration
-with both integrated out on grids, at beta = 0, 0.4 and 1 and through fit_brl's ladder. Negative controls: the
+beta and under a tempering ladder; BCM's lam ~ Gamma and c ~ Gamma likewise, integrated out on a 2-D grid.
+BRL's lam, eta and alpha ~ Gamma likewise: the lists against enumeration with all three integrated out on
+grids, at beta = 0, 0.4 and 1 and through fit_brl's ladder. Negative controls: the
 hyperparameters held near their prior means. Also the programs' hyperprior sites and the refusals."""
 
 import dataclasses
@@ -22,6 +23,7 @@ from numpyro.infer.util import log_density
 
 from interpretable_zoo.diagnostics.exact import enumerate_posterior, exact_gof_test, state_index
 from interpretable_zoo.inference import bcm_gibbs, brl_mh, convergence, hyperpriors
+from interpretable_zoo.inference.checkpoint import load_result, save_result
 from interpretable_zoo.inference.bcm import _kernel, fit_bcm
 from interpretable_zoo.inference.brl import KERNEL as BRL_KERNEL
 from interpretable_zoo.inference.target_check import ModelMismatchError
@@ -530,10 +532,11 @@ def test_lam_and_eta_held_at_their_prior_means_fail_the_same_brl_check():
         assert max(ks.values()) < 1e-3, (beta, ks)
 
 
-def test_fit_brl_with_hyperpriors_on_lam_and_eta_matches_the_exact_posterior():
-    """``fit_brl`` end to end on the tiny problem: a 3-rung ladder whose replicas carry their own lam and eta
-    (the swaps read log p(lam) p(eta) in log_prior and log_reference), chains learning their proposals in
-    groups."""
+def test_fit_brl_with_hyperpriors_on_lam_eta_and_alpha_matches_the_exact_posterior(tmp_path):
+    """``fit_brl`` end to end on the tiny problem: a 3-rung ladder whose replicas carry their own lam, eta and
+    alpha (the swaps read log p(lam) p(eta) p(alpha) in log_prior and log_reference, and the log likelihood at
+    the replica's alpha), chains learning their proposals in groups; then its explanations, and the result
+    saved, loaded and extended."""
     from interpretable_zoo.inference.brl import fit_brl
 
     rng = np.random.default_rng(0)  # the columns of tiny_problem()
@@ -550,6 +553,9 @@ def test_fit_brl_with_hyperpriors_on_lam_and_eta_matches_the_exact_posterior():
     assert gof.passed(alpha=1e-3), gof
     assert min(ks.values()) > 1e-3, ks
     check_alpha_in_the_explanations(result)
+    save_result(result, tmp_path / "brl.pkl")  # the target holds the hyperprior model: saved by name
+    loaded = load_result(tmp_path / "brl.pkl")
+    assert loaded.explain() == result.explain() and loaded.extend(10).run.records["length"].shape == (8, 10)
 
 
 def check_alpha_in_the_explanations(result):
