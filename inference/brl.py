@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
-from scipy import optimize, special, stats
+from scipy import optimize, stats
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -238,13 +238,11 @@ class BRLResult(convergence.TemperedResult):
         shape, rate = float(prior.concentration), float(prior.rate)
         log_alpha = np.linspace(*np.log(stats.gamma.ppf([1e-12, 1 - 1e-12], shape, scale=1 / rate)),
                                 ALPHA_QUADRATURE_NODES)
-        alpha = np.exp(log_alpha)[:, None, None]  # (G, rows, L)
-        log_likelihood = (special.gammaln(alpha + counts).sum(-1) - n_classes * special.gammaln(alpha[..., 0])
-                          - special.gammaln(n_classes * alpha[..., 0] + counts.sum(-1))
-                          + special.gammaln(n_classes * alpha[..., 0])).sum(-1)
-        log_weight = stats.gamma.logpdf(alpha[:, 0, 0], shape, scale=1 / rate) + log_alpha + log_likelihood
+        nodes = np.repeat(np.exp(log_alpha)[:, None], n_classes, -1)  # (G, L)
+        log_likelihood = np.asarray(_log_likelihood_at_each_alpha(counts[:-1], counts[-1], len(counts) - 1, nodes))
+        log_weight = stats.gamma.logpdf(nodes[:, 0], shape, scale=1 / rate) + log_alpha + log_likelihood
         weights = np.exp(log_weight - log_weight.max())
-        return np.repeat(alpha[:, 0], n_classes, -1), weights / weights.sum()
+        return nodes, weights / weights.sum()
 
     def rule_probabilities(self, rules) -> np.ndarray:
         """E[theta_j | data] (len(rules) + 1, L) of each rule of a list, default rule last (Letham sec. 2.1):
@@ -398,6 +396,12 @@ def _beta_mixture_quantile(q: float, weights, a, b) -> np.ndarray:
 
 ALPHA_QUADRATURE_NODES = 2001
 """Points of log alpha on which :meth:`BRLResult._alpha_given_list` integrates a sampled alpha out."""
+
+
+@jax.jit
+def _log_likelihood_at_each_alpha(rule_counts, default_counts, length, alphas):
+    """(G,): :func:`models.brl.log_marginal_likelihood` of one list's counts at each concentration (G, L)."""
+    return jax.vmap(lambda alpha: brl.log_marginal_likelihood(rule_counts, default_counts, length, alpha))(alphas)
 
 
 @functools.partial(jax.jit, static_argnums=5)

@@ -613,12 +613,10 @@ def _brl_alpha_vector(static, alpha):
     return jnp.full(static.n_classes, alpha, jnp.float32)
 
 
-def _brl_log_likelihood(static, data, state, alpha):
-    """log p(y | d, alpha) of the state's list at a sampled alpha, theta integrated out (Letham eq. 5)."""
-    from interpretable_zoo.inference import brl_mh  # imports models.brl, which imports this module
-
-    concentration = brl.DirichletConcentration(_brl_alpha_vector(static, alpha))
-    return brl.log_marginal_likelihood_from_tables(concentration, brl_mh.label_counts(data, state.rules, state.length))
+def _brl_log_likelihood(static, counts, alpha):
+    """log p(y | d, alpha) of a list with label counts ``counts`` (``inference.brl_mh.label_counts``) at a
+    sampled alpha, theta integrated out (Letham eq. 5)."""
+    return brl.log_marginal_likelihood_from_tables(brl.DirichletConcentration(_brl_alpha_vector(static, alpha)), counts)
 
 
 def _brl_log_prior(static, data, state):
@@ -630,10 +628,13 @@ def _brl_log_prior(static, data, state):
 def _brl_refresh(static, data, state):
     """The list's log prior on the rebuilt tables, and its log likelihood at a sampled alpha: the kernel's
     step reads the stored ones."""
+    from interpretable_zoo.inference import brl_mh  # imports models.brl, which imports this module
+
     state = state._replace(log_prior=_brl_log_prior(static, data, state))
     if not isinstance(data.likelihood, brl.DirichletConcentration):
         return state
-    return state._replace(log_likelihood=_brl_log_likelihood(static, data, state, data.likelihood.alpha[0]))
+    counts = brl_mh.label_counts(data, state.rules, state.length)
+    return state._replace(log_likelihood=_brl_log_likelihood(static, counts, data.likelihood.alpha[0]))
 
 
 def _brl_update(static, data: HyperData, state, values, key, beta):
@@ -651,9 +652,7 @@ def _brl_update(static, data: HyperData, state, values, key, beta):
 
         def log_density(u, name=name, prior=prior):
             if name == "alpha":
-                concentration = brl.DirichletConcentration(_brl_alpha_vector(static, jnp.exp(u)))
-                return prior.log_prob(jnp.exp(u)) + u + beta * brl.log_marginal_likelihood_from_tables(concentration,
-                                                                                                         counts)
+                return prior.log_prob(jnp.exp(u)) + u + beta * _brl_log_likelihood(static, counts, jnp.exp(u))
             tables = _brl_with_values(static, data, {**values, name: jnp.exp(u)})
             return prior.log_prob(jnp.exp(u)) + u + beta * _brl_log_prior(static, tables, state)
 
