@@ -71,19 +71,21 @@ class Priors:
     alpha: float | tuple[float, ...] | dist.Distribution = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("lam", "eta", "alpha"):
+        for name in ("lam", "eta"):
             value = getattr(self, name)
             if isinstance(value, dist.Distribution):  # a hyperprior: sampled within the chain where supported
                 hyperpriors.check_scalar(name, value)
-        for name in ("lam", "eta"):
-            value = getattr(self, name)
-            if isinstance(value, (dist.Distribution, jax.core.Tracer)):  # a Tracer: drawn inside a traced program
+                continue
+            if isinstance(value, jax.core.Tracer):  # drawn inside a traced program: refused where it is sampled
                 continue
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0:
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}")
             check_float32_positive(float(value), f"priors.{name}")
         alpha = self.alpha
-        if isinstance(alpha, (jax.core.Tracer, dist.Distribution)):
+        if isinstance(alpha, dist.Distribution):
+            hyperpriors.check_scalar("alpha", alpha)
+            return
+        if isinstance(alpha, jax.core.Tracer):
             return
         if isinstance(alpha, numbers.Real) and not isinstance(alpha, bool):
             values = (float(alpha),)
@@ -267,10 +269,9 @@ def log_marginal_likelihood_from_tables(tables: LikelihoodTables | DirichletConc
     ``counts_and_totals`` (rows, L + 1): N_j and its total sum_l N_jl in the last column, one row for each
     rule in use and the default rule (any other rows all zero: they add 0). Returns sum_j log B(alpha + N_j)
     - log B(alpha)."""
-    if isinstance(tables, DirichletConcentration):
-        alpha, counts, totals = tables.alpha, counts_and_totals[..., :-1], counts_and_totals[..., -1]
-        per_row = (gammaln(alpha + counts) - gammaln(alpha)).sum(-1) - gammaln(alpha.sum() + totals) + gammaln(alpha.sum())
-        return per_row.sum()
+    if isinstance(tables, DirichletConcentration):  # a zero row's term is exactly 0 here too
+        alpha = tables.alpha
+        return (_log_multivariate_beta(alpha + counts_and_totals[..., :-1]) - _log_multivariate_beta(alpha)).sum()
     width = counts_and_totals.shape[-1]
     per_row = sum(tables.terms[counts_and_totals[..., l], l] for l in range(width))
     return per_row.sum()
