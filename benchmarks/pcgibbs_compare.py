@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from benchmarks.bench_bcm import token_counts
+from benchmarks.bench_bcm import shared_diagnostics, token_counts
 from interpretable_zoo.datasets import load_recipes
 from interpretable_zoo.datasets.smiley_faces import load_usps_bcm
 from interpretable_zoo.inference import bcm_gibbs, bcm_pcgibbs, convergence
@@ -88,14 +88,6 @@ def _kernels(recipes):
     }
 
 
-def _shared_diagnostics(run, log_joint_name: str) -> dict:
-    """(R-hat, bulk ESS) of the summaries both kernels share."""
-    shared = {name: values for name, values in run.summaries.items()
-              if name.startswith("cluster_size_") or name == "n_subspace_features"}
-    shared["collapsed_log_joint"] = run.summaries[log_joint_name]
-    return convergence.diagnose(shared)
-
-
 def compare_ess(seconds: float, num_chains: int) -> None:
     recipes = load_recipes()
     print(f"recipes {recipes.X.shape}, S = {RECIPES_CLUSTERS}, {num_chains} chains, one temperature, ~{seconds:.0f} s each")
@@ -108,7 +100,7 @@ def compare_ess(seconds: float, num_chains: int) -> None:
         n_scans = int(seconds / per_scan)
         run = convergence.sample(kernel, static, data, num_samples=n_scans, max_draws=n_scans, **options)
         spent = run.seconds["sampling"]
-        table = _shared_diagnostics(run, log_joint_name)
+        table = shared_diagnostics(run.summaries, log_joint_name)
         print(f"  {name}: {n_scans} scans in {spent:.1f} s ({n_scans / spent:.1f} scans/s)")
         for summary, (rhat, ess) in table.items():
             print(f"    {summary:22s} R-hat {rhat:6.3f}  bulk ESS {ess:8.1f}  ESS/s {ess / spent:7.2f}  "
@@ -122,7 +114,7 @@ def compare_tempered(seconds: float, num_chains: int) -> None:
         target = convergence.ConvergenceTarget(max_seconds=seconds)
         run = convergence.sample(kernel, static, data, num_chains=num_chains, seed=SEED, target=target,
                                  progress_bar=False)
-        table = _shared_diagnostics(run, log_joint_name)
+        table = shared_diagnostics(run.summaries, log_joint_name)
         rhat, ess = convergence.worst(table)
         print(f"  {name}: {run.n_temperatures} rungs, Lambda {run.barrier:.2f}, {run.round_trip_rate:.4f} round trips "
               f"per scan and chain, {run.n_scans} scans, {run.seconds['sampling']:.1f} s sampling + "

@@ -554,6 +554,43 @@ def _log_split_proposal(log_ratio, in_pair, n_b, n_pair):
     return logsumexp(jnp.concatenate(terms, -1), -1)
 
 
+def resplit_draws(key, n_rows: int, n_features: int, n_clusters: int):
+    """The re-split move's random numbers for ``n_rows`` observations (one replica): the token whose cluster
+    is a, the shift from a to b (1..S-1), the proposal's component (>= len(RESPLIT_TILTS): all in a or b),
+    a uniform per token and log u for the accept step."""
+    key_token, key_shift, key_component, key_tokens, key_accept = jax.random.split(key, 5)
+    return (
+        jax.random.randint(key_token, (n_rows,), 0, n_features, jnp.int32),
+        jax.random.randint(key_shift, (n_rows,), 1, n_clusters, jnp.int32),
+        jax.random.randint(key_component, (n_rows,), 0, 3 * len(RESPLIT_TILTS), jnp.int32),
+        jax.random.uniform(key_tokens, (n_rows, n_features)),
+        jnp.log(jax.random.uniform(key_accept, (n_rows,))),
+    )
+
+
+def resplit_decision(row_log_gamma, log_ratio, z_rows, row_counts, a, b, component, uniforms, log_u):
+    """The re-split move of :func:`_row_resplit_block` for L rows (observations or replicas) given their
+    l_j: proposes a split of each row's pair {a, b} and accepts or rejects it. ``row_log_gamma`` (S, P + 1):
+    log Gamma(a_s + m); ``log_ratio``, ``z_rows``, ``uniforms`` (L, P), l_j 0 outside the pair; ``row_counts``
+    (L, S); ``a``, ``b`` (L, 1); ``component``, ``log_u`` (L,). Returns the tokens that change cluster (L, P),
+    the new row counts and whether any token of the row moved (L,)."""
+    n_tilts = len(RESPLIT_TILTS)
+    tilts = jnp.asarray(RESPLIT_TILTS, log_ratio.dtype)
+    in_b = z_rows == b
+    in_pair = (z_rows == a) | in_b
+    tilt = tilts[jnp.minimum(component, n_tilts - 1)]
+    to_b = jnp.where((component < n_tilts)[:, None], uniforms < jax.nn.sigmoid(log_ratio + tilt[:, None]),
+                     (component >= 2 * n_tilts)[:, None]) & in_pair
+    n_pair, n_b, new_b, n_moving = jnp.stack([in_pair, in_b, to_b, to_b != in_b]).sum(-1, dtype=jnp.int32)  # one reduction
+    log_split_now, log_split_new = _log_split_proposal(log_ratio, in_pair, jnp.stack([n_b, new_b]), n_pair)
+    row_terms = row_log_gamma[jnp.stack([a[:, 0], b[:, 0]] * 2), jnp.stack([n_pair - new_b, new_b, n_pair - n_b, n_b])]
+    log_accept = row_terms[0] + row_terms[1] - row_terms[2] - row_terms[3] + log_split_now - log_split_new
+    accept = log_u < log_accept
+    clusters = jnp.arange(row_counts.shape[-1])
+    split = jnp.where(clusters == a, (n_pair - new_b)[:, None], jnp.where(clusters == b, new_b[:, None], row_counts))
+    return accept[:, None] & (to_b != in_b), jnp.where(accept[:, None], split, row_counts), accept & (n_moving > 0)
+
+
 def _row_resplit_block(static: BCMStatic, data: BCMData, keys, betas, omega, prototype, z, row_counts, cell_counts):
     """One Metropolis-Hastings move per observation, visited in turn: its tokens in two clusters a and b
     are split between a and b afresh. For C replicas at once (``keys``, ``betas`` (C,), the rest with a
@@ -596,22 +633,11 @@ def _row_resplit_block(static: BCMStatic, data: BCMData, keys, betas, omega, pro
     cols = (features + n_features * chain) * n_clusters
     # log Gamma(a_s + m), m = 0..P: the row term's factors, read from a table (one gather per observation)
     row_log_gamma = gammaln(data.pi_concentration[:, None] + jnp.arange(n_features + 1))
-    n_tilts = len(RESPLIT_TILTS)
-    tilts = jnp.asarray(RESPLIT_TILTS, g_cells.dtype)
-
-    def draws(key):
-        key_token, key_shift, key_component, key_tokens, key_accept = jax.random.split(key, 5)
-        return (
-            jax.random.randint(key_token, (n_obs,), 0, n_features, jnp.int32),
-            jax.random.randint(key_shift, (n_obs,), 1, n_clusters, jnp.int32),
-            jax.random.randint(key_component, (n_obs,), 0, 3 * n_tilts, jnp.int32),  # >= n_tilts: all in a or b
-            jax.random.uniform(key_tokens, (n_obs, n_features)),
-            jnp.log(jax.random.uniform(key_accept, (n_obs,))),
-        )
-
     # Each observation is visited once, in order: its z and row counts go through the scan as inputs and
     # come out as outputs; only the (flattened) cell counts and column totals are carried.
-    token, shift, component, uniforms, log_u = (jnp.swapaxes(draw, 0, 1) for draw in jax.vmap(draws)(keys))  # (N, C, ...)
+    token, shift, component, uniforms, log_u = (
+        jnp.swapaxes(draw, 0, 1) for draw in jax.vmap(lambda key: resplit_draws(key, n_obs, n_features, n_clusters))(keys)
+    )  # (N, C, ...)
     inputs = (jnp.swapaxes(z, 0, 1), jnp.swapaxes(row_counts, 0, 1), cells * n_clusters, token, shift, component,
               uniforms, log_u)
     g_cells, g_totals = g_cells.reshape(-1), g_totals.reshape(-1)
@@ -630,25 +656,14 @@ def _row_resplit_block(static: BCMStatic, data: BCMData, keys, betas, omega, pro
             return (g_cells[cell] + cell_counts[cell] - own) / (g_totals[col] + col_totals[col] - own)
 
         log_ratio = jnp.where(in_pair, betas[:, None] * jnp.log(weight(b) / weight(a)), 0.0)  # l_j
-        tilt = tilts[jnp.minimum(component, n_tilts - 1)]
-        to_b = jnp.where((component < n_tilts)[:, None], uniforms < jax.nn.sigmoid(log_ratio + tilt[:, None]),
-                         (component >= 2 * n_tilts)[:, None]) & in_pair
-        n_pair, n_b, new_b, n_moving = jnp.stack([in_pair, in_b, to_b, to_b != in_b]).sum(-1, dtype=jnp.int32)  # one reduction
-        log_split_now, log_split_new = _log_split_proposal(log_ratio, in_pair, jnp.stack([n_b, new_b]), n_pair)
-        row_terms = row_log_gamma[jnp.stack([a[:, 0], b[:, 0]] * 2), jnp.stack([n_pair - new_b, new_b, n_pair - n_b, n_b])]
-        log_accept = row_terms[0] + row_terms[1] - row_terms[2] - row_terms[3] + log_split_now - log_split_new
-        accept = log_u < log_accept
-        moved = accept[:, None] & (to_b != in_b)  # tokens changing cluster (only in the pair)
+        moved, row_count, any_moved = resplit_decision(row_log_gamma, log_ratio, z_row, row_count, a, b, component,
+                                                       uniforms, log_u)
         source, target = jnp.where(in_b, b, a), jnp.where(in_b, a, b)
         change = moved.astype(jnp.int32)
         change = jnp.concatenate([-change, change])  # out of the current cluster, into the target
         cell_counts = cell_counts.at[jnp.concatenate([row_cells + source, row_cells + target])].add(change)
         col_totals = col_totals.at[jnp.concatenate([cols + source, cols + target])].add(change)
-        z_row = jnp.where(moved, target, z_row)
-        clusters = jnp.arange(n_clusters)
-        split = jnp.where(clusters == a, (n_pair - new_b)[:, None], jnp.where(clusters == b, new_b[:, None], row_count))
-        row_count = jnp.where(accept[:, None], split, row_count)
-        return (cell_counts, col_totals), (z_row, row_count, accept & (n_moving > 0))
+        return (cell_counts, col_totals), (jnp.where(moved, target, z_row), row_count, any_moved)
 
     carry = (cell_counts.reshape(-1), col_totals.reshape(-1))
     (cell_counts, _), (z, row_counts, moved) = jax.lax.scan(resplit_row, carry, inputs)

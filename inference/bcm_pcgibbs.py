@@ -20,7 +20,7 @@ Integrating phi out gives
 
 which at beta = 1 is ``collapsed_model``'s posterior (the target of ``inference.bcm_gibbs``); at beta < 1
 it differs from the collapsed kernel's path, whose likelihood factor is [B(g + n) / B(g)]^beta. beta = 0 is
-the prior. :func:`step` runs two blocks, each drawing from a conditional of pi_beta:
+the prior. :func:`step` runs two blocks, each drawing from a conditional of pi_beta, and a Metropolis-Hastings move:
 
 (a) z | phi, omega, p (:func:`_z_block`): p(z_ij = s | rest) propto (a_s + n_{i,s,not j}) phi_{s j x_ij}^beta
     (eq. (1) with phi explicit), a_s the Dirichlet concentration of pi_i (``models.bcm.z_concentration``),
@@ -32,10 +32,11 @@ the prior. :func:`step` runs two blocks, each drawing from a conditional of pi_b
     log-odds = prior log-odds + E_1 - E_0 (eq. (2) with tempered counts); then
     phi_sj ~ Dirichlet(g_sj + beta n_sj), the conjugate update of the tempered likelihood.
 
-No whole-observation re-split or split-merge move: with alpha small an observation whose tokens share one
-cluster rarely moves (as in the collapsed kernel's block 1 alone), so the cluster sizes mix slowly. Given
-phi, the collapsed kernel's re-split move (``bcm_gibbs._row_resplit_block``) would apply to every
-observation at once, with l_j = beta (log phi_bjx - log phi_ajx).
+Between them, (a') the collapsed kernel's whole-observation re-split move (``bcm_gibbs._row_resplit_block``)
+with l_j = beta (log phi_{b j x_ij} - log phi_{a j x_ij}) (:func:`_resplit_block`): given phi the
+observations are independent, so every observation's move is made at once. Without it, with alpha small,
+an observation whose tokens share one cluster rarely moves, and the cluster sizes mix slowly. There is no
+split-merge move.
 
 State fields follow ``inference.bcm_gibbs.BCMTargetState`` (z, omega, prototype, row and cell counts) plus
 log phi, so that ``bcm_gibbs.summaries`` and the records of ``inference.bcm`` apply. ``log_prior`` =
@@ -52,7 +53,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import logsumexp
+from jax.scipy.special import gammaln, logsumexp
 
 from interpretable_zoo.inference import bcm_gibbs
 from interpretable_zoo.inference.bcm_gibbs import BCMData, BCMStatic
@@ -76,9 +77,11 @@ class PCGibbsState(NamedTuple):
 
 
 class PCGibbsInfo(NamedTuple):
-    """What a :func:`step` did, per replica: z_changed, the share of tokens whose cluster changed."""
+    """What a :func:`step` did, per replica: z_changed, the share of tokens whose cluster changed;
+    resplit_moved, the share of observations whose tokens the re-split move moved."""
 
     z_changed: jax.Array
+    resplit_moved: jax.Array
 
 
 def make_target(x, n_clusters: int, priors: bcm.Priors | None = None, n_values=None) -> tuple[BCMStatic, BCMData]:
@@ -164,12 +167,11 @@ def init(static: BCMStatic, data: BCMData, key) -> PCGibbsState:
                            start.cell_counts)
 
 
-def _z_block(static: BCMStatic, data: BCMData, key, beta, z, log_phi, row_counts):
+def _z_block(static: BCMStatic, data: BCMData, key, beta, z, token_log_phi, row_counts):
     """Block (a) for one replica: z_ij by p(z_ij = s) propto (a_s + n_{i,s,not j}) phi_{s j x_ij}^beta, one
-    feature j at a time over all observations (they are independent given phi). Returns z and row counts.
-    The counts are carried as (S, N) floats (small integers, exact): on CPU a step over that layout costs
-    half as much as over (N, S)."""
-    token_log_phi = jnp.take_along_axis(jnp.moveaxis(log_phi, 1, 0), data.x.T[:, None, :], axis=2)  # (P, S, N)
+    feature j at a time over all observations (they are independent given phi); ``token_log_phi`` (P, S, N):
+    log phi_{s j x_ij}. Returns z and row counts. The counts are carried as (S, N) floats (small integers,
+    exact): on CPU a step over that layout costs half as much as over (N, S)."""
     tempered = beta * token_log_phi  # finite: x_ij is a valid value of feature j
     # phi^beta relative to the token's largest: exp never overflows, and the weights keep their ratios
     weights = jnp.exp(tempered - tempered.max(1, keepdims=True))
@@ -185,6 +187,26 @@ def _z_block(static: BCMStatic, data: BCMData, key, beta, z, log_phi, row_counts
 
     counts, z_new = jax.lax.scan(update_feature, row_counts.T.astype(weights.dtype), (z.T, weights, uniforms))
     return z_new.T, counts.T.astype(row_counts.dtype)
+
+
+def _resplit_block(static: BCMStatic, data: BCMData, key, beta, z, token_log_phi, row_counts):
+    """Block (a') for one replica: the re-split move of every observation at once (module docstring), which
+    leaves p(z_i | phi, omega, p) propto p(z_i) prod_j phi_{z_ij j x_ij}^beta invariant for each i. Returns z,
+    row counts and the share of observations whose tokens moved."""
+    n_obs, n_features, n_clusters = static.n_obs, static.n_features, static.n_clusters
+    if n_clusters == 1:
+        return z, row_counts, jnp.zeros(())
+    token, shift, component, uniforms, log_u = bcm_gibbs.resplit_draws(key, n_obs, n_features, n_clusters)
+    a = jnp.take_along_axis(z, token[:, None], axis=1)  # (N, 1)
+    b = (a + shift[:, None]) % n_clusters
+    by_token = jnp.moveaxis(token_log_phi, 2, 0)  # (N, P, S)
+    log_phi_a, log_phi_b = (jnp.take_along_axis(by_token, s[:, :, None], axis=2)[..., 0] for s in (a, b))
+    in_pair = (z == a) | (z == b)
+    log_ratio = jnp.where(in_pair, beta * (log_phi_b - log_phi_a), 0.0)  # l_j
+    row_log_gamma = gammaln(data.pi_concentration[:, None] + jnp.arange(n_features + 1))
+    moved, row_counts, any_moved = bcm_gibbs.resplit_decision(row_log_gamma, log_ratio, z, row_counts, a, b,
+                                                              component, uniforms, log_u)
+    return jnp.where(moved, jnp.where(z == b, a, b), z), row_counts, any_moved.mean(dtype=jnp.float32)
 
 
 def _parameters_block(static: BCMStatic, data: BCMData, key, beta, cell_counts):
@@ -214,17 +236,19 @@ def _parameters_block(static: BCMStatic, data: BCMData, key, beta, cell_counts):
 
 
 def _one_step(static: BCMStatic, data: BCMData, state: PCGibbsState, key, beta):
-    key_z, key_parameters = jax.random.split(key)
-    z, row_counts = _z_block(static, data, key_z, beta, state.z, state.log_phi, state.row_counts)
+    key_z, key_resplit, key_parameters = jax.random.split(key, 3)
+    token_log_phi = jnp.take_along_axis(jnp.moveaxis(state.log_phi, 1, 0), data.x.T[:, None, :], axis=2)  # (P, S, N)
+    z, row_counts = _z_block(static, data, key_z, beta, state.z, token_log_phi, state.row_counts)
+    z, row_counts, resplit_moved = _resplit_block(static, data, key_resplit, beta, z, token_log_phi, row_counts)
     _, cell_counts = bcm_gibbs.token_counts(static, data, z)
     omega, prototype, log_phi = _parameters_block(static, data, key_parameters, beta, cell_counts)
     new = _with_log_terms(static, data, z, omega, prototype, log_phi, row_counts, cell_counts)
-    return new, PCGibbsInfo(jnp.mean(z != state.z, dtype=jnp.float32))
+    return new, PCGibbsInfo(jnp.mean(z != state.z, dtype=jnp.float32), resplit_moved)
 
 
 def step(static: BCMStatic, data: BCMData, states: PCGibbsState, keys, betas) -> tuple[PCGibbsState, PCGibbsInfo]:
     """One sweep of B replicas (fields of ``states`` with a leading axis B; ``keys`` (B,), ``betas`` (B,) in
-    [0, 1]): block (a), then block (b). Replica b leaves its pi_beta invariant (module docstring)."""
+    [0, 1]): block (a), the re-split move (a'), then block (b). Replica b leaves its pi_beta invariant (module docstring)."""
     betas = jnp.asarray(betas, jnp.result_type(float))
     return jax.vmap(lambda state, key, beta: _one_step(static, data, state, key, beta))(states, keys, betas)
 

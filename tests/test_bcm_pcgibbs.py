@@ -1,8 +1,10 @@
 """BCM partially collapsed Gibbs (phi explicit, pi integrated out): exact against enumeration at beta = 1 and
 on its own tempered path at beta < 1 (negative controls: a wrong prior, the collapsed kernel's tempered path),
-under the tempering engine, and its log terms against the model's densities."""
+under the tempering engine, its re-split move alone (negative control: without the proposal's ratio), and its
+log terms against the model's densities."""
 
 from functools import partial
+from unittest import mock
 
 import jax
 import jax.numpy as jnp
@@ -12,9 +14,19 @@ import scipy.special
 import scipy.stats
 from jax import enable_x64
 from numpyro.infer.util import log_density
-from test_bcm_exact import N_CLUSTERS, OTHER_PRIORS, X_TINY, enumerated_log_terms, exact_probabilities, gof_of_draws
+from test_bcm_exact import (
+    N_CLUSTERS,
+    OTHER_PRIORS,
+    X_TINY,
+    X_WIDE,
+    enumerated_log_terms,
+    exact_draws,
+    exact_probabilities,
+    gof_of_draws,
+    label_free_statistics,
+)
 
-from interpretable_zoo.diagnostics.exact import enumerate_posterior
+from interpretable_zoo.diagnostics.exact import enumerate_posterior, exact_gof_test, state_index
 from interpretable_zoo.inference import bcm_gibbs, bcm_pcgibbs, convergence
 from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.models import bcm
@@ -53,10 +65,10 @@ def log_polya_numpy(counts, concentration):
     return log_beta(concentration + counts) - log_beta(concentration)
 
 
-def partially_collapsed_path(priors, beta):
-    """Enumerated states of X_TINY (binary, S = 2) and the exact probabilities of the kernel's tempered path
+def partially_collapsed_path(priors, beta, x=X_TINY):
+    """Enumerated states of ``x`` (binary, S = 2) and the exact probabilities of the kernel's tempered path
     with phi integrated out: p(omega) p(p) p(z) prod_sj B(g_sj + beta n_sj) / B(g_sj)."""
-    x = np.asarray(X_TINY, np.int64)
+    x = np.asarray(x, np.int64)
     states, log_prior, _ = enumerated_log_terms(priors, x.tobytes(), x.shape, N_CLUSTERS)
     tokens = np.eye(N_CLUSTERS)[states["z"]]  # (M, N, P, S)
     counts = np.einsum("mips,ipv->mspv", tokens, np.eye(2)[x])  # (M, S, P, V)
@@ -105,6 +117,45 @@ def test_under_the_tempering_engine_the_posterior_rung_is_exact():
     result = gof_of_draws({name: run.records[name] for name in ("omega", "prototype", "z")},
                           *exact_probabilities(OTHER_PRIORS))
     assert result.passed(alpha=1e-3), result
+
+
+def resplit_of_exact_draws(static, data, key, beta, params):
+    """phi drawn from its conditional Dirichlet(g + beta n) given each (omega, p, z), then the re-split move:
+    the z of the result. Traced afresh by each call (a patched move is not served from a cache)."""
+    key_phi, key_move = jax.random.split(key)
+    keys = jax.random.split(key_phi, len(params["z"])), jax.random.split(key_move, len(params["z"]))
+
+    def one(key_phi, key_move, omega, prototype, z):
+        row_counts, cell_counts = bcm_gibbs.token_counts(static, data, z)
+        tempered = beta * bcm_gibbs.cells_by_cluster(static, cell_counts)
+        log_phi = bcm_pcgibbs._draw_log_phi(data, key_phi, bcm_pcgibbs._concentrations(static, data, omega, prototype) + tempered)
+        token_log_phi = jnp.take_along_axis(jnp.moveaxis(log_phi, 1, 0), data.x.T[:, None, :], axis=2)
+        return bcm_pcgibbs._resplit_block(static, data, key_move, beta, z, token_log_phi, row_counts)[0]
+
+    return jax.vmap(one)(*keys, params["omega"], params["prototype"], params["z"])
+
+
+@pytest.mark.parametrize(
+    "priors, beta, proposal_ratio",
+    [(bcm.Priors(alpha=0.1, lam=0.5, c=5.0, q=0.3), 1.0, True), (TEMPERED_PRIORS, 0.4, True),
+     (bcm.Priors(alpha=0.5, lam=0.5, c=5.0, q=0.3), 1.0, False)],
+    ids=["small_alpha", "tempered", "no_proposal_ratio_must_fail"],
+)
+def test_resplit_move_keeps_its_target_invariant(priors, beta, proposal_ratio):
+    """40000 exact draws of (omega, p, z) on X_WIDE (an observation's pair holds 0 to 4 tokens) from the
+    kernel's path with phi integrated out, phi drawn given each, one re-split move of every observation: the
+    moved states follow the same path. Negative control: the move without the proposal's ratio f(m) / f(m')."""
+    states, probs = partially_collapsed_path(priors, beta, X_WIDE)
+    key_draw, key_move = jax.random.split(jax.random.PRNGKey(0))
+    params = exact_draws(states, probs, 40000, key_draw)
+    static, data = bcm_pcgibbs.make_target(X_WIDE, N_CLUSTERS, priors)
+    with mock.patch.object(bcm_gibbs, "_log_split_proposal", bcm_gibbs._log_split_proposal if proposal_ratio
+                           else lambda log_ratio, in_pair, n_b, n_pair: jnp.zeros(n_b.shape)):
+        moved = np.asarray(jax.jit(partial(resplit_of_exact_draws, static))(data, key_move, beta, params))
+    assert np.mean(np.any(moved != np.asarray(params["z"]), axis=(1, 2))) > 0.05  # the move does move
+    indices = state_index({**{k: np.asarray(v) for k, v in params.items()}, "z": moved}, states).reshape(8, -1)
+    result = exact_gof_test(indices, probs, statistics=label_free_statistics(states))
+    assert result.passed(alpha=1e-3) == proposal_ratio, result
 
 
 def test_log_terms_are_the_collapsed_density_times_the_phi_conditional():
@@ -167,7 +218,7 @@ def test_sweeps_keep_counts_and_log_terms_current():
             np.testing.assert_allclose(getattr(states, name), getattr(fresh, name), rtol=1e-5)
         np.testing.assert_allclose(summaries["collapsed_log_joint"], collapsed.log_prior + collapsed.log_likelihood,
                                    rtol=1e-5)
-        assert info.z_changed.shape == (N_CHAINS,)
+        assert info.z_changed.shape == info.resplit_moved.shape == (N_CHAINS,)
 
 
 @pytest.mark.parametrize("shift, passes", [(1.0, True), (1.03, False)], ids=["exact", "shape_3_percent_off_must_fail"])
