@@ -374,14 +374,15 @@ def select_prototypes(
 class PrototypeClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimator):
     """Nearest-prototype classifier of Bien & Tibshirani (2011) for scikit-learn.
 
-    With ``eps=None`` the ball radius is chosen by ``cv``-fold cross-validation over the
-    ``eps_quantiles`` quantiles (levels in [0, 1]; default 0, 0.02, ..., 0.5) of the training
-    dissimilarities (pairs i < j), with the one-standard-error rule (sec. 6.4): among the radii whose
-    mean error is within one standard error of the smallest, the one giving the fewest prototypes
-    (ties: the larger radius); radii at which some fold or the training set selects no prototype are no
-    candidates. The quantiles are exact (those of float64 dissimilarities, R's type 7) and streamed
-    (:func:`set_cover.dissimilarity_quantiles`), and each fold selects its prototypes from its own
-    features, so no n x n matrix of dissimilarities is ever held.
+    With ``eps=None`` the ball radius is chosen by ``cv``-fold stratified cross-validation (fewer folds,
+    with a warning, when the smallest class has fewer than ``cv`` points) over the ``eps_quantiles``
+    quantiles (levels in [0, 1]; default 0, 0.02, ..., 0.5) of the training dissimilarities (pairs
+    i < j), with the one-standard-error rule (sec. 6.4): among the radii whose mean error is within one
+    standard error of the smallest, the one giving the fewest prototypes (ties: the larger radius); radii
+    at which some fold or the training set selects no prototype are no candidates. The quantiles are exact
+    (those of float64 dissimilarities, R's type 7) and streamed (:func:`set_cover.dissimilarity_quantiles`),
+    and each fold selects its prototypes from its own features, so no n x n matrix of dissimilarities is
+    ever held.
     ``progress_bar`` counts the cross-validation's selections (None: a bar outside CI).
     After ``fit``: ``eps_``, ``selection_`` (a :class:`PrototypeSelection`), ``classes_``,
     ``cv_results_`` (eps, mean_error, se_error, mean_prototypes) when eps was cross-validated.
@@ -450,14 +451,20 @@ class PrototypeClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimato
         return levels.astype(np.float64)
 
     def _folds(self, codes: np.ndarray) -> int:
-        """``cv`` checked: at least 2 folds, and no more than the points of the smallest class."""
+        """``cv`` checked (at least 2 folds), and lowered, with a warning, to the points of the smallest class
+        (at least 2) when that class has fewer: every fold then holds out a point of it where it can, and
+        scikit-learn's own cross-validated estimators also warn and go on rather than refuse."""
         folds = check_positive_int(self.cv, "cv", minimum=2)
         smallest = int(np.bincount(codes).min())
         if folds > smallest:
-            raise ValueError(
-                f"cv: {folds} stratified folds need at least {folds} training points of every class; the smallest "
-                f"class has {smallest}; use cv <= {smallest} or give eps"
+            used = max(smallest, 2)
+            warnings.warn(
+                f"cv: the smallest class has {smallest} training point{'s' if smallest > 1 else ''}, fewer than the "
+                f"{folds} stratified folds asked for; eps is cross-validated over {used} folds instead (or give eps)",
+                UserWarning,
+                stacklevel=3,
             )
+            return used
         return folds
 
     def _cross_validate(self, X: np.ndarray, codes: np.ndarray, levels: np.ndarray, n_folds: int) -> tuple[float, dict]:

@@ -166,12 +166,6 @@ PROTOTYPE_SELECTION = [
     ),
     (lambda mp: PrototypeClassifier(cv=1).fit(X, Y), ValueError, r"^cv: must be at least 2", "classifier-cv-1"),
     (lambda mp: PrototypeClassifier(cv=2.5).fit(X, Y), ValueError, r"^cv: expected an integer", "classifier-cv-float"),
-    (
-        lambda mp: PrototypeClassifier(cv=7).fit(X, Y),
-        ValueError,
-        r"^cv: 7 stratified folds .* smallest class has 6",
-        "classifier-cv-above-smallest-class",
-    ),
     (lambda mp: PrototypeClassifier(eps="1").fit(X, Y), ValueError, r"^eps: ", "classifier-eps-string"),
     (lambda mp: PrototypeClassifier(lam=-1.0).fit(X, Y), ValueError, r"^lam: ", "classifier-lam-negative"),
     (lambda mp: PrototypeClassifier(method="anneal").fit(X, Y), ValueError, r"^method: ", "classifier-method-unknown"),

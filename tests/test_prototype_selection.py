@@ -451,6 +451,23 @@ def test_classifier_one_standard_error_rule_and_sklearn_api():
     assert refit.selection_.prototypes.tolist() == classifier.selection_.prototypes.tolist()
 
 
+def test_a_class_smaller_than_cv_lowers_the_folds_with_a_warning():
+    """cv = 10 with a class of 4 points: eps is cross-validated over 4 folds, with a warning naming cv; the
+    fit is that of cv = 4 (the same folds, eps and prototypes), and a class of 1 point gives 2 folds."""
+    data = make_gaussian_mixture(12, seed=5)
+    keep = np.flatnonzero(data.y != 2)[:24].tolist() + np.flatnonzero(data.y == 2)[:4].tolist()
+    X, y = data.X[keep], data.y[keep]
+    with pytest.warns(UserWarning, match=r"^cv: the smallest class has 4 training points, fewer than the 10 .* over 4 folds"):
+        lowered = PrototypeClassifier(progress_bar=False).fit(X, y)
+    asked = PrototypeClassifier(cv=4, progress_bar=False).fit(X, y)
+    assert lowered.eps_ == asked.eps_
+    for name in ("mean_error", "se_error", "mean_prototypes"):
+        np.testing.assert_array_equal(lowered.cv_results_[name], asked.cv_results_[name])
+    assert lowered.selection_.prototypes.tolist() == asked.selection_.prototypes.tolist()
+    with pytest.warns(UserWarning, match=r"has 1 training point, .* over 2 folds"):
+        PrototypeClassifier(progress_bar=False).fit(X[:25], y[:25])
+
+
 def test_gaussian_mixture_reproduction():
     """Sec. 6.1: on the three-class mixture, a few prototypes classify nearly as well as 1-NN on all points."""
     train = make_gaussian_mixture(100, seed=12)

@@ -30,7 +30,7 @@ MCMC_QUICK = {"num_samples": 20, "num_warmup": 0, "num_chains": 1, "n_temperatur
 
 ESTIMATORS = [
     BayesianRuleListClassifier(**MCMC_QUICK),
-    PrototypeClassifier(cv=2),
+    PrototypeClassifier(),
 ]
 COMPILING_PER_SHAPE = [
     BCMClusterer(**{**MCMC_QUICK, "num_samples": 5}),
