@@ -1,5 +1,5 @@
-"""BCM collapsed Gibbs against the `lda` package's collapsed-Gibbs LDA and against the partially collapsed
-kernel, the paper's digits experiment (fig. 2) and the recipes of fig. 4b.
+"""BCM collapsed Gibbs against the `lda` package's collapsed-Gibbs LDA, the paper's digits experiment
+(fig. 2) and the recipes of fig. 4b.
 
 Needs the real datasets (INTERPRETABLE_ZOO_DATA) for USPS and the recipes; peers: `pip install lda`
 (scikit-learn's LatentDirichletAllocation is the LDA of the fig. 2a comparison).
@@ -20,9 +20,8 @@ from benchmarks.runner import (SPEED_ROUNDS, Comparison, benchmark, import_peer,
                                ratio_range, rows_against)
 from interpretable_zoo.datasets import load_recipes
 from interpretable_zoo.datasets.smiley_faces import load_usps_bcm
-from interpretable_zoo.inference import bcm as bcm_fit
-from interpretable_zoo.inference import bcm_gibbs, bcm_pcgibbs, convergence
 from interpretable_zoo.inference.bcm import corrupt_half_labels, fit_bcm
+from interpretable_zoo.inference import bcm_gibbs
 from interpretable_zoo.models import bcm
 
 N_CLUSTERS = 10
@@ -377,66 +376,3 @@ def hyperprior_cost() -> list[Comparison]:
     timers = {name: ScanTimer(X, 4, HYPERPRIOR_SCANS, priors=value, **ladder) for name, value in priors.items()}
     return rows_against(timers, "fixed", "the same fit, q = 0.5, alpha = 0.1, lam = 1 and c = 50 fixed",
                         "s / scan / chain, {} sampled")
-
-
-def shared_diagnostics(summaries: dict, log_joint_name: str) -> dict:
-    """(R-hat, bulk ESS) of the label-free summaries that the collapsed and the partially collapsed kernels
-    share: the sorted cluster sizes, the active subspace features and the collapsed log joint (the collapsed
-    kernel's ``log_joint``, the partially collapsed kernel's ``collapsed_log_joint``)."""
-    shared = {name: values for name, values in summaries.items()
-              if name.startswith("cluster_size_") or name == "n_subspace_features"}
-    shared["collapsed_log_joint"] = summaries[log_joint_name]
-    return convergence.diagnose(shared)
-
-
-def _timed(fit):
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        run = fit()
-    return run, time.perf_counter() - start
-
-
-@benchmark(
-    "bcm_kernels_ess",
-    description=(
-        "The headline of BCM's samplers: bulk ESS per second of the label-free summaries, at fit_bcm's "
-        "default settings (4 chains, non-reversible parallel tempering with n_temperatures='auto', until "
-        "R-hat <= 1.01 and bulk ESS >= 400, or 300 s; seed 1), on the recipes (56 x 147, S = 4): the collapsed "
-        "kernel (`bcm_gibbs`: eq. (1), the observation re-split move, cluster split-merge on every fourth sweep, "
-        "the prototypes and omega; through fit_bcm) against the partially collapsed kernel (`bcm_pcgibbs`: phi "
-        "explicit, all observations at once, the re-split move given phi; through the same engine with "
-        "fit_bcm's settings). The time columns are whole-fit wall seconds (compilation included) per effective "
-        "draw of the worst shared summary (sorted cluster sizes, active subspace features, collapsed log "
-        "joint), so the ratio is of worst ESS per second; the notes give each summary's R-hat and ESS per "
-        "second, the rungs, Lambda and round trips."
-    ),
-)
-def kernels_ess() -> list[Comparison]:
-    X = load_recipes().X
-    fits = {
-        "collapsed": (lambda: fit_bcm(X, 4, seed=1, progress_bar=False).run, "log_joint"),
-        "partially collapsed": (
-            lambda: convergence.sample(
-                bcm_pcgibbs.KERNEL, *bcm_pcgibbs.make_target(X, 4), num_chains=4, seed=1,
-                scans_per_chunk=bcm_fit.SCANS_PER_CHUNK, max_draws=bcm_fit.MAX_DRAWS, progress_bar=False,
-                description="BCM (partially collapsed)"),
-            "collapsed_log_joint",
-        ),
-    }
-    per_draw, notes = {}, {}
-    for name, (fit, log_joint_name) in fits.items():
-        run, seconds = _timed(fit)
-        table = shared_diagnostics(run.summaries, log_joint_name)
-        rhat, ess = convergence.worst(table)
-        per_draw[name] = seconds / ess
-        notes[name] = (
-            f"{name}: {seconds:.1f} s, {run.n_scans} scans (compile {run.seconds['compile']:.1f} s), "
-            f"K = {run.n_temperatures}, Lambda {run.barrier:.2f}, round trips per scan and chain "
-            f"{run.round_trip_rate:.4f}, converged {run.converged}, worst R-hat {rhat:.3f}, worst ESS {ess:.0f}; "
-            + ", ".join(f"{summary} R-hat {r:.3f} ESS/s {e / seconds:.2f}" for summary, (r, e) in table.items())
-        )
-        print(notes[name], flush=True)
-    return [Comparison("s per effective draw of the worst shared summary, recipes, S = 4, defaults",
-                       per_draw["collapsed"], "partially collapsed kernel", per_draw["partially collapsed"],
-                       "; ".join(notes.values()))]

@@ -1,5 +1,6 @@
 """Convergence at default settings: each MCMC fit as a user runs it (tempering engine, run until the
-label-free summaries agree), beside the same kernel untempered (one rung) given the same wall time."""
+label-free summaries agree), beside the same kernel untempered (one rung) given the same wall time, and
+BCM's collapsed kernel beside its partially collapsed one."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import numpy as np
 
 from interpretable_zoo.datasets import load_adult, load_mushroom, load_recipes, load_tictactoe, load_titanic
 from interpretable_zoo.datasets.smiley_faces import load_usps_bcm
+from interpretable_zoo.inference import bcm, bcm_pcgibbs
 from interpretable_zoo.inference.bcm import fit_bcm
 from interpretable_zoo.inference.brl import BayesianRuleListClassifier
-from interpretable_zoo.inference.convergence import worst
+from interpretable_zoo.inference.convergence import diagnose, sample, worst
 
 from benchmarks.runner import Comparison, benchmark
 
@@ -185,3 +187,58 @@ def convergence_bcm_usps40() -> list[Comparison]:
 @benchmark("convergence_bcm_usps70", description=_BCM_DESCRIPTION)
 def convergence_bcm_usps70() -> list[Comparison]:
     return _usps_row(70)
+
+
+def shared_diagnostics(summaries: dict, log_joint_name: str) -> dict:
+    """(R-hat, bulk ESS) of the label-free summaries that the collapsed and the partially collapsed kernels
+    share: the sorted cluster sizes, the active subspace features and the collapsed log joint (the collapsed
+    kernel's ``log_joint``, the partially collapsed kernel's ``collapsed_log_joint``)."""
+    shared = {name: values for name, values in summaries.items()
+              if name.startswith("cluster_size_") or name == "n_subspace_features"}
+    shared["collapsed_log_joint"] = summaries[log_joint_name]
+    return diagnose(shared)
+
+
+@benchmark(
+    "bcm_kernels_ess",
+    description=(
+        "The headline of BCM's samplers: bulk ESS per second of the label-free summaries, at fit_bcm's "
+        "default settings (4 chains, non-reversible parallel tempering with n_temperatures='auto', until "
+        "R-hat <= 1.01 and bulk ESS >= 400, or 300 s; seed 1), on the recipes (56 x 147, S = 4): the collapsed "
+        "kernel (`bcm_gibbs`: eq. (1), the observation re-split move, cluster split-merge on every fourth sweep, "
+        "the prototypes and omega; through fit_bcm) against the partially collapsed kernel (`bcm_pcgibbs`: phi "
+        "explicit, all observations at once, the re-split move given phi; through the same engine with "
+        "fit_bcm's settings). The time columns are whole-fit wall seconds (compilation included) per effective "
+        "draw of the worst shared summary (sorted cluster sizes, active subspace features, collapsed log "
+        "joint), so the ratio is of worst ESS per second; the notes give each summary's R-hat and ESS per "
+        "second, the rungs, Lambda and round trips."
+    ),
+)
+def kernels_ess() -> list[Comparison]:
+    X = load_recipes().X
+    fits = {
+        "collapsed": (lambda: fit_bcm(X, 4, seed=1, progress_bar=False).run, "log_joint"),
+        "partially collapsed": (
+            lambda: sample(
+                bcm_pcgibbs.KERNEL, *bcm_pcgibbs.make_target(X, 4), num_chains=4, seed=1,
+                scans_per_chunk=bcm.SCANS_PER_CHUNK, max_draws=bcm.MAX_DRAWS, progress_bar=False,
+                description="BCM (partially collapsed)"),
+            "collapsed_log_joint",
+        ),
+    }
+    per_draw, notes = {}, {}
+    for name, (fit, log_joint_name) in fits.items():
+        run, seconds = _fit(fit)
+        table = shared_diagnostics(run.summaries, log_joint_name)
+        rhat, ess = worst(table)
+        per_draw[name] = seconds / ess
+        notes[name] = (
+            f"{name}: {seconds:.1f} s, {run.n_scans} scans (compile {run.seconds['compile']:.1f} s), "
+            f"K = {run.n_temperatures}, Lambda {run.barrier:.2f}, round trips per scan and chain "
+            f"{run.round_trip_rate:.4f}, converged {run.converged}, worst R-hat {rhat:.3f}, worst ESS {ess:.0f}; "
+            + ", ".join(f"{summary} R-hat {r:.3f} ESS/s {e / seconds:.2f}" for summary, (r, e) in table.items())
+        )
+        print(notes[name], flush=True)
+    return [Comparison("s per effective draw of the worst shared summary, recipes, S = 4, defaults",
+                       per_draw["collapsed"], "partially collapsed kernel", per_draw["partially collapsed"],
+                       "; ".join(notes.values()))]

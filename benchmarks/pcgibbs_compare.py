@@ -25,7 +25,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from benchmarks.bench_bcm import shared_diagnostics, token_counts
+from benchmarks.bench_bcm import token_counts
+from benchmarks.bench_convergence import shared_diagnostics
 from interpretable_zoo.datasets import load_recipes
 from interpretable_zoo.datasets.smiley_faces import load_usps_bcm
 from interpretable_zoo.inference import bcm_gibbs, bcm_pcgibbs, convergence
