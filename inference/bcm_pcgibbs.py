@@ -20,11 +20,16 @@ Integrating phi out gives
 
 which at beta = 1 is ``collapsed_model``'s posterior (the target of ``inference.bcm_gibbs``); at beta < 1
 it differs from the collapsed kernel's path, whose likelihood factor is [B(g + n) / B(g)]^beta. beta = 0 is
-the prior. :func:`step` runs two blocks, each drawing from a conditional of pi_beta, and a Metropolis-Hastings move:
+the prior. :func:`step` runs two blocks, each drawing from a conditional of pi_beta, and a
+Metropolis-Hastings move between them:
 
 (a) z | phi, omega, p (:func:`_z_block`): p(z_ij = s | rest) propto (a_s + n_{i,s,not j}) phi_{s j x_ij}^beta
     (eq. (1) with phi explicit), a_s the Dirichlet concentration of pi_i (``models.bcm.z_concentration``),
     n_{i,s,not j} the tokens of observation i in s other than j: features in turn, all observations at once;
+(a') the collapsed kernel's whole-observation re-split move (``bcm_gibbs._row_resplit_block``) with
+    l_j = beta (log phi_{b j x_ij} - log phi_{a j x_ij}) (:func:`_resplit_block`): given phi the observations
+    are independent, so every observation's move is made at once. Without it, with alpha small, an
+    observation whose tokens share one cluster rarely moves, and the cluster sizes mix slowly;
 (b) (omega, p, phi) | z jointly (:func:`_parameters_block`): the clusters are independent given z. With
     phi_s integrated out (*), p_s with omega_s summed out: log p(p_s = i) = prior logit +
     sum_j log sum_b p(omega_sj = b) exp(E_b[s, j, x_ij]), E_b[s, j, v] = log B(g(v, b) + beta n_sj) -
@@ -32,11 +37,7 @@ the prior. :func:`step` runs two blocks, each drawing from a conditional of pi_b
     log-odds = prior log-odds + E_1 - E_0 (eq. (2) with tempered counts); then
     phi_sj ~ Dirichlet(g_sj + beta n_sj), the conjugate update of the tempered likelihood.
 
-Between them, (a') the collapsed kernel's whole-observation re-split move (``bcm_gibbs._row_resplit_block``)
-with l_j = beta (log phi_{b j x_ij} - log phi_{a j x_ij}) (:func:`_resplit_block`): given phi the
-observations are independent, so every observation's move is made at once. Without it, with alpha small,
-an observation whose tokens share one cluster rarely moves, and the cluster sizes mix slowly. There is no
-split-merge move.
+There is no split-merge move.
 
 State fields follow ``inference.bcm_gibbs.BCMTargetState`` (z, omega, prototype, row and cell counts) plus
 log phi, so that ``bcm_gibbs.summaries`` and the records of ``inference.bcm`` apply. ``log_prior`` =
@@ -248,7 +249,8 @@ def _one_step(static: BCMStatic, data: BCMData, state: PCGibbsState, key, beta):
 
 def step(static: BCMStatic, data: BCMData, states: PCGibbsState, keys, betas) -> tuple[PCGibbsState, PCGibbsInfo]:
     """One sweep of B replicas (fields of ``states`` with a leading axis B; ``keys`` (B,), ``betas`` (B,) in
-    [0, 1]): block (a), the re-split move (a'), then block (b). Replica b leaves its pi_beta invariant (module docstring)."""
+    [0, 1]): block (a), the re-split move (a'), then block (b). Replica b leaves its pi_beta invariant
+    (module docstring)."""
     betas = jnp.asarray(betas, jnp.result_type(float))
     return jax.vmap(lambda state, key, beta: _one_step(static, data, state, key, beta))(states, keys, betas)
 
