@@ -39,15 +39,9 @@ temperatures, :func:`summaries` gives label-free scalars. The count tables of al
 in blocks 1 and 2, so that a scan step makes one plain gather and scatter per table. :class:`BCMGibbs`
 wraps the same functions (beta = 1) as a NumPyro ``MCMCKernel``.
 
-The tempering path starts at the prior, not at a reference learned from the chains (Surjanovic et al.
-2022; BRL's is). On recipes (S = 4, seed 1, 150 s, trial kernels without the split-merge move), a reference
-moment-matched to a default fit's draws aligned across chains (each row's cluster shares as Polya
-concentrations 0.1 x share, the prototypes' and omega's frequencies), drawn from exactly at beta = 0,
-lowered the communication barrier Lambda from 15.4 to 5.5 (8 rungs instead of 32), but the round trips
-stayed near 0.003 per scan and chain, against the 1 / (2 + 2 Lambda) = 0.08 that the barrier allows, and the
-sorted cluster sizes mixed worse (worst R-hat 1.95 against 1.21): the local moves at the cold rungs, not
-the path, limit the mixing there. An exact prior draw at beta = 0 on the prior path left the worst R-hat
-within the spread of seeds (seeds 1-3: 1.10, 1.25, 1.09 against 1.21, 1.15, 1.14 without).
+The tempering path starts at the prior, not at a reference learned from the chains as BRL's does: a
+learned reference lowered the barrier but not the mixing, which the local moves at the cold rungs limit
+(docs/decisions/bcm-sampler.md).
 
 Hyperparameters, g, the priors of omega and the prototypes and the Beta-function terms come from
 ``interpretable_zoo.models.bcm``; log_prior + log_likelihood equals ``log_density(collapsed_model)`` (tested).
@@ -78,18 +72,12 @@ RESPLIT_TILTS = np.arange(-12.0, 13.0, 2.0)
 probability sigmoid(l_j + lambda). Symmetric about 0, so that the proposal is the same whichever of the two
 clusters is a; spaced so that some tilt puts the expected split near any m when the l_j are spread."""
 DEFAULT_SPLIT_MERGE_CLUSTERS = 3
-"""k of the split-merge move: with k = 3 one move merges two clusters and splits a third. k = 2 costs less
-than half as much (169 ms against 371 ms per proposal on recipes, S = 4, 128 replicas: 2! relabellings in
-the forced scans against 3!), but did not mix better per second: on recipes at default settings, seed 1,
-300 s, a move over 2 clusters every second sweep left worst R-hat 1.186 (bulk ESS 16) against 1.057 (ESS 52);
-at 120 s, seeds 1 and 2, the two lay within the spread of the seeds."""
+"""k of the split-merge move: with k = 3 one move merges two clusters and splits a third. k = 2 costs half
+as much per proposal but did not mix better per second (docs/decisions/bcm-sampler.md)."""
 DEFAULT_LAUNCH_SCANS = 2
 DEFAULT_SPLIT_MERGE_EVERY = 4
-"""Sweeps per split-merge move. The move costs about four sweeps of the other blocks (recipes, S = 4), and
-tempering also carries states between modes. On recipes at default settings, 120 s, seeds 1-4, a move every
-fourth sweep left worst R-hat 1.17, 1.48, 1.21, 1.21 (bulk ESS 42, 9, 16, 14) against 1.40, 1.87, 1.36,
-1.77 (ESS 15, 7, 16, 11) with a move every sweep; in one 150 s run, every eighth sweep and no move at all
-did worse than every fourth."""
+"""Sweeps per split-merge move, which costs about four sweeps of the other blocks: every fourth sweep mixed
+better per second than every sweep, every eighth or none (docs/decisions/bcm-sampler.md)."""
 
 
 class BCMStatic(NamedTuple):
@@ -599,13 +587,9 @@ def _row_resplit_block(static: BCMStatic, data: BCMData, keys, betas, omega, pro
 
     For observation i, a is the cluster of one of its tokens drawn uniformly and b one of the other S - 1
     clusters drawn uniformly: the pair {a, b} has probability (n_ia + n_ib) / (P (S - 1)), which the move
-    does not change (and the proposal below is the same for (a, b) and (b, a)). Drawing b by the
-    observation's tempered likelihood all in b instead (an exact variant, its pair probability then
-    changing with n_ia and n_ib) moved more observations per sweep, 1.63 against 1.06 on recipes (S = 4, same
-    sweep time) and 4.05 against 3.06 on USPS 40 per digit (S = 10), but computing that likelihood for every
-    cluster made a USPS sweep 51 % slower (36 % with a window of 32 features, moving 3.40), and on recipes the
-    tempered fits' R-hat at 150 s stayed within the spread of seeds: b stays uniform. Given the rest, the
-    tempered target of the pair's T tokens is exactly
+    does not change (and the proposal below is the same for (a, b) and (b, a)); drawing b by the
+    observation's likelihood moved more observations but cost more than it gained
+    (docs/decisions/bcm-sampler.md). Given the rest, the tempered target of the pair's T tokens is exactly
 
         pi(z) proportional to Gamma(a_a + T - m) Gamma(a_b + m) exp(sum_j l_j [z_j = b]),
 
