@@ -47,10 +47,8 @@ SUMMARY_VARIABLES = ("log_posterior", "length", "mean_cardinality")
 
 DEFAULT_CHAINS = 8
 """Chains of a fit by default: two groups of four that learn their proposals apart
-(:data:`brl_mh.LEARNING_GROUPS`). Four chains in each group find both kinds of lists of tic-tac-toe at
-support 0.05 (SBRL's setting; trial fits converged in 5 and 11 s), where groups of two each settled in
-one kind (worst R-hat 2.4 and 2.0 at 60 s); the four chains pooled into one group converged there too, but
-on mushroom led all chains of some seeds into the same minor mode."""
+(:data:`brl_mh.LEARNING_GROUPS`); groups of four find both kinds of tic-tac-toe's lists, where groups of
+two did not (docs/decisions/brl-sampler.md)."""
 
 STEPS_PER_SCAN = 10
 """Metropolis-Hastings steps of every replica between two swap rounds by default: about one pass over a

@@ -324,28 +324,20 @@ def rule_choice_tables(weights, n_antecedents: int, antecedent_slots: int) -> tu
 
 WEIGHT_MEMORY = 0.5
 """The factor by which :func:`learn_proposal` carries the weights of the rounds before into the next, so
-that the rules of the early rounds, used before the chains found the posterior, fade. In trial runs of
-mushroom's default fit (60 s, seeds 1-6; weights then pooled over all chains, :data:`LEARNING_GROUPS`),
-0.5 converged 4 of 6 (the others 1.023, 1.011) against 2 of 6 (worst R-hat 1.041) with every round
-counted alike (1)."""
+that the rules of the early rounds, used before the chains found the posterior, fade; it converged more
+mushroom seeds than counting every round alike (docs/decisions/brl-sampler.md)."""
 
 
 LEARNING_GROUPS = 2
 """The chains learn the rule weights of their moves in this many groups (contiguous, of equal size as far
 as the chains divide), each group from its own chains' draws, so that each group explores by its own
 proposal and the chains' agreement (R-hat) can show a mode that one group's moves led it away from.
-Move weights pooled over all chains lead every chain to the modes that the first rounds happened to find:
-on mushroom (60 s default fits), seeds 1 and 5 settled (worst R-hat 1.010 and 1.018) in modes whose log
-evidence, -80.6 and -84.4, lay 2 and 6 nats below that of seeds 2, 3 and 6 (-78.2 to -78.3). With each
-chain learning alone, tic-tac-toe's two kinds of lists no longer meet (seed 3: worst R-hat 3.2).
-The tempering reference, in turn, draws by the weights' mean over all chains (:func:`with_proposal`), so
-that the rules one group found reach the other group's chains through their rungs. With a reference per
-group, each group's reference held only its own modes' rules: on mushroom (seed 5) one group's four
-chains stayed for the whole 60 s in lists whose best log posterior lay 7 nats below the other group's,
-and none of 6 seeds converged (worst R-hat 1.010-1.117, log evidence -78.0 to -81.0); with the shared
-reference, 3 of 6 converged on the same machine, the others at worst R-hat 1.011, 1.013 and 1.029, and
-all six put the log evidence at -78.1 to -78.2 (``benchmarks/RESULTS.md``, ``convergence_brl``). A fit's
-default of 8 chains makes two groups of four (``inference.brl.DEFAULT_CHAINS``)."""
+Move weights pooled over all chains lead every chain to the modes that the first rounds happened to find;
+with each chain learning alone, tic-tac-toe's two kinds of lists no longer meet. The tempering reference,
+in turn, draws by the weights' mean over all chains (:func:`with_proposal`), so that the rules one group
+found reach the other group's chains through their rungs; a reference per group held only its own modes
+(the trials: docs/decisions/brl-sampler.md). A fit's default of 8 chains makes two groups of four
+(``inference.brl.DEFAULT_CHAINS``)."""
 
 
 def learn_proposal(static: BRLStatic, data: BRLData, records: dict, states: BRLState, weights) -> np.ndarray:
@@ -411,10 +403,8 @@ REFERENCE_LENGTH_SHARE = 0.5
 """The tempering reference's mean list length, as a share of the capacity (:func:`reference_length_table`)."""
 
 REFERENCE_UNIFORM_SHARE = 0.1
-"""The share of the reference's rule weights spread evenly over all antecedents (:func:`reference_rule_tables`).
-In trial runs of mushroom's default fit (60 s), 0.1 left worst R-hat 1.013, 1.015, 1.012 and converged
-(seeds 1, 2, 4, 6), 0.5 (the proposal's share) 1.037, 1.037 and 1.045 (seeds 1, 2, 6), 0.02 1.102 and
-1.015 (seeds 1, 2)."""
+"""The share of the reference's rule weights spread evenly over all antecedents (:func:`reference_rule_tables`);
+on mushroom it mixed better than 0.5 or 0.02 (docs/decisions/brl-sampler.md)."""
 
 
 def reference_mean_length(capacity: int) -> float:
