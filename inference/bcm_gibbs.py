@@ -556,16 +556,15 @@ def resplit_draws(key, n_rows: int, n_features: int, n_clusters: int):
     )
 
 
-def resplit_decision(row_log_gamma, log_ratio, z_rows, row_counts, a, b, component, uniforms, log_u):
+def resplit_decision(row_log_gamma, log_ratio, in_pair, in_b, row_counts, a, b, component, uniforms, log_u):
     """The re-split move of :func:`_row_resplit_block` for L rows (observations or replicas) given their
     l_j: proposes a split of each row's pair {a, b} and accepts or rejects it. ``row_log_gamma`` (S, P + 1):
-    log Gamma(a_s + m); ``log_ratio``, ``z_rows``, ``uniforms`` (L, P), l_j 0 outside the pair; ``row_counts``
-    (L, S); ``a``, ``b`` (L, 1); ``component``, ``log_u`` (L,). Returns the tokens that change cluster (L, P),
-    the new row counts and whether any token of the row moved (L,)."""
+    log Gamma(a_s + m); ``log_ratio`` (L, P), l_j 0 outside the pair; ``in_pair``, ``in_b`` (L, P): the
+    tokens in a or b, and in b; ``uniforms`` (L, P); ``row_counts`` (L, S); ``a``, ``b`` (L, 1);
+    ``component``, ``log_u`` (L,). Returns the tokens that change cluster (L, P), the new row counts and
+    whether any token of the row moved (L,)."""
     n_tilts = len(RESPLIT_TILTS)
     tilts = jnp.asarray(RESPLIT_TILTS, log_ratio.dtype)
-    in_b = z_rows == b
-    in_pair = (z_rows == a) | in_b
     tilt = tilts[jnp.minimum(component, n_tilts - 1)]
     to_b = jnp.where((component < n_tilts)[:, None], uniforms < jax.nn.sigmoid(log_ratio + tilt[:, None]),
                      (component >= 2 * n_tilts)[:, None]) & in_pair
@@ -640,8 +639,8 @@ def _row_resplit_block(static: BCMStatic, data: BCMData, keys, betas, omega, pro
             return (g_cells[cell] + cell_counts[cell] - own) / (g_totals[col] + col_totals[col] - own)
 
         log_ratio = jnp.where(in_pair, betas[:, None] * jnp.log(weight(b) / weight(a)), 0.0)  # l_j
-        moved, row_count, any_moved = resplit_decision(row_log_gamma, log_ratio, z_row, row_count, a, b, component,
-                                                       uniforms, log_u)
+        moved, row_count, any_moved = resplit_decision(row_log_gamma, log_ratio, in_pair, in_b, row_count, a, b,
+                                                       component, uniforms, log_u)
         source, target = jnp.where(in_b, b, a), jnp.where(in_b, a, b)
         change = moved.astype(jnp.int32)
         change = jnp.concatenate([-change, change])  # out of the current cluster, into the target

@@ -168,6 +168,11 @@ def init(static: BCMStatic, data: BCMData, key) -> PCGibbsState:
                            start.cell_counts)
 
 
+def log_phi_of_tokens(data: BCMData, log_phi):
+    """log phi_{s j x_ij} of every token (P, S, N), from log phi (S, P, V): what blocks (a) and (a') read."""
+    return jnp.take_along_axis(jnp.moveaxis(log_phi, 1, 0), data.x.T[:, None, :], axis=2)
+
+
 def _z_block(static: BCMStatic, data: BCMData, key, beta, z, token_log_phi, row_counts):
     """Block (a) for one replica: z_ij by p(z_ij = s) propto (a_s + n_{i,s,not j}) phi_{s j x_ij}^beta, one
     feature j at a time over all observations (they are independent given phi); ``token_log_phi`` (P, S, N):
@@ -202,12 +207,13 @@ def _resplit_block(static: BCMStatic, data: BCMData, key, beta, z, token_log_phi
     b = (a + shift[:, None]) % n_clusters
     by_token = jnp.moveaxis(token_log_phi, 2, 0)  # (N, P, S)
     log_phi_a, log_phi_b = (jnp.take_along_axis(by_token, s[:, :, None], axis=2)[..., 0] for s in (a, b))
-    in_pair = (z == a) | (z == b)
+    in_b = z == b
+    in_pair = (z == a) | in_b
     log_ratio = jnp.where(in_pair, beta * (log_phi_b - log_phi_a), 0.0)  # l_j
     row_log_gamma = gammaln(data.pi_concentration[:, None] + jnp.arange(n_features + 1))
-    moved, row_counts, any_moved = bcm_gibbs.resplit_decision(row_log_gamma, log_ratio, z, row_counts, a, b,
-                                                              component, uniforms, log_u)
-    return jnp.where(moved, jnp.where(z == b, a, b), z), row_counts, any_moved.mean(dtype=jnp.float32)
+    moved, row_counts, any_moved = bcm_gibbs.resplit_decision(row_log_gamma, log_ratio, in_pair, in_b, row_counts, a,
+                                                              b, component, uniforms, log_u)
+    return jnp.where(moved, jnp.where(in_b, a, b), z), row_counts, any_moved.mean(dtype=jnp.float32)
 
 
 def _parameters_block(static: BCMStatic, data: BCMData, key, beta, cell_counts):
@@ -238,9 +244,9 @@ def _parameters_block(static: BCMStatic, data: BCMData, key, beta, cell_counts):
 
 def _one_step(static: BCMStatic, data: BCMData, state: PCGibbsState, key, beta):
     key_z, key_resplit, key_parameters = jax.random.split(key, 3)
-    token_log_phi = jnp.take_along_axis(jnp.moveaxis(state.log_phi, 1, 0), data.x.T[:, None, :], axis=2)  # (P, S, N)
-    z, row_counts = _z_block(static, data, key_z, beta, state.z, token_log_phi, state.row_counts)
-    z, row_counts, resplit_moved = _resplit_block(static, data, key_resplit, beta, z, token_log_phi, row_counts)
+    by_token = log_phi_of_tokens(data, state.log_phi)
+    z, row_counts = _z_block(static, data, key_z, beta, state.z, by_token, state.row_counts)
+    z, row_counts, resplit_moved = _resplit_block(static, data, key_resplit, beta, z, by_token, row_counts)
     _, cell_counts = bcm_gibbs.token_counts(static, data, z)
     omega, prototype, log_phi = _parameters_block(static, data, key_parameters, beta, cell_counts)
     new = _with_log_terms(static, data, z, omega, prototype, log_phi, row_counts, cell_counts)

@@ -129,8 +129,8 @@ def resplit_of_exact_draws(static, data, key, beta, params):
         row_counts, cell_counts = bcm_gibbs.token_counts(static, data, z)
         tempered = beta * bcm_gibbs.cells_by_cluster(static, cell_counts)
         log_phi = bcm_pcgibbs._draw_log_phi(data, key_phi, bcm_pcgibbs._concentrations(static, data, omega, prototype) + tempered)
-        token_log_phi = jnp.take_along_axis(jnp.moveaxis(log_phi, 1, 0), data.x.T[:, None, :], axis=2)
-        return bcm_pcgibbs._resplit_block(static, data, key_move, beta, z, token_log_phi, row_counts)[0]
+        by_token = bcm_pcgibbs.log_phi_of_tokens(data, log_phi)
+        return bcm_pcgibbs._resplit_block(static, data, key_move, beta, z, by_token, row_counts)[0]
 
     return jax.vmap(one)(*keys, params["omega"], params["prototype"], params["z"])
 
