@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DATA ?= $(abspath ../shared/datasets)
 
-.PHONY: demo test bench clean
+.PHONY: demo test docs bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,9 +30,14 @@ test: $(VENV)/.installed
 	XLA_FLAGS="$${XLA_FLAGS:-} --xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false" \
 	INTERPRETABLE_ZOO_DATA=$${INTERPRETABLE_ZOO_DATA:-$(DATA)} $(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
 
+# The site (docs/_build/html) from the docstrings, the guides and the notebooks' stored outputs; offline.
+# A warning, a broken cross-reference included, fails the build.
+docs: $(VENV)/.installed
+	$(BIN)/python -m sphinx -b html -n -W --keep-going docs docs/_build/html
+
 bench: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	INTERPRETABLE_ZOO_DATA=$${INTERPRETABLE_ZOO_DATA:-$(DATA)} $(BIN)/python -m benchmarks $(ARGS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info docs/_build docs/api/generated docs/examples/notebooks

@@ -145,7 +145,7 @@ class DataHomeMissing(ValueError):
 
 def resolve_data_home(data_home: str | os.PathLike | None = None) -> Path:
     """The real-data folder: ``data_home`` if given, else the ``INTERPRETABLE_ZOO_DATA`` environment
-    variable; :class:`DataHomeMissing` (a ValueError) naming both when neither is set.
+    variable; :class:`~interpretable_zoo.datasets.base.DataHomeMissing` (a ValueError) naming both when neither is set.
 
     Example:
         >>> import os, unittest.mock

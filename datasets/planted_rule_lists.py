@@ -24,7 +24,7 @@ def planted_rule_lists(
 ) -> Dataset:
     """X: (n_samples, n_features) uint8 with independent Bernoulli(``feature_probability``) entries;
     the antecedents are all conjunctions of 1..``max_cardinality`` features; a list, its theta and y
-    are one draw of :func:`models.brl.model` (lists of at most ``max_length`` rules).
+    are one draw of :func:`~interpretable_zoo.models.brl.model` (lists of at most ``max_length`` rules).
 
     ``extras``: ``antecedents`` (tuples of column indices), ``rules`` (the planted list as antecedent
     indices), ``theta`` ((len(rules) + 1, L) label probabilities, default rule last).

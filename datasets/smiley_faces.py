@@ -31,13 +31,13 @@ SMILEY_PRIORS = bcm.Priors(alpha=0.1, lam=1.0, c=50.0, q=0.5)
 
 
 def _g_table(priors: bcm.Priors, n_candidates: int):
-    """g(v, b, v') of :func:`models.bcm.g` for every omega bit b, candidate value v and value v'."""
+    """g(v, b, v') of :func:`~interpretable_zoo.models.bcm.g` for every omega bit b, candidate value v and value v'."""
     values = jnp.arange(n_candidates)
     return bcm.g(values[None, :], jnp.arange(2)[:, None], values, priors)
 
 
 def _omega_log_prior(priors: bcm.Priors, n_clusters: int, n_features: int):
-    """log p(omega_sj = b) of :func:`models.bcm.omega_distribution` for b = 0, 1, (S, P, 2)."""
+    """log p(omega_sj = b) of :func:`~interpretable_zoo.models.bcm.omega_distribution` for b = 0, 1, (S, P, 2)."""
     prior = bcm.omega_distribution(priors, n_clusters, n_features)
     return jnp.stack([prior.log_prob(jnp.full((n_clusters, n_features), b)) for b in (0, 1)], -1)
 

@@ -30,7 +30,7 @@ IMPOSSIBLE_PROB = 1e-12
 draws from the exact distribution visit such a state with probability below 1e-6."""
 
 MAX_DEFAULT_INDICATORS = 100
-"""Most states for which :func:`exact_gof_test` defaults to one indicator per state; beyond it the
+"""Most states for which :func:`~interpretable_zoo.diagnostics.exact.exact_gof_test` defaults to one indicator per state; beyond it the
 indicators are mostly too rare to test and their table too large, so statistics must be chosen."""
 
 _DEGENERATE_RTOL = 1e-12
@@ -205,7 +205,7 @@ def state_index(draws, states) -> np.ndarray:
 
 @dataclass(frozen=True)
 class GOFResult:
-    """Outcome of :func:`exact_gof_test`; per-statistic arrays follow the order of ``names``.
+    """Outcome of :func:`~interpretable_zoo.diagnostics.exact.exact_gof_test`; per-statistic arrays follow the order of ``names``.
 
     Attributes:
         names: statistic names.

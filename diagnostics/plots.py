@@ -166,7 +166,7 @@ def plot_gap_heatmap(result, *, cluster_names=None, threshold: float = 0.5, max_
 
 def plot_elbo_sweep(result, *, cluster_names=None, threshold: float = 0.5, max_members: int = 4, axes=None):
     """Two panels for a ``fit_mgm_sweep`` result: the ELBO of every restart against the number of clusters
-    (best per number joined, the chosen one starred), and :func:`plot_gap_heatmap` of the chosen fit.
+    (best per number joined, the chosen one starred), and :func:`~interpretable_zoo.diagnostics.plots.plot_gap_heatmap` of the chosen fit.
 
     Example:
         >>> import numpy as np

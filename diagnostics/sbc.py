@@ -33,7 +33,7 @@ from scipy import stats
 
 @dataclass(frozen=True)
 class SBCResult:
-    """Outcome of :func:`simulation_based_calibration`; mappings are keyed by statistic name.
+    """Outcome of :func:`~interpretable_zoo.diagnostics.sbc.simulation_based_calibration`; mappings are keyed by statistic name.
 
     Attributes:
         ranks: int array (num_simulations,) per statistic: the number of (thinned) posterior draws below
@@ -135,7 +135,7 @@ def simulation_based_calibration(
         model: the NumPyro model; called with ``model_args``/``model_kwargs`` it must *sample* the data
             sites (observations passed as None).
         fit_fn: ``fit_fn(rng_key, data) -> {site: draws}`` where ``data`` maps each data site to one
-            simulated value and each draws array has shape (num_draws, *site_shape). It must be
+            simulated value and each draws array has shape ``(num_draws, *site_shape)``. It must be
             JAX-traceable: it runs once per simulation under ``jax.vmap`` / ``jax.lax.map``, compiled once
             per (fit_fn, batch_size, shapes) and reused by later calls with the same function object.
         num_simulations: number of (latent, data) pairs.

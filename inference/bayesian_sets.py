@@ -93,15 +93,22 @@ def estimate_membership_rate(log_scores) -> float:
 class BayesianSetsResult:
     """The answer to one query: the ranked items with their scores, membership and reasons.
 
-    items: indices of the returned items, best first; names: their names; log_scores: log score(x) of each.
-    membership: posterior probability that each item belongs to the query's cluster (1 for query items).
-    in_query: whether each returned item is one of the query's items (only when they are included).
-    reasons: per returned item, its features with the largest weights q_j, as (feature name, q_j) pairs;
-        the item's log score is c plus the sum of q_j over all its features.
-    query, query_names: the query's item indices and names; constant: c; defining_features: the
-        features with the largest q_j overall, as (name, q_j) pairs (what the query's items share).
-    membership_rate: the prior rate rho used; set_size: the number of candidates (query items excluded)
-        whose membership probability is at least 1/2, the size of the completed set.
+    Attributes:
+        items: indices of the returned items, best first.
+        names: their names.
+        log_scores: log score(x) of each.
+        membership: posterior probability that each item belongs to the query's cluster (1 for query items).
+        in_query: whether each returned item is one of the query's items (only when they are included).
+        reasons: per returned item, its features with the largest weights q_j, as (feature name, q_j)
+            pairs; the item's log score is c plus the sum of q_j over all its features.
+        query: the query's item indices.
+        query_names: their names.
+        constant: c.
+        defining_features: the features with the largest q_j overall, as (name, q_j) pairs (what the
+            query's items share).
+        membership_rate: the prior rate rho used.
+        set_size: the number of candidates (query items excluded) whose membership probability is at
+            least 1/2, the size of the completed set.
     """
 
     items: np.ndarray
@@ -175,15 +182,22 @@ class BayesianSetsResult:
 
 @dataclass(frozen=True, eq=False)
 class BayesianSetsBatch:
-    """The top-k answers to a batch of B queries, each ranked as :meth:`BayesianSets.query` ranks one.
+    """The top-k answers to a batch of B queries, each ranked as :meth:`~interpretable_zoo.inference.bayesian_sets.BayesianSets.query` ranks one.
 
-    items: (B, k) indices of each query's best items, best first (ties to the lower index), -1 past the
-        last candidate; log_scores: (B, k) their log scores (-inf padding); constants: (B,) each query's c.
-    reason_features, reason_weights: (B, k, n_reasons) per returned item its features with the largest
-        weights q_j (-1 / nan padding); an item's log score is c plus the sum of q_j over all its features.
-    queries: the queries' item indices. Membership probabilities and the completed set's size need every
-    score of a query (the membership rate is estimated from them); :meth:`BayesianSets.query` on one
-    query gives them.
+    Membership probabilities and the completed set's size need every score of a query (the membership
+    rate is estimated from them); :meth:`~interpretable_zoo.inference.bayesian_sets.BayesianSets.query`
+    on one query gives them.
+
+    Attributes:
+        items: (B, k) indices of each query's best items, best first (ties to the lower index), -1 past
+            the last candidate.
+        log_scores: (B, k) their log scores (-inf padding).
+        constants: (B,) each query's c.
+        reason_features: (B, k, n_reasons) per returned item its features with the largest weights q_j
+            (-1 padding); an item's log score is c plus the sum of q_j over all its features.
+        reason_weights: (B, k, n_reasons) those weights (nan padding).
+        queries: the queries' item indices.
+        item_names: the names of every item (the rows of X).
     """
 
     items: np.ndarray

@@ -51,7 +51,7 @@ SCANS_PER_CHUNK = 16
 MAX_DRAWS = 500
 """Draws kept per chain (a draw holds the (N, S) row counts)."""
 FOLD_IN_SWEEPS = 200
-"""Gibbs sweeps of :func:`fold_in_mixture_weights` per call; the second half is averaged."""
+"""Gibbs sweeps of ``fold_in_mixture_weights`` per call; the second half is averaged."""
 
 
 def _with_n_values(data: CategoricalData, n_values, from_frame: bool) -> CategoricalData:
@@ -113,7 +113,7 @@ def observation_keys(seed: int, codes: np.ndarray):
 def corrupt_half_labels(labels, n_clusters: int, seed: int = 0) -> np.ndarray:
     """The paper's initialisation for the digits (sec. 4.1, "one half of the labels were incorrect and
     randomly mixed"): a random half of the labels replaced by a different, uniformly chosen cluster; the
-    other half kept. Used as ``init`` of :func:`fit_bcm`, every token of an observation starts in its
+    other half kept. Used as ``init`` of :func:`~interpretable_zoo.inference.bcm.fit_bcm`, every token of an observation starts in its
     label's cluster. (The paper does not say whether the wrong half is wrong per observation or per
     token; the authors' public code has a disabled variant that redraws every token of every other
     observation uniformly.)"""
@@ -132,7 +132,7 @@ class BCMResult(convergence.TemperedResult):
     ``z`` (chain, draw, N, P) with ``store_z=True``, and the label-free summaries; ``sample_stats`` with
     the swap acceptance; ``observed_data`` ``x``, the category codes; the tempering facts in
     ``idata.posterior.attrs``), ``explain()``, ``transform()``,
-    ``unsupervised_accuracy(y)``, ``converged``, ``diagnostics``, ``log_evidence`` and :meth:`extend`.
+    ``unsupervised_accuracy(y)``, ``converged``, ``diagnostics``, ``log_evidence`` and :meth:`~interpretable_zoo.inference.convergence.TemperedResult.extend`.
     ``idata`` is built on first use (the other methods read the run's draws)."""
 
     def __init__(self, run, target, data: CategoricalData, n_clusters: int, priors: bcm.Priors, store_z: bool):
@@ -242,10 +242,10 @@ class BCMResult(convergence.TemperedResult):
 
         ``X=None``: the training observations, E[pi_i | z] = (a_s + n_is) / (sum_s a_s + P) averaged over
         every draw of every chain, each draw's clusters matched to the best draw's by shared tokens (N, S).
-        ``X`` given (any observations with the fitted features and values, see :func:`encode_like`): each
+        ``X`` given (any observations with the fitted features and values, see :func:`~interpretable_zoo.datasets.preprocessing.encode_like`): each
         row folded in, (M, S): phi fixed at its posterior mean given the best chain's last state,
         phi_sj(v) = (g_sj(v) + n_{s,.,j,v}) / (sum_v g_sj(v) + n_{s,.,j,.}) with that state's prototypes
-        and omega in g, and pi_m from :func:`fold_in_mixture_weights` (``seed`` and each row's values draw its
+        and omega in g, and pi_m from ``fold_in_mixture_weights`` (``seed`` and each row's values draw its
         key, so a row's weights do not depend on the other rows or their order), that state's clusters
         matched to the best draw's by shared tokens (tempering swaps and split-merge moves may relabel them
         between the two).
@@ -333,7 +333,7 @@ def _alignment(row_counts, reference) -> np.ndarray:
 
 def _record_without_z(static, data, states):
     """What a kept draw stores: omega, the prototypes, the row counts (for mixture weights) and the pointwise
-    log likelihood (N float32 values, :func:`bcm_gibbs.pointwise_log_likelihood`)."""
+    log likelihood (N float32 values, :func:`~interpretable_zoo.inference.bcm_gibbs.pointwise_log_likelihood`)."""
     return {"omega": states.omega, "prototype": states.prototype, "row_counts": states.row_counts,
             "log_likelihood": bcm_gibbs.pointwise_log_likelihood(static, data, states)}
 
@@ -415,7 +415,7 @@ def fit_bcm(
     checkpoint=None,
 ) -> BCMResult:
     """Fit BCM to a categorical matrix (integer codes, or a DataFrame whose values are mapped to codes)
-    with the exact collapsed Gibbs sampler (eqs. (1), (2), observation swaps and cluster split-merge)
+    with the exact collapsed Gibbs sampler (eqs. (1), (2), observation re-split and cluster split-merge moves)
     under non-reversible parallel tempering (``inference.convergence``).
 
     By default the chains run until the log joint, sorted cluster sizes and number of subspace features
@@ -433,7 +433,7 @@ def fit_bcm(
     name per column, for the explanations and the trace's ``feature`` coordinate (default: a DataFrame's
     columns, else ``x0, x1, ...``). ``progress_bar``: None shows it outside CI.
     ``devices``: the chains split over several devices (None: as many as divide ``num_chains``; an
-    integer or a list of devices; :func:`tempering.chain_mesh`); the draws do not depend on it.
+    integer or a list of devices; :func:`~interpretable_zoo.inference.tempering.chain_mesh`); the draws do not depend on it.
     ``checkpoint``: a file path or ``inference.checkpoint.Checkpoint(path, every_seconds)``: the run saves its
     state there (every 60 s by default) and a call with the same arguments resumes from it after an
     interruption, giving the draws of an uninterrupted run (``inference.checkpoint``).
@@ -518,10 +518,10 @@ def fit_bcm(
 
 class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                    BaseEstimator):
-    """scikit-learn wrapper of :func:`fit_bcm`: ``labels_`` is each observation's dominant cluster in the
+    """scikit-learn wrapper of :func:`~interpretable_zoo.inference.bcm.fit_bcm`: ``labels_`` is each observation's dominant cluster in the
     best draw's chain (argmax of the posterior-mean pi), ``transform`` the posterior-mean pi (columns
     ``bcmclusterer0, ...`` for ``set_output``), ``predict`` the dominant cluster of new observations (of their
-    folded-in pi), ``result_`` the :class:`BCMResult`; ``print(clusterer)`` shows the prototypes and
+    folded-in pi), ``result_`` the :class:`~interpretable_zoo.inference.bcm.BCMResult`; ``print(clusterer)`` shows the prototypes and
     subspaces. Input: categorical codes (non-negative integers) or a DataFrame of categories.
 
     Example:

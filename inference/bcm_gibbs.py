@@ -3,48 +3,25 @@
 A replica at inverse temperature beta targets p(omega) p(prototype) p(z) p(x | z, omega, prototype)^beta,
 where p(z) is the row term of ``models.bcm.collapsed_model`` (pi_i integrated out: a Polya term per
 observation) and p(x | ...) its cell term (phi_sj integrated out, the ratio of eq. (2)); beta = 1 is the
-posterior, beta = 0 the prior. :func:`step` runs four blocks, each leaving that target invariant:
-
-1. the cluster indices z_ij by eq. (1) with the likelihood factor tempered: p(z_ij = s) is proportional to
-   (a_s + n_{s,i,not j}) [(g_sj(x_ij) + n_{s,.,j,x_ij}) / (sum_v g_sj(v) + n_{s,.,j,.})]^beta, counts without
-   the token itself, a_s the Dirichlet concentration of pi_is (``models.bcm.z_concentration``). Tokens in
-   different rows and different columns share no count, so a set with at most one token per row and per
-   column is updated at once, exactly: the N x P grid is covered by max(N, P) such "wrapped diagonals",
-   visited in a ``lax.scan``;
-2. whole observations (:func:`_row_resplit_block`): a Metropolis-Hastings move per observation that splits
-   its tokens in two clusters a and b between them afresh (all to a, all to b, or a mix), from a proposal
-   that needs no sequential draws and whose probability has a closed form. With alpha small, eq. (1)
-   almost never moves one token of an observation out of its dominant cluster, so without this move an
-   observation started in a wrong cluster stays there, and one that mixes two clusters changes its split
-   slowly;
-3. groups of observations (:func:`_split_merge_block`), on every ``split_merge_every``-th sweep: a
-   restricted-Gibbs split-merge move (Jain and Neal 2004) adapted to the fixed S: it re-partitions the
-   observations of k clusters among them (e.g. merges two clusters and splits a third in one move, which
-   single-observation moves cannot do), proposing the partition up to relabelling; the omega and
-   prototypes of those clusters are summed out of its Metropolis-Hastings ratio and then redrawn from
-   their conditionals;
-4. the prototypes and omega of every cluster, drawn jointly from their tempered conditional given z
-   (:func:`_prototypes_and_omega_block`): each p_s with omega_s summed out, log p(p_s = i) = prior logit +
-   sum_j log sum_b p(omega_sj = b) exp(beta E_b[s, j, x_ij]) with E_b[s, j, v] = log B(g(v, b) + n_sj) -
-   log B(g(v, b)), then omega_sj given p_s by eq. (2), tempered: log-odds = prior log-odds + beta (E_1 - E_0).
-
-Blocks 3 and 4 need log B(g + n) for integer counts n <= N only: every log Gamma(a + n) is read from a table
-of log Gamma(a + n), n = 0..N, over the values a of g and of its sums over values, built once per target.
+posterior, beta = 0 the prior. :func:`step` runs four blocks, each leaving that target invariant: the
+cluster indices z_ij by eq. (1) with the likelihood factor tempered (``_z_block``); a Metropolis-Hastings
+move per observation that splits its tokens afresh between two clusters (``_row_resplit_block``), since
+with alpha small eq. (1) almost never moves one token out of its observation's dominant cluster; on every
+``split_merge_every``-th sweep, a restricted-Gibbs split-merge move over k clusters (Jain and Neal 2004,
+:func:`split_merge_proposal`); and the prototypes and omega of every cluster jointly from their tempered
+conditional given z, omega by eq. (2) (``_prototypes_and_omega_block``). The last two read every
+log B(g + n) from a table of log Gamma(a + n), n = 0..N, built once per target (:func:`likelihood_tables`).
 
 Interface (the tempering engine's target kernel): :func:`make_target` turns the model arguments into a
 hashable :class:`BCMStatic` (shapes and switches) and a :class:`BCMData` pytree (observations and every
 prior or likelihood table, so that a refit of the same shapes compiles nothing); :func:`init` draws one
 replica's start from the prior, :func:`step` advances a batch of replicas with their own inverse
-temperatures, :func:`summaries` gives label-free scalars. The count tables of all replicas are stacked
-in blocks 1 and 2, so that a scan step makes one plain gather and scatter per table. :class:`BCMGibbs`
-wraps the same functions (beta = 1) as a NumPyro ``MCMCKernel``.
-
-The tempering path starts at the prior, not at a reference learned from the chains as BRL's does: a
-learned reference lowered the barrier but not the mixing, which the local moves at the cold rungs limit
-(docs/decisions/bcm-sampler.md).
-
-Hyperparameters, g, the priors of omega and the prototypes and the Beta-function terms come from
-``interpretable_zoo.models.bcm``; log_prior + log_likelihood equals ``log_density(collapsed_model)`` (tested).
+temperatures, :func:`summaries` gives label-free scalars. :class:`BCMGibbs` wraps the same functions
+(beta = 1) as a NumPyro ``MCMCKernel``. The path starts at the prior, not at a reference learned from the
+chains as BRL's does: a learned reference lowered the barrier but not the mixing, which the local moves at
+the cold rungs limit (docs/decisions/bcm-sampler.md). Hyperparameters, g, the priors of omega and the
+prototypes and the Beta-function terms come from ``interpretable_zoo.models.bcm``; log_prior +
+log_likelihood equals ``log_density(collapsed_model)`` (tested).
 """
 
 from __future__ import annotations
@@ -68,15 +45,15 @@ from interpretable_zoo.inference import hyperpriors
 from interpretable_zoo.models import bcm
 
 RESPLIT_TILTS = np.arange(-12.0, 13.0, 2.0)
-"""The tilts lambda of the observation re-split proposal (:func:`_row_resplit_block`): token j goes to b with
+"""The tilts lambda of the observation re-split proposal (``_row_resplit_block``): token j goes to b with
 probability sigmoid(l_j + lambda). Symmetric about 0, so that the proposal is the same whichever of the two
 clusters is a; spaced so that some tilt puts the expected split near any m when the l_j are spread."""
 DEFAULT_SPLIT_MERGE_CLUSTERS = 3
-"""k of the split-merge move: with k = 3 one move merges two clusters and splits a third. k = 2 costs half
+"""The split-merge move's k. With k = 3 one move merges two clusters and splits a third. k = 2 costs half
 as much per proposal but did not mix better per second (docs/decisions/bcm-sampler.md)."""
 DEFAULT_LAUNCH_SCANS = 2
 DEFAULT_SPLIT_MERGE_EVERY = 4
-"""Sweeps per split-merge move, which costs about four sweeps of the other blocks: every fourth sweep mixed
+"""Sweeps per split-merge move, which costs about four sweeps of the other blocks. Every fourth sweep mixed
 better per second than every sweep, every eighth or none (docs/decisions/bcm-sampler.md)."""
 
 
@@ -192,7 +169,7 @@ def _log_gamma_offsets(n_values: np.ndarray, n_obs: int):
 
 def likelihood_tables(g, mask, n_obs: int, g_offsets, g_total_offsets, xp=np):
     """The tables of :class:`BCMData` that g (2, V, V) over (b, v, u) determines: g_values (2, P, V, V),
-    the flat log Gamma table (layout of :func:`_log_gamma_offsets`) and log_beta_prior (2, P, V).
+    the flat log Gamma table (layout of ``_log_gamma_offsets``) and log_beta_prior (2, P, V).
     ``xp``: numpy (float64, once per target) or jax.numpy (traced, rebuilt from a sampled lam or c)."""
     gammaln_of = scipy.special.gammaln if xp is np else gammaln
     concentrations = xp.concatenate([g.ravel(), xp.cumsum(g, -1).ravel(), xp.zeros(1)])
@@ -229,7 +206,7 @@ def _log_beta_from_table(table, g_offsets, total_offsets, counts):
 
 
 def hook_tables(priors: bcm.Priors, n_obs: int, n_features: int, n_clusters: int, n_vals: int):
-    """From the model's hooks: g (2, V, V) of values v, u (:func:`models.bcm.g`), omega_log_prob (S, P, 2) and
+    """From the model's hooks: g (2, V, V) of values v, u (:func:`~interpretable_zoo.models.bcm.g`), omega_log_prob (S, P, 2) and
     prototype_log_prob (S, N); the distributions' shapes are checked as they are traced."""
     values = np.arange(n_vals)
     g = jnp.broadcast_to(bcm.g(values[None, :], np.arange(2)[:, None], values, priors), (2, n_vals, n_vals))
@@ -284,7 +261,7 @@ def make_target(
     launch_scans: int = DEFAULT_LAUNCH_SCANS,
     split_merge_every: int = DEFAULT_SPLIT_MERGE_EVERY,
 ) -> tuple[BCMStatic, BCMData]:
-    """The target of :func:`bcm.collapsed_model` (arguments as there) as (static, data).
+    """The target of :func:`~interpretable_zoo.models.bcm.collapsed_model` (arguments as there) as (static, data).
 
     ``x`` may be a traced array (e.g. under ``jax.vmap`` over data sets) when ``n_values`` is given.
     ``split_merge_clusters``: k of the split-merge move (at most S; 0 turns it off); ``launch_scans``: its
@@ -418,10 +395,11 @@ def summaries(static: BCMStatic, data: BCMData, states: BCMTargetState) -> dict:
 
 
 def pointwise_log_likelihood(static: BCMStatic, data: BCMData, states: BCMTargetState):
-    """(B, N) float32: log p(x_i | z_i, omega, prototypes, x_-i, z_-i) of every observation i, phi integrated
+    """(B, N) float32: ``log p(x_i | z_i, omega, prototypes, x_-i, z_-i)`` of every observation i, phi integrated
     out (eq. (2)) given the other observations' tokens: sum over features j of
     log (g_sj(x_ij) + n_sj(x_ij) - 1) - log (sum_v g_sj(v) + n_sj - 1), s = z_ij (observation i holds one
-    token of each feature). Summed over i in the chain rule, these give the collapsed likelihood."""
+    token of each feature). Each term conditions on every other observation (what PSIS-LOO needs), so
+    their sum is a pseudo-likelihood, not the collapsed likelihood log p(x | z, omega, prototypes)."""
     features = jnp.arange(static.n_features)
 
     def one(state):
@@ -453,8 +431,15 @@ def tempered_power(w, beta):
 
 def _z_block(static: BCMStatic, data: BCMData, keys, betas, states: BCMTargetState):
     """All z_ij by tempered eq. (1), one wrapped diagonal (independent tokens) at a time, for C replicas at
-    once (``keys``, ``betas`` (C,), ``states`` batched). A scan step updates one diagonal of every replica;
-    the replicas' count tables are stacked into one. Returns z, row counts and cell counts."""
+    once (``keys``, ``betas`` (C,), ``states`` batched). Returns z, row counts and cell counts.
+
+    p(z_ij = s) is proportional to (a_s + n_{s,i,not j}) [(g_sj(x_ij) + n_{s,.,j,x_ij}) / (sum_v g_sj(v) +
+    n_{s,.,j,.})]^beta, counts without the token itself, a_s the Dirichlet concentration of pi_is
+    (``models.bcm.z_concentration``). Tokens in different rows and different columns share no count, so a
+    set with at most one token per row and per column is updated at once, exactly: the N x P grid is
+    covered by max(N, P) such "wrapped diagonals", visited in a ``lax.scan``. A scan step updates one
+    diagonal of every replica; the replicas' count tables are stacked into one, so that a step makes one
+    plain gather and scatter per table."""
     n_obs, n_features, n_values, n_clusters = static.n_obs, static.n_features, static.n_values, static.n_clusters
     n_chains = len(keys)
     rows, cols = data.diagonal_rows, data.diagonal_cols  # (M, L)
@@ -557,7 +542,7 @@ def resplit_draws(key, n_rows: int, n_features: int, n_clusters: int):
 
 
 def resplit_decision(row_log_gamma, log_ratio, in_pair, in_b, row_counts, a, b, component, uniforms, log_u):
-    """The re-split move of :func:`_row_resplit_block` for L rows (observations or replicas) given their
+    """The re-split move of ``_row_resplit_block`` for L rows (observations or replicas) given their
     l_j: proposes a split of each row's pair {a, b} and accepts or rejects it. ``row_log_gamma`` (S, P + 1):
     log Gamma(a_s + m); ``log_ratio`` (L, P), l_j 0 outside the pair; ``in_pair``, ``in_b`` (L, P): the
     tokens in a or b, and in b; ``uniforms`` (L, P); ``row_counts`` (L, S); ``a``, ``b`` (L, 1);
@@ -581,7 +566,7 @@ def resplit_decision(row_log_gamma, log_ratio, in_pair, in_b, row_counts, a, b, 
 def _row_resplit_block(static: BCMStatic, data: BCMData, keys, betas, omega, prototype, z, row_counts, cell_counts):
     """One Metropolis-Hastings move per observation, visited in turn: its tokens in two clusters a and b
     are split between a and b afresh. For C replicas at once (``keys``, ``betas`` (C,), the rest with a
-    leading replica axis, count tables stacked as in :func:`_z_block`). Returns z, row counts, cell
+    leading replica axis, count tables stacked as in ``_z_block``). Returns z, row counts, cell
     counts and the share of observations whose tokens moved.
 
     For observation i, a is the cluster of one of its tokens drawn uniformly and b one of the other S - 1
@@ -596,11 +581,13 @@ def _row_resplit_block(static: BCMStatic, data: BCMData, keys, betas, omega, pro
     l_j = beta (log w_b - log w_a) with w_s = (g_sj(x_ij) + n_{s,.,j,x_ij}) / (sum_v g_sj(v) + n_{s,.,j,.}),
     counts without the token (the likelihood factor of eq. (1); tokens in different features share no
     count). With alpha small the row term is U-shaped in m: one token away from a pure observation
-    costs about log(a_b / T), so single-token moves (block 1) rarely start or finish a split, and an
-    observation that truly mixes two clusters changes its split slowly. The proposal is independent of the
-    current split: with probability 1/3 all T tokens go to a, 1/3 all to b, and 1/3 each token goes to b
-    independently with probability sigmoid(l_j + lambda), lambda uniform over ``RESPLIT_TILTS``. Its
-    probability is f(m) exp(sum_j l_j [z_j = b]) (:func:`_log_split_proposal`), so the move is accepted
+    costs about log(a_b / T), so single-token moves (block 1) rarely start or finish a split: without this
+    move an observation started in a wrong cluster stays there, and one that truly mixes two clusters
+    changes its split slowly. The proposal needs no sequential draws, its probability has a closed form,
+    and it is independent of the current split: with probability 1/3 all T tokens go to a, 1/3 all to b,
+    and 1/3 each token goes to b independently with probability sigmoid(l_j + lambda), lambda uniform over
+    ``RESPLIT_TILTS``. Its probability is f(m) exp(sum_j l_j [z_j = b]) (``_log_split_proposal``), so the
+    move is accepted
     with probability min(1, Gamma(a_a + T - m') Gamma(a_b + m') f(m) / (Gamma(a_a + T - m) Gamma(a_b + m) f(m'))).
     """
     n_obs, n_features, n_clusters, n_values = static.n_obs, static.n_features, static.n_clusters, static.n_values
@@ -713,7 +700,7 @@ def _prototype_scores(data: BCMData, beta, labels, evidence):
 def _labelled_marginals(data: BCMData, beta, labels, evidence, row_counts):
     """log p~ (up to terms the move does not change) of groups of observations given the cluster labels
     (k,) they carry, omega and prototypes of those clusters summed out; and the prototype scores (N, k)
-    (:func:`_prototype_scores`). ``evidence`` (2, V, k, P) and ``row_counts`` (N, k) of the groups; the
+    (``_prototype_scores``). ``evidence`` (2, V, k, P) and ``row_counts`` (N, k) of the groups; the
     row term of p(z) (pi integrated out) enters through the labels' a_s."""
     scores = _prototype_scores(data, beta, labels, evidence)
     log_marginal = logsumexp(scores, axis=0).sum() + gammaln(data.pi_concentration[labels] + row_counts).sum()
@@ -722,8 +709,9 @@ def _labelled_marginals(data: BCMData, beta, labels, evidence, row_counts):
 
 def _prototypes_then_omega(static: BCMStatic, data: BCMData, key, beta, labels, evidence, scores):
     """The prototypes and omega of clusters ``labels`` (k,) drawn jointly from their tempered conditional
-    given z: each p_s from ``scores`` (:func:`_prototype_scores`, omega summed out), then omega_s given it
-    by eq. (2), from the clusters' ``evidence`` (2, V, k, P). Returns (omega (k, P), prototype (k,))."""
+    given z: each p_s from ``scores`` (``_prototype_scores``, omega summed out), then omega_s given it
+    by eq. (2), tempered: log-odds of omega_sj = 1 = prior log-odds + beta (E_1 - E_0), E_b[s, j, x_{p_s j}]
+    from the clusters' ``evidence`` (2, V, k, P) (``_evidence``). Returns (omega (k, P), prototype (k,))."""
     key_prototype, key_omega = jax.random.split(key)
     k = len(labels)
     prototype = jax.random.categorical(key_prototype, scores, axis=0).astype(jnp.int32)
@@ -735,14 +723,18 @@ def _prototypes_then_omega(static: BCMStatic, data: BCMData, key, beta, labels, 
 
 
 def split_merge_proposal(static: BCMStatic, data: BCMData, key, beta, state: BCMTargetState) -> SplitMergeProposal:
-    """The proposal of the split-merge move (restricted Gibbs sampling, Jain and Neal 2004), for one replica.
+    """The proposal of the split-merge move (restricted Gibbs sampling, Jain and Neal 2004, adapted to the
+    fixed S), for one replica.
 
     k distinct clusters K are drawn uniformly. Every observation's tokens in K form a block that moves as a
     whole: the move relabels it by a permutation of K (for an observation all in one cluster of K: it moves
     to any cluster of K), so the observations' patterns within K up to permutation (their orbits) stay
-    fixed; a merge of two clusters with a split of a third is one such relabelling. Restricted Gibbs scans
-    visit the observations in a random order and draw each block's relabelling sigma from
+    fixed; a merge of two clusters with a split of a third is one such relabelling, which no move of single
+    observations can make. Restricted Gibbs scans visit the observations in a random order and draw each
+    block's relabelling sigma from::
+
         a(sigma) = row term of p(z) after sigma * prod over the block's tokens of w^beta,
+
     w a surrogate predictive that needs no omega or prototype of K: for cluster m, feature j and value v,
     w = sum_b p(omega_mj = b) (g(u_mj, b)(v) + n_mjv) / (sum_u g(u_mj, b)(u) + n_mj.) with u_mj the most
     frequent value of the cluster on feature j (where a prototype of the cluster would most likely lie).
@@ -918,7 +910,7 @@ def _split_merge_block(static: BCMStatic, data: BCMData, key, beta, state: BCMTa
 
 def _prototypes_and_omega_block(static: BCMStatic, data: BCMData, key, beta, cell_counts):
     """The prototypes and omega of every cluster drawn jointly from their tempered conditional given z
-    (:func:`_prototypes_then_omega`). Drawing omega by eq. (2) and then the prototypes given omega would
+    (``_prototypes_then_omega``). Drawing omega by eq. (2) and then the prototypes given omega would
     leave the same target invariant, but omega_sj = 1 ties p_s to its value on feature j: a prototype
     would rarely change while its omega stayed."""
     clusters = jnp.arange(static.n_clusters)

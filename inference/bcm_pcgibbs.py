@@ -7,45 +7,19 @@ at once; within an observation the Polya term of pi_i couples them, so its P tok
 P sequential steps per sweep, each over all N observations (the collapsed kernel, ``inference.bcm_gibbs``,
 needs max(N, P) steps, each with scatter updates of the shared cell counts).
 
-A replica at inverse temperature beta targets the explicit path
+A replica at inverse temperature beta targets the explicit path pi_beta(omega, p, phi, z), in which the
+likelihood p(x | z, phi) alone is tempered (:class:`PCGibbsState`). Integrating phi out gives::
 
-    pi_beta(omega, p, phi, z) propto p(omega) p(p) p(phi | omega, p) p(z) p(x | z, phi)^beta,
-
-p(phi | omega, p) = prod_sj Dirichlet(phi_sj; g_sj), g_sj = g(x_{p_s j}, omega_sj) over the values v < V_j
-(``models.bcm.g``), p(z) the row term of ``models.bcm.collapsed_model`` (pi_i integrated out) and
-p(x | z, phi) = prod_sjv phi_sjv^{n_sjv}, n_sjv the tokens of feature j with value v in cluster s.
-Integrating phi out gives
-
-    pi_beta(omega, p, z) propto p(omega) p(p) p(z) prod_sj B(g_sj + beta n_sj) / B(g_sj),        (*)
+    pi_beta(omega, p, z) propto p(omega) p(p) p(z) prod_sj B(g_sj + beta n_sj) / B(g_sj),
 
 which at beta = 1 is ``collapsed_model``'s posterior (the target of ``inference.bcm_gibbs``); at beta < 1
 it differs from the collapsed kernel's path, whose likelihood factor is [B(g + n) / B(g)]^beta. beta = 0 is
 the prior. :func:`step` runs two blocks, each drawing from a conditional of pi_beta, and a
-Metropolis-Hastings move between them:
-
-(a) z | phi, omega, p (:func:`_z_block`): p(z_ij = s | rest) propto (a_s + n_{i,s,not j}) phi_{s j x_ij}^beta
-    (eq. (1) with phi explicit), a_s the Dirichlet concentration of pi_i (``models.bcm.z_concentration``),
-    n_{i,s,not j} the tokens of observation i in s other than j: features in turn, all observations at once;
-(a') the collapsed kernel's whole-observation re-split move (``bcm_gibbs._row_resplit_block``) with
-    l_j = beta (log phi_{b j x_ij} - log phi_{a j x_ij}) (:func:`_resplit_block`): given phi the observations
-    are independent, so every observation's move is made at once. Without it, with alpha small, an
-    observation whose tokens share one cluster rarely moves, and the cluster sizes mix slowly;
-(b) (omega, p, phi) | z jointly (:func:`_parameters_block`): the clusters are independent given z. With
-    phi_s integrated out (*), p_s with omega_s summed out: log p(p_s = i) = prior logit +
-    sum_j log sum_b p(omega_sj = b) exp(E_b[s, j, x_ij]), E_b[s, j, v] = log B(g(v, b) + beta n_sj) -
-    log B(g(v, b)) (non-integer tempered counts: log Gamma evaluated directly); then omega_sj given p_s,
-    log-odds = prior log-odds + E_1 - E_0 (eq. (2) with tempered counts); then
-    phi_sj ~ Dirichlet(g_sj + beta n_sj), the conjugate update of the tempered likelihood.
-
-There is no split-merge move.
-
-State fields follow ``inference.bcm_gibbs.BCMTargetState`` (z, omega, prototype, row and cell counts) plus
-log phi, so that ``bcm_gibbs.summaries`` and the records of ``inference.bcm`` apply. ``log_prior`` =
-log p(omega) + log p(p) + log p(phi | omega, p) + log p(z) and ``log_likelihood`` = log p(x | z, phi): the
-tempering engine swaps on the latter. The engine's ``log_joint`` is therefore the explicit joint; the
-summary ``collapsed_log_joint`` is log p(omega, p, z, x) (phi and pi integrated out), the collapsed
-kernel's ``log_joint``. Static and data are the collapsed kernel's (:func:`make_target`), so the prior
-tables come from the model file's hooks in one place.
+Metropolis-Hastings move between them: block (a), z given phi, omega and p by eq. (1) with phi explicit
+(``_z_block``); move (a'), the collapsed kernel's whole-observation re-split move given phi
+(``_resplit_block``); block (b), (omega, p, phi) given z jointly, omega by eq. (2) with tempered counts
+(``_parameters_block``). There is no split-merge move. Static and data are the collapsed kernel's
+(:func:`make_target`).
 """
 
 from __future__ import annotations
@@ -63,9 +37,19 @@ from interpretable_zoo.models import bcm
 
 
 class PCGibbsState(NamedTuple):
-    """One replica (or a batch along a leading axis): z (N, P), omega (S, P), prototype (S,) int32;
-    log_phi (S, P, V) log phi_sjv, -inf on padded values v >= V_j; row_counts (N, S), cell_counts (P * V, S)
-    as in ``bcm_gibbs.BCMTargetState``; log_prior, log_likelihood as in the module docstring."""
+    """One replica (or a batch along a leading axis) of the explicit path at inverse temperature beta::
+
+        pi_beta(omega, p, phi, z) propto p(omega) p(p) p(phi | omega, p) p(z) p(x | z, phi)^beta,
+
+    p(phi | omega, p) = prod_sj Dirichlet(phi_sj; g_sj), g_sj = g(x_{p_s j}, omega_sj) over the values
+    v < V_j (``models.bcm.g``), p(z) the row term of ``models.bcm.collapsed_model`` (pi_i integrated out)
+    and p(x | z, phi) = prod_sjv phi_sjv^{n_sjv}, n_sjv the tokens of feature j with value v in cluster s.
+
+    Fields: z (N, P), omega (S, P), prototype (S,) int32; log_phi (S, P, V) log phi_sjv, -inf on padded
+    values v >= V_j; row_counts (N, S), cell_counts (P * V, S) as in ``bcm_gibbs.BCMTargetState``, so that
+    ``bcm_gibbs.summaries`` and the records of ``inference.bcm`` apply; log_prior = log p(omega) + log p(p)
+    + log p(phi | omega, p) + log p(z) and log_likelihood = log p(x | z, phi). The tempering engine swaps
+    on the latter, so the engine's ``log_joint`` is the explicit joint."""
 
     z: jax.Array
     omega: jax.Array
@@ -88,7 +72,7 @@ class PCGibbsInfo(NamedTuple):
 def make_target(x, n_clusters: int, priors: bcm.Priors | None = None, n_values=None) -> tuple[BCMStatic, BCMData]:
     """(static, data) of ``collapsed_model(x, n_clusters, priors, n_values)``: those of
     ``bcm_gibbs.make_target`` (arguments checked there) without the split-merge move, which this kernel
-    does not run."""
+    does not run, so that the prior tables come from the model file's hooks in one place."""
     return bcm_gibbs.make_target(x, n_clusters, priors, n_values, split_merge_clusters=0)
 
 
@@ -98,7 +82,7 @@ def _concentrations(static: BCMStatic, data: BCMData, omega, prototype):
 
 
 def _log_terms(static: BCMStatic, data: BCMData, omega, prototype, log_phi, row_counts, cell_counts):
-    """(log_prior, log_likelihood) of one replica (module docstring)."""
+    """(log_prior, log_likelihood) of one replica (:class:`PCGibbsState`)."""
     mask = data.value_mask
     collapsed_prior, _ = bcm_gibbs.log_target_parts(static, data, omega, prototype, row_counts, cell_counts)
     concentration = _concentrations(static, data, omega, prototype)
@@ -174,8 +158,10 @@ def log_phi_of_tokens(data: BCMData, log_phi):
 
 
 def _z_block(static: BCMStatic, data: BCMData, key, beta, z, token_log_phi, row_counts):
-    """Block (a) for one replica: z_ij by p(z_ij = s) propto (a_s + n_{i,s,not j}) phi_{s j x_ij}^beta, one
-    feature j at a time over all observations (they are independent given phi); ``token_log_phi`` (P, S, N):
+    """Block (a) for one replica: z_ij by p(z_ij = s) propto (a_s + n_{i,s,not j}) phi_{s j x_ij}^beta (eq. (1)
+    with phi explicit), a_s the Dirichlet concentration of pi_i (``models.bcm.z_concentration``) and
+    n_{i,s,not j} the tokens of observation i in s other than j; one feature j at a time over all
+    observations (they are independent given phi); ``token_log_phi`` (P, S, N):
     log phi_{s j x_ij}. Returns z and row counts. The counts are carried as (S, N) floats (small integers,
     exact): on CPU a step over that layout costs half as much as over (N, S)."""
     tempered = beta * token_log_phi  # finite: x_ij is a valid value of feature j
@@ -196,9 +182,12 @@ def _z_block(static: BCMStatic, data: BCMData, key, beta, z, token_log_phi, row_
 
 
 def _resplit_block(static: BCMStatic, data: BCMData, key, beta, z, token_log_phi, row_counts):
-    """Block (a') for one replica: the re-split move of every observation at once (module docstring), which
-    leaves p(z_i | phi, omega, p) propto p(z_i) prod_j phi_{z_ij j x_ij}^beta invariant for each i. Returns z,
-    row counts and the share of observations whose tokens moved."""
+    """Move (a') for one replica: the collapsed kernel's whole-observation re-split move
+    (``bcm_gibbs._row_resplit_block``) with l_j = beta (log phi_{b j x_ij} - log phi_{a j x_ij}), which
+    leaves p(z_i | phi, omega, p) propto p(z_i) prod_j phi_{z_ij j x_ij}^beta invariant for each i. Given phi
+    the observations are independent, so every observation's move is made at once. Without it, with alpha
+    small, an observation whose tokens share one cluster rarely moves, and the cluster sizes mix slowly.
+    Returns z, row counts and the share of observations whose tokens moved."""
     n_obs, n_features, n_clusters = static.n_obs, static.n_features, static.n_clusters
     if n_clusters == 1:
         return z, row_counts, jnp.zeros(())
@@ -217,8 +206,12 @@ def _resplit_block(static: BCMStatic, data: BCMData, key, beta, z, token_log_phi
 
 
 def _parameters_block(static: BCMStatic, data: BCMData, key, beta, cell_counts):
-    """Block (b) for one replica: (omega, p, phi) given z from the tempered conditional (module docstring):
-    p_s with phi_s integrated out and omega_s summed out, omega_s given p_s, then phi_s. Returns
+    """Block (b) for one replica: (omega, p, phi) given z jointly from the tempered conditional, the clusters
+    being independent given z. With phi_s integrated out, p_s with omega_s summed out: log p(p_s = i) =
+    prior logit + sum_j log sum_b p(omega_sj = b) exp(E_b[s, j, x_ij]), E_b[s, j, v] = log B(g(v, b) +
+    beta n_sj) - log B(g(v, b)) (non-integer tempered counts: log Gamma evaluated directly); then omega_sj
+    given p_s, log-odds = prior log-odds + E_1 - E_0 (eq. (2) with tempered counts); then
+    phi_sj ~ Dirichlet(g_sj + beta n_sj), the conjugate update of the tempered likelihood. Returns
     (omega, prototype, log_phi)."""
     key_prototype, key_omega, key_phi = jax.random.split(key, 3)
     features = jnp.arange(static.n_features)
@@ -256,14 +249,15 @@ def _one_step(static: BCMStatic, data: BCMData, state: PCGibbsState, key, beta):
 def step(static: BCMStatic, data: BCMData, states: PCGibbsState, keys, betas) -> tuple[PCGibbsState, PCGibbsInfo]:
     """One sweep of B replicas (fields of ``states`` with a leading axis B; ``keys`` (B,), ``betas`` (B,) in
     [0, 1]): block (a), the re-split move (a'), then block (b). Replica b leaves its pi_beta invariant
-    (module docstring)."""
+    (:class:`PCGibbsState`)."""
     betas = jnp.asarray(betas, jnp.result_type(float))
     return jax.vmap(lambda state, key, beta: _one_step(static, data, state, key, beta))(states, keys, betas)
 
 
 def summaries(static: BCMStatic, data: BCMData, states: PCGibbsState) -> dict:
     """Label-free scalars per replica: those of ``bcm_gibbs.summaries`` (sorted cluster sizes, active omega)
-    and ``collapsed_log_joint``, log p(omega, p, z, x) with phi and pi integrated out (``collapsed_model``)."""
+    and ``collapsed_log_joint``, log p(omega, p, z, x) with phi and pi integrated out (``collapsed_model``):
+    the collapsed kernel's ``log_joint``, where the engine's is the explicit joint."""
     parts = jax.vmap(lambda o, p, r, c: bcm_gibbs.log_target_parts(static, data, o, p, r, c))(
         states.omega, states.prototype, states.row_counts, states.cell_counts
     )

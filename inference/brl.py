@@ -47,7 +47,7 @@ SUMMARY_VARIABLES = ("log_posterior", "length", "mean_cardinality")
 
 DEFAULT_CHAINS = 8
 """Chains of a fit by default: two groups of four that learn their proposals apart
-(:data:`brl_mh.LEARNING_GROUPS`); groups of four find both kinds of tic-tac-toe's lists, where groups of
+(:data:`~interpretable_zoo.inference.brl_mh.LEARNING_GROUPS`); groups of four find both kinds of tic-tac-toe's lists, where groups of
 two did not (docs/decisions/brl-sampler.md)."""
 
 STEPS_PER_SCAN = 10
@@ -72,14 +72,14 @@ KERNEL = TargetKernel(brl_mh.init, brl_mh.step, brl_mh.summaries, _record, brl_m
 
 @functools.partial(jax.jit, static_argnums=2)
 def _capture_counts(by_antecedent, y, n_classes, rules, length):
-    """:func:`models.brl.capture_counts` of the truth table given as its (|A|, n) transpose (the layout of
+    """:func:`~interpretable_zoo.models.brl.capture_counts` of the truth table given as its (``|A|``, n) transpose (the layout of
     :meth:`BRLResult._slots`: passed as is, no transposing copy on the way to the device)."""
     return brl.capture_counts(by_antecedent.T, y, n_classes, rules, length)
 
 
 @jax.jit
 def _capture_index(by_antecedent, rules, length):
-    """:func:`models.brl.capture_index` of the truth table given as its (|A|, n) transpose."""
+    """:func:`~interpretable_zoo.models.brl.capture_index` of the truth table given as its (``|A|``, n) transpose."""
     return brl.capture_index(by_antecedent.T, rules, length)
 
 
@@ -116,7 +116,7 @@ class BRLResult(convergence.TemperedResult):
 
     ``converged``: whether every label-free summary reached the convergence target; ``diagnostics``:
     name -> (R-hat, bulk ESS); ``log_evidence`` +- ``log_evidence_se``: the stepping-stone log p(y | x)
-    (NaN when run untempered). :meth:`extend` continues the chains.
+    (NaN when run untempered). :meth:`~interpretable_zoo.inference.convergence.TemperedResult.extend` continues the chains.
 
     Example:
         >>> data = iz.datasets.load_titanic_table()
@@ -250,9 +250,9 @@ class BRLResult(convergence.TemperedResult):
         return np.einsum("g,grl->rl", weights, brl.label_posterior_mean(counts[None], nodes[:, None]))
 
     def _slots(self, table) -> np.ndarray:
-        """The (slots, n) transpose of a (n, |A|) truth table, widened with never-true antecedents to the
-        kernel's antecedent slots, so that fits whose |A| share a size bucket share the compiled prediction
-        programs (which take truth tables in this layout, that of :func:`rule_mining.truth_table`)."""
+        """The (slots, n) transpose of a (n, ``|A|``) truth table, widened with never-true antecedents to the
+        kernel's antecedent slots, so that fits whose ``|A|`` share a size bucket share the compiled prediction
+        programs (which take truth tables in this layout, that of :func:`~interpretable_zoo.inference.rule_mining.truth_table`)."""
         return np.pad(np.asarray(table).T, ((0, self.target[0].antecedent_slots - table.shape[1]), (0, 0)))
 
     def _padded(self, rules):
@@ -282,7 +282,7 @@ class BRLResult(convergence.TemperedResult):
 
     def predict_proba(self, X, *, estimate: str = "point") -> np.ndarray:
         """Class probabilities (n, L): ``"point"`` uses the BRL-point list's posterior means
-        (:func:`models.brl.label_posterior_mean`); ``"post"`` (BRL-post) averages them over every posterior draw."""
+        (:func:`~interpretable_zoo.models.brl.label_posterior_mean`); ``"post"`` (BRL-post) averages them over every posterior draw."""
         if estimate not in ("point", "post"):
             raise ValueError(f"estimate must be 'point' or 'post', got {estimate!r}")
         table = self._slots(truth_table(self.items(X), self.antecedents))
@@ -398,7 +398,7 @@ ALPHA_QUADRATURE_NODES = 2001
 
 @jax.jit
 def _log_likelihood_at_each_alpha(rule_counts, default_counts, length, alphas):
-    """(G,): :func:`models.brl.log_marginal_likelihood` of one list's counts at each concentration (G, L)."""
+    """(G,): :func:`~interpretable_zoo.models.brl.log_marginal_likelihood` of one list's counts at each concentration (G, L)."""
     return jax.vmap(lambda alpha: brl.log_marginal_likelihood(rule_counts, default_counts, length, alpha))(alphas)
 
 
@@ -406,7 +406,7 @@ def _log_likelihood_at_each_alpha(rule_counts, default_counts, length, alphas):
 def _posterior_average(train_by_antecedent, train_labels, test_by_antecedent, unique, weights, n_classes: int):
     """BRL-post: sum over distinct sampled (list, alpha) of weight * E[theta_j(x) | data] (the posterior mean
     of the rule capturing x); ``unique`` rows: the rules, the length, then alpha's L float32 values as int32
-    bits (:func:`_draw_rows`); the truth tables as their (slots, n) transposes (:meth:`BRLResult._slots`)."""
+    bits (``_draw_rows``); the truth tables as their (slots, n) transposes (:meth:`BRLResult._slots`)."""
     train_table, test_table = train_by_antecedent.T, test_by_antecedent.T
 
     def add(total, list_and_weight):
@@ -428,7 +428,7 @@ def _draw_rows(rules, lengths, alpha) -> np.ndarray:
 
 
 def _split_draw_row(row, n_classes: int):
-    """(rules, length, alpha (L,) float32) of a row of :func:`_draw_rows`, in a traced program."""
+    """(rules, length, alpha (L,) float32) of a row of ``_draw_rows``, in a traced program."""
     return row[: -n_classes - 1], row[-n_classes - 1], jax.lax.bitcast_convert_type(row[-n_classes:], jnp.float32)
 
 
@@ -460,16 +460,16 @@ def fit_brl(
     ``X``: 0/1 array or DataFrame (its columns name the features unless ``feature_names`` is given, its index
     the trace's observations), or a table of categories (a DataFrame with a categorical or string column, or
     an array of strings), whose items are made as :class:`BayesianRuleListClassifier` makes them
-    (:func:`rule_mining.fit_item_encoder`: ``sex=male``, and ``class!=3rd`` for columns of more than two
+    (:func:`~interpretable_zoo.inference.rule_mining.fit_item_encoder`: ``sex=male``, and ``class!=3rd`` for columns of more than two
     values; numeric columns of such a table binned at quartiles); the result then predicts from such tables;
     ``y``: any labels, at least two classes (``result.classes`` keeps their order).
 
     ``antecedents``: conjunctions as tuples of column indices of X; by default they are mined
-    (:func:`rule_mining.mine_antecedents`) from X's columns and their negations with ``min_support``
+    (:func:`~interpretable_zoo.inference.rule_mining.mine_antecedents`) from X's columns and their negations with ``min_support``
     (per class) and ``max_cardinality``. ``max_length`` caps the list length (default
-    min(|A|, 30)); the sampler then targets the posterior with the length prior truncated there.
+    min(``|A|``, 30)); the sampler then targets the posterior with the length prior truncated there.
 
-    Sampling (``inference.convergence``): ``num_chains`` chains (:data:`DEFAULT_CHAINS`, in two groups that
+    Sampling (``inference.convergence``): ``num_chains`` chains (``DEFAULT_CHAINS``, in two groups that
     learn their proposals apart) of non-reversible parallel tempering
     (``n_temperatures`` rungs per chain, "auto" to choose from the communication barrier, 1 for plain
     Metropolis-Hastings), each rung moved by ``steps_per_scan`` insert, delete, swap, replace and
@@ -481,7 +481,7 @@ def fit_brl(
     most four rounds) instead.
     ``progress_bar``: None shows it outside CI.
     ``devices``: the chains split over several devices (None: as many as divide ``num_chains``; an
-    integer or a list of devices; :func:`tempering.chain_mesh`); the draws do not depend on it.
+    integer or a list of devices; :func:`~interpretable_zoo.inference.tempering.chain_mesh`); the draws do not depend on it.
     ``checkpoint``: a file path or ``inference.checkpoint.Checkpoint(path, every_seconds)``: the run saves its
     state there (every 60 s by default) and a call with the same arguments resumes from it after an
     interruption, giving the draws of an uninterrupted run (``inference.checkpoint``).
@@ -611,7 +611,7 @@ def _holds_categories(X) -> bool:
 
 
 def _pointwise_log_likelihood(by_antecedent, labels, alpha, rules, lengths) -> np.ndarray:
-    """(chain, draw, n) float32: :func:`models.brl.loo_log_predictive` of every training sample under each
+    """(chain, draw, n) float32: :func:`~interpretable_zoo.models.brl.loo_log_predictive` of every training sample under each
     drawn list and alpha (``alpha`` (chain, draw, L); the truth table as its (slots, n) transpose), computed
     once per distinct (list, alpha), :data:`LISTS_PER_CALL` of them per call (the last call padded), so that
     every fit and extension of one shape shares the compiled program."""
@@ -642,7 +642,7 @@ LISTS_PER_CALL = 256
 
 @functools.partial(jax.jit, static_argnums=3)
 def _loo_per_list(by_antecedent, labels, lists, n_classes: int):
-    """(len(lists), n): the pointwise terms of each list and alpha (a row of :func:`_draw_rows`), one at a
+    """(len(lists), n): the pointwise terms of each list and alpha (a row of ``_draw_rows``), one at a
     time (the memory of one list's capture counts); the truth table as its (slots, n) transpose."""
 
     def one(row):
@@ -690,7 +690,7 @@ class Rule:
 class BayesianRuleListClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimator):
     """scikit-learn BRL classifier for tables with mixed column types (pandas DataFrames or arrays).
 
-    Columns become items (:func:`rule_mining.fit_item_encoder`: categorical values and, with
+    Columns become items (:func:`~interpretable_zoo.inference.rule_mining.fit_item_encoder`: categorical values and, with
     ``negations``, their negations; numeric quantile thresholds with ``n_bins``), antecedents of at
     most ``max_cardinality`` items are mined per class, and :func:`fit_brl` samples the posterior under
     ``priors`` (a ``models.brl.Priors``; None: the model file's defaults), with the sampling options
@@ -800,7 +800,7 @@ class BayesianRuleListClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseE
 
     @property
     def rules_(self) -> list[Rule]:
-        """The BRL-point list as data: one :class:`Rule` per rule, the default rule last."""
+        """The BRL-point list as data, one :class:`Rule` per rule, the default rule last."""
         check_is_fitted(self)
         result = self.result_
         rules = result.point_list()

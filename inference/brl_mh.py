@@ -2,80 +2,27 @@
 
 Proposals (Letham sec. 3, plus replace and neighbour): insert a rule not in the list at one of the m + 1
 positions, delete one of the m rules, swap two of them, replace one of them by a rule not in the list
-(same position), or exchange one of them for one of its neighbours N(a) (for mined itemsets, the
-antecedents of as many items that share all but one of its items, a symmetric relation given to
-:func:`make_target`): among thousands of antecedents the best lists often differ from the current one
-by an item of one rule (``a=x & b=x & c=x`` against ``a=x & b=x & c!=o`` on tic-tac-toe), which a draw
-over all antecedents seldom offers. The move type is uniform over the moves possible at the current
-length (insert needs m < capacity, delete m >= 1, swap m >= 2, replace 1 <= m < |A|, neighbour m >= 1
-when some antecedent has neighbours), so the move probabilities P_m change at the edges and enter the
-Hastings ratio. Every choice among n positions is drawn exactly:
-the ticket t = floor(2^23 u) of a float32 uniform u (a multiple of 2^-23) picks item t mod n when
-t < n floor(2^23 / n), and otherwise the proposal is the list itself (a null move, probability below
-n / 2^23), so each item has probability f(n) = floor(2^23 / n) / 2^23 (about 1 / n). The rule that
-an insert or replace puts in is drawn by tickets too: antecedent a holds T_a of the 2^23 tickets, so
-q(a) = T_a / 2^23, and a ticket past the last antecedent's, or one of a rule already in the list, is a
-null move. By default every antecedent holds floor(2^23 / |A|) tickets (a uniform choice); a fit may
-give the rules that its chains use more of them (:func:`learn_proposal`, from round to round of the
-run, each group of chains from its own draws, :data:`LEARNING_GROUPS`; the proposal is fixed within a
-round). Then
-
-    Q(insert a at p | m)  = P_m(insert) q(a) f(m + 1)
-    Q(delete p | m)       = P_m(delete) f(m)
-    Q(swap {i, j} | m)    = P_m(swap) 2 f(m) f(m - 1)
-    Q(replace p by a | m) = P_m(replace) f(m) q(a)
-    Q(exchange p's rule b for a in N(b) | m) = P_m(neighbour) f(m) f(|N(b)|)
-
-with P_m = f(the number of moves possible at m) (a neighbour already in the list, or a rule without
-neighbours, is a null move); the ratio Q(d | d*) / Q(d* | d) is a table over (move, m)
-(:func:`log_hastings_table`) times q(removed rule) / q(added rule), or for a neighbour move
-f(|N(added rule)|) / f(|N(removed rule)|).
-
-Each antecedent's truth table over the samples and each class's label set are bit vectors (uint32
-words); a rule's captures are ``truth AND uncaught`` and its label counts population counts
-(Yang et al.'s speed trick), where ``uncaught[j]``, the samples no rule before position j holds for,
-is the complement of a running OR of the list's truth tables, computed for the whole padded list, or,
-for wide bit vectors, one rule after the other up to the list's length (:func:`label_counts`); in a
-fixed-shape step, recomputing only the positions after the first changed one would skip no work.
-Samples with the same truth-table row and label are interchangeable (eq. 3 depends on the captures only
-through their label counts), so where that is cheaper they are merged into one bit each, a merged
-sample's multiplicity written in binary across bit planes of the label sets: a count is
-sum_k 2^k popcount(captures AND label plane k). The counts, and so the log targets and the draws, are
-the same as without merging.
-The log target is :func:`models.brl.log_prior_from_tables` +
-:func:`models.brl.log_marginal_likelihood_from_tables` on the model file's tables, so a step gathers and
-adds instead of evaluating log Gamma.
+(same position), or exchange one of them for one of its neighbours N(a), antecedents that differ from it
+in one item (:func:`neighbour_tables`). Every choice is drawn exactly, so the Hastings ratio is exact
+(:func:`propose`, :func:`log_hastings_table`); the rule an insert or replace puts in is drawn by weights
+learned from round to round (:func:`learn_proposal`). A rule's captures and label counts are bit
+operations and population counts (:func:`label_counts`, Yang et al.'s speed trick), and the log target
+is :func:`~interpretable_zoo.models.brl.log_prior_from_tables` +
+:func:`~interpretable_zoo.models.brl.log_marginal_likelihood_from_tables` on the model file's tables, so a
+step gathers and adds instead of evaluating log Gamma.
 
 Tempered, a replica at inverse temperature beta targets r(d)^(1 - beta) (p(d) p(y | d))^beta, the path
-from a reference r to the posterior (``interpretable_zoo.inference.tempering``). The reference draws a
-length from a Poisson of mean capacity / 2 truncated to 0..capacity, then the rules one after the other
-without replacement, antecedent a with probability proportional to w_a:
+from a reference r (:func:`log_reference_density`) to the posterior (``interpretable_zoo.inference.tempering``):
+lists of different lengths are separated by the prior as much as by the likelihood, and the reference's
+long lists of the rules that the chains use join them. The reference is drawn from exactly
+(:func:`reference_draw`), and :func:`step` gives the replica at beta = 0 a fresh draw before its
+Metropolis-Hastings steps, so that a round trip to the reference regenerates a chain.
 
-    r(d) = Pois(m) prod_{j<m} w_{a_j} / (1 - w_{a_0} - ... - w_{a_{j-1}}),    sum_a w_a = 1
-
-(:func:`log_reference_density`). Lists of different lengths are separated by the prior as much as by the
-likelihood: on tic-tac-toe the lists of the eight lines of three o's (predicting the loss) and of the
-eight lines of x's (the win) hold different chains, and moving between them passes through lists of
-some 16 rules, which the length prior (mean 3) alone makes e^-15 times less likely than 8 rules at every
-rung when only the likelihood is tempered. The rungs near the reference hold long lists, where both
-kinds meet. The rule weights w start uniform and then follow the learned proposal's weights averaged
-over all chains, with a smaller uniform share, as whole tickets (:func:`reference_rule_tables`): among thousands of
-antecedents, lists of uniformly drawn rules explain the labels so much worse than the posterior's few
-rules that the path crosses a sharp transition (on mushroom the path log-likelihood jumps from -295 to
--85 between two rungs), which a reference that already favours the rules the chains use removes. Only
-the path depends on w: every rung's target is normalised whatever w, and the posterior rung is exact.
-The reference is drawn from exactly (:func:`reference_draw`), and :func:`step` gives the replica at
-beta = 0 a fresh draw before its Metropolis-Hastings steps, so that a round trip to the reference
-regenerates a chain.
-
-The kernel is four pure functions (:func:`make_target`, :func:`init`, :func:`step`,
-:func:`summaries`) over a hashable :class:`BRLStatic` (sizes and switches) and a :class:`BRLData` of
-arrays (the data and every table); one call of :func:`step` is ``static.steps_per_call``
-Metropolis-Hastings iterations of every replica of a batch, each at its own inverse temperature. Sizes are padded to buckets so that fits of close sizes share one
-compiled program: the antecedents to the next power of two (padded antecedents are never proposed and
-hold for no sample) and the 32-bit words of a bit vector to the next m 2^e with 8 <= m < 16 (at most
-12.5% more words; padded samples carry no label bit). :class:`BRLMetropolisHastings` runs the same
-functions at inverse temperature 1 as a NumPyro kernel.
+The kernel is four pure functions (:func:`make_target`, :func:`init`, :func:`step`, :func:`summaries`)
+over a hashable :class:`BRLStatic` (sizes, in buckets so that fits of close sizes share one compiled
+program, and switches) and a :class:`BRLData` of arrays (the data and every table); :func:`step` runs
+``static.steps_per_call`` iterations of every replica of a batch, each at its own inverse temperature.
+:class:`BRLMetropolisHastings` runs the same functions at inverse temperature 1 as a NumPyro kernel.
 """
 
 from __future__ import annotations
@@ -97,15 +44,15 @@ from interpretable_zoo.models import brl
 
 INSERT, DELETE, SWAP, REPLACE, NEIGHBOUR, STAY = 0, 1, 2, 3, 4, 5
 MOVES = (INSERT, DELETE, SWAP, REPLACE, NEIGHBOUR)
-"""The move types drawn; STAY is a null move (a ticket past the last whole multiple, module docstring)."""
+"""The move types drawn; STAY is a null move (a ticket past the last whole multiple, :func:`propose`)."""
 REVERSE_MOVE = (DELETE, INSERT, SWAP, REPLACE, NEIGHBOUR, STAY)
 LENGTH_CHANGE = (1, -1, 0, 0, 0, 0)
 
 TICKET_BITS = 23
-"""A float32 uniform is a multiple of 2^-23: floor(2^23 u) is an exactly uniform integer below 2^23."""
+"""A float32 uniform is a multiple of 2^-23, so floor(2^23 u) is an exactly uniform integer below 2^23."""
 
 UNIFORMS_PER_STEP = 5
-"""Uniforms one Metropolis-Hastings step consumes: four for :func:`propose`, one for the acceptance."""
+"""Uniforms one Metropolis-Hastings step consumes. Four are for :func:`propose`, one for the acceptance."""
 
 WORD_BUCKETS_PER_DOUBLING = 8
 """Word counts are rounded up to m 2^e with WORD_BUCKETS_PER_DOUBLING <= m < 2 WORD_BUCKETS_PER_DOUBLING."""
@@ -124,9 +71,14 @@ count does, and one bucket per doubling keeps such refits on one compiled progra
 class BRLStatic(NamedTuple):
     """The shapes and switches of a target (hashable; equal for fits of sizes in the same buckets).
 
-    antecedent_slots: antecedents represented (|A| rounded up to a power of two); n_words: 32-bit
+    Sizes are padded to buckets so that fits of close sizes share one compiled program: the antecedents to
+    the next power of two (padded antecedents are never proposed and hold for no sample) and the 32-bit
+    words of a bit vector to the next m 2^e with 8 <= m < 16 (at most 12.5% more words; padded samples
+    carry no label bit).
+
+    antecedent_slots: antecedents represented (``|A|`` rounded up to a power of two); n_words: 32-bit
     words per bit vector (bucketed); n_classes; capacity: the longest list; max_cardinality: C;
-    cardinalities_can_run_out: :func:`models.brl.cardinalities_can_run_out` (when False the log prior
+    cardinalities_can_run_out: :func:`~interpretable_zoo.models.brl.cardinalities_can_run_out` (when False the log prior
     sums over cardinality counts instead of position by position); steps_per_call: Metropolis-Hastings
     iterations per call of :func:`step`; neighbour_moves: whether the neighbour move is drawn (the
     antecedents have neighbours, :func:`neighbour_tables`).
@@ -148,9 +100,9 @@ class BRLData(NamedTuple):
     truth_bits (antecedent_slots + 1, n_words) uint32: the samples each antecedent holds for (rows
     from n_antecedents on are empty; the last is read for the padding -1); label_bits (L, P, n_words):
     classes 0..L-2, then all samples (the last class is counted as the rest), in P bit planes of the
-    samples' multiplicities (P = 1 when no samples are merged; module docstring); cardinality_index
-    (antecedent_slots,): c - 1 of each antecedent; n_antecedents: |A| (int scalar); prior: the model
-    file's :class:`~models.brl.PriorTables`; likelihood: its :class:`~models.brl.LikelihoodTables`
+    samples' multiplicities (P = 1 when no samples are merged; :func:`distinct_samples`); cardinality_index
+    (antecedent_slots,): c - 1 of each antecedent; n_antecedents: ``|A|`` (int scalar); prior: the model
+    file's :class:`~interpretable_zoo.models.brl.PriorTables`; likelihood: its :class:`~interpretable_zoo.models.brl.LikelihoodTables`
     for the samples' count rounded up to a word bucket; log_hastings (5, capacity + 1):
     :func:`log_hastings_table`; reference_length (capacity + 1,) and reference_ticket_bounds
     (antecedent_slots,) int32: the tempering reference's log length probabilities
@@ -233,7 +185,13 @@ def bit_planes(largest_multiplicity: int) -> int:
 def distinct_samples(table, y):
     """(first, multiplicity): the index of the first sample of each distinct (truth-table row, label) pair
     and the pair's count. Rows are compared as bytes packed from ``table.T``, contiguous for
-    :func:`rule_mining.truth_table`'s tables, without transposing the booleans."""
+    :func:`~interpretable_zoo.inference.rule_mining.truth_table`'s tables, without transposing the booleans.
+
+    Samples with the same truth-table row and label are interchangeable (eq. 5 depends on the captures only
+    through their label counts), so where that is cheaper (:func:`make_target`) they are merged into one bit
+    each, a merged sample's multiplicity written in binary across bit planes of the label sets: a count is
+    sum_k 2^k popcount(captures AND label plane k). The counts, and so the log targets and the draws, are
+    the same as without merging."""
     by_antecedent = np.asarray(table, dtype=bool).T
     n_antecedents, n_samples = by_antecedent.shape
     packed = np.zeros((-(-n_antecedents // 8), n_samples), np.uint8)  # byte j of a sample: antecedents 8j..8j+7
@@ -248,7 +206,7 @@ def distinct_samples(table, y):
 
 
 def log_choice_probability(n) -> np.ndarray:
-    """log f(n): the probability that the exact draw among ``n`` items (module docstring) picks a given
+    """log f(n): the probability that the exact draw among ``n`` items (:func:`propose`) picks a given
     one; -inf for n < 1."""
     n = np.asarray(n, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -265,8 +223,8 @@ def move_log_probabilities(length, n_antecedents: int, capacity: int, neighbour_
 
 def log_proposal_probability(move: int, length, n_antecedents: int, capacity: int,
                              neighbour_moves: bool = False) -> np.ndarray:
-    """log Q(d* | d) of one particular proposal of type ``move`` from lists of ``length`` rules (module
-    docstring), without the factor q(a) of the rule an insert or replace puts in, nor f(|N(a)|) of a
+    """log Q(d* | d) of one particular proposal of type ``move`` from lists of ``length`` rules
+    (:func:`propose`), without the factor q(a) of the rule an insert or replace puts in, nor f(``|N(a)|``) of a
     neighbour move's (:func:`mh_update` adds them); -inf where the move is impossible."""
     m = np.asarray(length, dtype=np.float64)
     f = log_choice_probability
@@ -297,8 +255,8 @@ the weights, so that every rule stays reachable at a rate of at least half the u
 
 
 def _mixed_shares(weights, n_antecedents: int, uniform_share: float) -> np.ndarray:
-    """(|A|,) probabilities summing to 1: uniform for ``weights`` None, else ``uniform_share`` / |A| +
-    (1 - ``uniform_share``) weights_a / sum(weights) of nonnegative ``weights`` (|A|,)."""
+    """(``|A|``,) probabilities summing to 1: uniform for ``weights`` None, else ``uniform_share`` / ``|A|`` +
+    (1 - ``uniform_share``) weights_a / sum(weights) of nonnegative ``weights`` (``|A|``,)."""
     if weights is None:
         return np.full(n_antecedents, 1.0 / n_antecedents)
     weights = np.asarray(weights, dtype=np.float64)
@@ -310,9 +268,9 @@ def _mixed_shares(weights, n_antecedents: int, uniform_share: float) -> np.ndarr
 
 def rule_choice_tables(weights, n_antecedents: int, antecedent_slots: int) -> tuple[np.ndarray, np.ndarray]:
     """(ticket_bounds, log_rule_choice) of :class:`BRLData`: antecedent a holds T_a = floor(2^23 w_a)
-    tickets, w_a = 1 / |A| for ``weights`` None (the uniform choice), else the mixture
-    UNIFORM_TICKET_SHARE / |A| + (1 - UNIFORM_TICKET_SHARE) weights_a / sum(weights) of nonnegative
-    ``weights`` (|A|,); ticket_bounds[a] = T_0 + ... + T_a (padded antecedents hold none) and
+    tickets, w_a = 1 / ``|A|`` for ``weights`` None (the uniform choice), else the mixture
+    UNIFORM_TICKET_SHARE / ``|A|`` + (1 - UNIFORM_TICKET_SHARE) weights_a / sum(weights) of nonnegative
+    ``weights`` (``|A|``,); ticket_bounds[a] = T_0 + ... + T_a (padded antecedents hold none) and
     log_rule_choice[a] = log q(a) = log(T_a / 2^23), with a last entry 0 read for "no rule" (index -1)."""
     if n_antecedents > 2 ** (TICKET_BITS - 1):
         raise ValueError(f"antecedents: at most {2 ** (TICKET_BITS - 1)} can be proposed exactly, got {n_antecedents}")
@@ -341,7 +299,7 @@ found reach the other group's chains through their rungs; a reference per group 
 
 
 def learn_proposal(static: BRLStatic, data: BRLData, records: dict, states: BRLState, weights) -> np.ndarray:
-    """Rule weights (chain, |A|) after a round (``inference.tempering.TargetKernel``), the same for the
+    """Rule weights (chain, ``|A|``) after a round (``inference.tempering.TargetKernel``), the same for the
     chains of a group (:data:`LEARNING_GROUPS`) and learned from that group's draws alone: WEIGHT_MEMORY
     times the round's ``weights`` (None at first) plus the mean over the group's chains of each
     antecedent's share of the rules in the chain's posterior-rung lists kept (``records["rules"]``, (chain,
@@ -379,7 +337,7 @@ def with_proposal(static: BRLStatic, data: BRLData, weights) -> BRLData:
     """``data`` whose proposal draws the rule of an insert or replace by ``weights`` mixed with the uniform
     choice (:func:`rule_choice_tables`), and whose tempering reference draws its rules by the mean of the
     weights over the chains (:func:`reference_rule_tables`, :data:`LEARNING_GROUPS`); the posterior is
-    unchanged. ``weights`` (|A|,) or None (uniform) serve every replica; (chain, |A|) give each chain its
+    unchanged. ``weights`` (``|A|``,) or None (uniform) serve every replica; (chain, ``|A|``) give each chain its
     own proposal tables (its replicas chain-major in :func:`step`)."""
     n_antecedents, slots = int(data.n_antecedents), static.antecedent_slots
     by_chain = weights is not None and np.ndim(weights) == 2
@@ -422,11 +380,18 @@ def reference_length_table(capacity: int) -> np.ndarray:
 
 
 def reference_rule_tables(weights, n_antecedents: int, antecedent_slots: int) -> np.ndarray:
-    """(antecedent_slots,) int32 ticket bounds of the reference's rule weights (module docstring):
-    antecedent a holds T_a = max(1, floor(2^23 s_a)) tickets, s_a = 1 / |A| for ``weights`` None, else
-    REFERENCE_UNIFORM_SHARE / |A| + (1 - REFERENCE_UNIFORM_SHARE) weights_a / sum(weights); bounds[a] =
+    """(antecedent_slots,) int32 ticket bounds of the reference's rule weights w (:func:`log_reference_density`):
+    antecedent a holds T_a = max(1, floor(2^23 s_a)) tickets, s_a = 1 / ``|A|`` for ``weights`` None, else
+    REFERENCE_UNIFORM_SHARE / ``|A|`` + (1 - REFERENCE_UNIFORM_SHARE) weights_a / sum(weights); bounds[a] =
     T_0 + ... + T_a, padded antecedents none. The reference's weights are w_a = T_a / bounds[-1] exactly:
-    :func:`reference_draw` draws by whole tickets and :func:`log_reference_density` weighs by them."""
+    :func:`reference_draw` draws by whole tickets and :func:`log_reference_density` weighs by them.
+
+    The weights start uniform and then follow the learned proposal's weights averaged over all chains, with
+    a smaller uniform share: among thousands of antecedents, lists of uniformly drawn rules explain the
+    labels so much worse than the posterior's few rules that the path crosses a sharp transition (on
+    mushroom the path log-likelihood jumps from -295 to -85 between two rungs), which a reference that
+    already favours the rules the chains use removes. Only the path depends on w: every rung's target is
+    normalised whatever w, and the posterior rung is exact."""
     share = _mixed_shares(weights, n_antecedents, REFERENCE_UNIFORM_SHARE)
     tickets = np.maximum(np.floor(share * 2**TICKET_BITS), 1).astype(np.int64)  # at most 2^23 + 2^22 in all
     return np.cumsum(np.pad(tickets, (0, antecedent_slots - n_antecedents))).astype(np.int32)
@@ -440,8 +405,20 @@ def _reference_tickets(data: BRLData, rules):
 
 
 def log_reference_density(static: BRLStatic, data: BRLData, rules, length):
-    """log r(d) of a padded list (module docstring): the length's log probability plus, rule after rule,
-    log T_a - log(the tickets of the rules not drawn before it), in whole tickets."""
+    """log r(d) of a padded list: the length's log probability plus, rule after rule, log T_a - log(the
+    tickets of the rules not drawn before it), in whole tickets.
+
+    The tempering reference r draws a length from a Poisson of mean capacity / 2 truncated to
+    0..capacity (:func:`reference_length_table`), then the rules one after the other without replacement,
+    antecedent a with probability proportional to w_a (:func:`reference_rule_tables`)::
+
+        r(d) = Pois(m) prod_{j<m} w_{a_j} / (1 - w_{a_0} - ... - w_{a_{j-1}}),    sum_a w_a = 1
+
+    Lists of different lengths are separated by the prior as much as by the likelihood: on tic-tac-toe the
+    lists of the eight lines of three o's (predicting the loss) and of the eight lines of x's (the win)
+    hold different chains, and moving between them passes through lists of some 16 rules, which the length
+    prior (mean 3) alone makes e^-15 times less likely than 8 rules at every rung when only the likelihood
+    is tempered. The rungs near the reference hold long lists, where both kinds meet."""
     listed = jnp.arange(static.capacity) < length
     tickets = jnp.where(listed, _reference_tickets(data, rules), 0)
     left = data.reference_ticket_bounds[-1] - (jnp.cumsum(tickets) - tickets)  # exact in int32
@@ -467,7 +444,7 @@ def _check_target(truth_table, cardinalities, n_classes, y, capacity):
 
 
 def padded_antecedent_count(n_antecedents: int) -> int:
-    """Antecedents a target represents: |A| rounded up to a power of two (:class:`BRLStatic`)."""
+    """Antecedents a target represents: ``|A|`` rounded up to a power of two (:class:`BRLStatic`)."""
     return 1 << (n_antecedents - 1).bit_length()
 
 
@@ -487,10 +464,10 @@ def make_target(
     merge_duplicates: bool = True,
     neighbours=None,
 ):
-    """(static, data) of the BRL posterior (:func:`models.brl.collapsed_model` with ``max_length =
-    capacity``) for a (n, |A|) truth table, antecedent cardinalities, labels 0..n_classes-1 and
+    """(static, data) of the BRL posterior (:func:`~interpretable_zoo.models.brl.collapsed_model` with ``max_length =
+    capacity``) for a (n, ``|A|``) truth table, antecedent cardinalities, labels 0..n_classes-1 and
     ``priors``; all tables come from the model file's functions, evaluated here (never traced).
-    ``merge_duplicates``: merge equal samples (module docstring) when P planes of the merged words are
+    ``merge_duplicates``: merge equal samples (:func:`distinct_samples`) when P planes of the merged words are
     fewer words than the samples'; False keeps one bit per sample. ``neighbours``: for each antecedent the
     indices of its neighbours, a symmetric relation (for itemsets, those that differ in one item:
     ``rule_mining.antecedent_neighbours``), which the neighbour move draws from; None: no neighbour move."""
@@ -579,11 +556,16 @@ def neighbour_table_bytes(neighbour_counts) -> int:
 
 def neighbour_tables(neighbours, antecedent_slots: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(neighbour_starts, neighbour_list, log_neighbour_choice) of :class:`BRLData` for the relation
-    ``neighbours`` (one list of indices per antecedent, checked by :func:`_neighbour_pairs`), in compressed
+    ``neighbours`` (one list of indices per antecedent, checked by ``_neighbour_pairs``), in compressed
     rows: N(a), antecedent a's neighbours in increasing order, is neighbour_list[neighbour_starts[a] :
     neighbour_starts[a + 1]] (starts (antecedent_slots + 1,); the list padded with -1 to
-    :func:`neighbour_list_size`), and log_neighbour_choice[a] = log f(|N(a)|) (0 for none, and a last entry
-    0 read for "no rule"). Memory grows with the pairs, not with the antecedents times the most neighbours."""
+    :func:`neighbour_list_size`), and log_neighbour_choice[a] = log f(``|N(a)|``) (0 for none, and a last entry
+    0 read for "no rule"). Memory grows with the pairs, not with the antecedents times the most neighbours.
+
+    The neighbour move exchanges a rule for one of its neighbours (for mined itemsets, the antecedents of as
+    many items that share all but one of its items): among thousands of antecedents the best lists often
+    differ from the current one by an item of one rule (``a=x & b=x & c=x`` against ``a=x & b=x & c!=o`` on
+    tic-tac-toe), which a draw over all antecedents seldom offers."""
     source, target = _neighbour_pairs(neighbours)
     counts = np.bincount(source, minlength=antecedent_slots + 1)
     starts = np.concatenate([[0], np.cumsum(counts[:antecedent_slots])]).astype(np.int32)
@@ -600,7 +582,7 @@ def _popcount(words) -> jnp.ndarray:
 
 def _exact_index(u, count):
     """(index, drawn): from a float32 uniform ``u``, an index exactly uniform over 0..count-1 when
-    ``drawn`` (module docstring); not drawn, the proposal is a null move."""
+    ``drawn`` (:func:`propose`); not drawn, the proposal is a null move."""
     count = jnp.maximum(count, 1)
     ticket = (u * 2**TICKET_BITS).astype(jnp.int32)  # exact: u is a multiple of 2^-23
     return ticket % count, ticket < count * (2**TICKET_BITS // count)
@@ -611,13 +593,37 @@ def propose(uniforms, rules, length, n_antecedents, ticket_bounds, neighbours=No
     new_length, added, removed): the rule an insert, replace or neighbour move puts in and the rule a
     delete, replace or neighbour move takes out (-1 for none).
 
-    The move type is the k-th of the feasible ones (insert, delete, swap, replace, neighbour in that order; see
-    the module docstring, capacity ``rules.shape[0]``; neighbour only with ``neighbours``, the pair
-    (neighbour_starts, neighbour_list) of :func:`neighbour_tables`), then the positions uniformly and, for
-    insert and replace, the rule by its tickets (``ticket_bounds``, :func:`rule_choice_tables`), for neighbour
-    one of the replaced rule's neighbours uniformly; a drawn rule that is already in the list, a rule without
+    The move type is the k-th of the feasible ones (insert, delete, swap, replace, neighbour in that order;
+    capacity ``rules.shape[0]``; neighbour only with ``neighbours``, the pair (neighbour_starts,
+    neighbour_list) of :func:`neighbour_tables`), then the positions uniformly and, for insert and replace,
+    the rule by its tickets (``ticket_bounds``, :func:`rule_choice_tables`), for neighbour one of the
+    replaced rule's neighbours uniformly; a drawn rule that is already in the list, a rule without
     neighbours, or a draw that falls past its last whole multiple of tickets, makes the move STAY (the list
     unchanged).
+
+    The move type is uniform over the moves possible at the current length m (insert needs m < capacity,
+    delete m >= 1, swap m >= 2, replace 1 <= m < ``|A|``, neighbour m >= 1 when some antecedent has
+    neighbours), so the move probabilities P_m change at the edges and enter the Hastings ratio. Every
+    choice among n positions is drawn exactly: the ticket t = floor(2^23 u) of a float32 uniform u (a
+    multiple of 2^-23) picks item t mod n when t < n floor(2^23 / n), and otherwise the proposal is the list
+    itself (a null move, probability below n / 2^23), so each item has probability f(n) = floor(2^23 / n) /
+    2^23 (about 1 / n). The rule that an insert or replace puts in is drawn by tickets too: antecedent a
+    holds T_a of the 2^23 tickets, so q(a) = T_a / 2^23, and a ticket past the last antecedent's, or one of a
+    rule already in the list, is a null move. By default every antecedent holds floor(2^23 / ``|A|``)
+    tickets (a uniform choice); a fit may give the rules that its chains use more of them
+    (:func:`learn_proposal`, from round to round of the run, each group of chains from its own draws,
+    :data:`LEARNING_GROUPS`; the proposal is fixed within a round). Then::
+
+        Q(insert a at p | m)  = P_m(insert) q(a) f(m + 1)
+        Q(delete p | m)       = P_m(delete) f(m)
+        Q(swap {i, j} | m)    = P_m(swap) 2 f(m) f(m - 1)
+        Q(replace p by a | m) = P_m(replace) f(m) q(a)
+        Q(exchange p's rule b for a in N(b) | m) = P_m(neighbour) f(m) f(|N(b)|)
+
+    with P_m = f(the number of moves possible at m) (a neighbour already in the list, or a rule without
+    neighbours, is a null move); the ratio Q(d | d*) / Q(d* | d) is a table over (move, m)
+    (:func:`log_hastings_table`) times q(removed rule) / q(added rule), or for a neighbour move
+    f(``|N(added rule)|``) / f(``|N(removed rule)|``).
     """
     capacity = rules.shape[0]
     positions = jnp.arange(capacity)
@@ -699,6 +705,13 @@ def label_counts(data: BRLData, rules, length):
     total in the last column; population counts of ``truth(rule j) AND uncaught[j] AND label``, each
     bit plane weighted by its power of two.
 
+    Each antecedent's truth table over the samples and each class's label set are bit vectors (uint32
+    words); a rule's captures are ``truth AND uncaught`` (Yang et al.'s speed trick), where
+    ``uncaught[j]``, the samples no rule before position j holds for, is the complement of a running OR of
+    the list's truth tables, computed for the whole padded list, or, for wide bit vectors, one rule after
+    the other up to the list's length. In a fixed-shape step, recomputing only the positions after the
+    first changed one would skip no work.
+
     With short bit vectors every row of the padded list is counted at once (the rows after the default
     rule count nothing); from :data:`ROW_BY_ROW_WORDS` words on, where a row costs more than the loop
     that skips it, a loop counts rows 0..length only (batched, up to the longest list of the batch), which
@@ -750,9 +763,9 @@ def init(static: BRLStatic, data: BRLData, key) -> BRLState:
 
 
 def mh_update(static: BRLStatic, data: BRLData, state: BRLState, uniforms, beta) -> tuple[BRLState, jnp.ndarray]:
-    """One Metropolis-Hastings step with the exact Hastings ratio, targeting r(d)^(1 - beta) (p(d)
-    p(y | d))^beta (module docstring), driven by ``uniforms`` (UNIFORMS_PER_STEP,) in [0, 1); returns
-    the new state and the acceptance probability."""
+    """One Metropolis-Hastings step with the exact Hastings ratio (:func:`propose`), targeting
+    r(d)^(1 - beta) (p(d) p(y | d))^beta (:func:`log_reference_density`), driven by ``uniforms``
+    (UNIFORMS_PER_STEP,) in [0, 1); returns the new state and the acceptance probability."""
     neighbours = (data.neighbour_starts, data.neighbour_list) if static.neighbour_moves else None
     move, new_rules, new_length, added, removed = propose(
         uniforms[:4], state.rules, state.length, data.n_antecedents, data.ticket_bounds, neighbours
@@ -789,11 +802,11 @@ def uniform_below(key, n):
 
 
 def reference_draw(static: BRLStatic, data: BRLData, key) -> BRLState:
-    """An independent draw from the tempering reference r (module docstring): a length from its
+    """An independent draw from the tempering reference r (:func:`log_reference_density`): a length from its
     truncated Poisson, then rules one after the other without replacement, each by a ticket drawn
     uniformly among those of the antecedents not yet drawn: the first antecedent whose ticket bound, less
     the tickets of the drawn rules at or before it, exceeds the ticket, found by bisection. The cost is
-    capacity^2 log |A|, not a pass over all antecedents; the tickets are exactly uniform
+    capacity^2 log ``|A|``, not a pass over all antecedents; the tickets are exactly uniform
     (:func:`uniform_below`)."""
     key_length, key_rules = random.split(key)
     length = random.categorical(key_length, data.reference_length).astype(jnp.int32)
@@ -823,7 +836,7 @@ def reference_draw(static: BRLStatic, data: BRLData, key) -> BRLState:
 def _redraw_at_reference(static: BRLStatic, data: BRLData, states: BRLState, keys, betas):
     """(states, keys) of a batch whose replicas share ``data``'s tables, with the replica of least beta
     replaced by an independent draw from the reference (:func:`reference_draw`) if its beta is 0. The
-    draw is selected, not branched to: vmapped over the chains (:func:`_by_chain`), a ``lax.cond`` would
+    draw is selected, not branched to: vmapped over the chains (``_by_chain``), a ``lax.cond`` would
     become a select of both branches at many times the draw's cost (benchmarks/RESULTS.md,
     brl_label_counts)."""
     first = jnp.argmin(betas)
@@ -941,7 +954,7 @@ def _init_chains(static: BRLStatic, data: BRLData, keys, params) -> MHChain:
 class BRLMetropolisHastings(MCMCKernel):
     """NumPyro kernel over rule lists, plain Metropolis-Hastings at inverse temperature 1 (:func:`step`);
     run it with ``model_args = (truth_table, cardinalities, n_classes, y)`` and ``model_kwargs =
-    {"priors": ..., "max_length": ...}`` of :func:`models.brl.collapsed_model`.
+    {"priors": ..., "max_length": ...}`` of :func:`~interpretable_zoo.models.brl.collapsed_model`.
 
     ``steps_per_sample``: iterations per draw (thinning inside the compiled kernel; the reported
     ``accept_prob`` is their mean). Chains start from :func:`init` unless ``init_params = {"rules",

@@ -53,7 +53,7 @@ def _write_atomically(path: Path, tag: tuple, value) -> None:
 
 
 def _read_checked(path: Path, tag: tuple, argument: str, what: str):
-    """The unpickled contents of a file written by :func:`_write_atomically` with ``tag``, after its header
+    """The unpickled contents of a file written by ``_write_atomically`` with ``tag``, after its header
     says it is one (``what``, e.g. "a result saved by interpretable_zoo.save_result") in this layout, and its
     length and checksum match the bytes that follow; otherwise a ValueError naming ``argument``, the file and
     the problem, raised before anything is unpickled or a claimed length allocated."""
@@ -167,7 +167,7 @@ class CheckpointWriter:
 def save_result(result, path) -> None:
     """Save a fitted result (``BRLResult``, ``BCMResult``, ``MGMResult``, ``PrototypeSelection``,
     ``BayesianSetsResult``) to ``path`` as a pickle behind a header with its format tag, length and SHA-256
-    (module docstring); :func:`load_result` checks the header, then reads it.
+    (module docstring); :func:`~interpretable_zoo.inference.checkpoint.load_result` checks the header, then reads it.
 
     Example:
         >>> data = iz.datasets.load_titanic_table()
@@ -187,7 +187,7 @@ def save_result(result, path) -> None:
 
 
 def load_result(path):
-    """A result saved by :func:`save_result` (a trusted file only: unpickling runs code).
+    """A result saved by :func:`~interpretable_zoo.inference.checkpoint.save_result` (a trusted file only: unpickling runs code).
 
     Example:
         >>> data = iz.datasets.load_titanic_table()

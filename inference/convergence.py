@@ -4,35 +4,20 @@ The run is a sequence of rounds of doubling length, as in Pigeons.jl: the first 
 the tempering schedule (and, with ``n_temperatures="auto"``, the number of rungs) and are discarded (by
 default up to four, fewer once a round after the first keeps the number of rungs); each later round
 runs with the schedule tuned on the round before it, and is itself a valid MCMC run started where the
-previous one stopped. A kernel that learns its proposal
-(``TargetKernel.learn_proposal``) runs every round, tuning or sampling, with the proposal that the rounds
-before it taught; within a round it is fixed. After chunks of a sampling round (every chunk at first,
-then ``TESTS_PER_DOUBLING`` times per doubling of the draws judged) the label-free summaries of the
-posterior rung (the log joint and the kernel's summaries) are checked: the run stops when every one has
-rank-normalised split R-hat <= ``target_rhat`` and bulk ESS >= ``min_ess`` (Vehtari et al. 2021; ArviZ's
-formulas) over the draws of the round so far joined to the sampling round before it
-(rounds double: at the end of a round about the last three quarters of the sampling; a round with the
-schedule before it still draws the same posterior rung), or, at the end of a round, over the round's
-draws alone (about the second half, the classical warm-up rule: on a slowly mixing posterior the round
-before may still hold the approach to it), or when ``max_seconds`` have passed; the result keeps the
-draws judged, says which (``converged``), and warns with the numbers when the budget ended first.
-Checking within a round, rather than at its end only, stops a run that has converged without doubling
-it once more; being tested more often, a run that hovers at the target is a little
-likelier to be judged converged on a chance dip (the reported R-hat and ESS are those of the kept
-draws). A fixed ``num_samples`` runs exactly that many scans after the tuning rounds instead. For chains
-that mix slowly R-hat is about 1 + (number of chains) / (bulk ESS) even when they agree, so with more than
-four chains the R-hat target asks for a larger ESS than ``min_ess`` (:func:`ess_for_rhat`; the warning of an
-unconverged run says so).
+previous one stopped. A kernel that learns its proposal (``TargetKernel.learn_proposal``) runs every
+round, tuning or sampling, with the proposal that the rounds before it taught; within a round it is
+fixed. During a sampling round the label-free summaries of the posterior rung (the log joint and the
+kernel's summaries) are checked: the run stops when every one has rank-normalised split R-hat <=
+``target_rhat`` and bulk ESS >= ``min_ess`` (Vehtari et al. 2021; ArviZ's formulas), or when
+``max_seconds`` have passed; the result keeps the draws judged, says which (``converged``), and warns
+with the numbers when the budget ended first. :func:`sample` says which draws are judged and when, and
+where the budget cuts. A fixed ``num_samples`` runs exactly that many scans after the tuning rounds
+instead.
 
 Scans run in compiled chunks of ``scans_per_chunk``; every chunk of a run, and of any later run of the
 same shapes, reuses one compiled program. Tuning and sampling advance in rounds counted in scans, never in
-seconds: the one decision that reads the clock is the ``max_seconds`` cut, which may end a tuning round or
-a sampling round. A chunk that would end past the budget runs only the scans that fit at the pace measured
-so far, so a run ends within about a scan of ``max_seconds``. When the budget ends a tuning round, the
-run ends there with that round's draws (not converged); the result says where the budget cut in
-(``TemperedRun.budget_cut``). So a run that converges within its budget gives the same draws for the same
-seed on any machine load and device count; when the budget ends it, how far it got depends on the
-machine's speed.
+seconds, so a run that converges within its budget gives the same draws for the same seed on any machine
+load and device count; when the budget ends it, how far it got depends on the machine's speed.
 """
 
 from __future__ import annotations
@@ -218,7 +203,7 @@ class TemperedRun:
 
 
 class TemperedResult:
-    """What every tempered fit's result offers, from its ``run`` (a :class:`TemperedRun`) and ``target``
+    """What every tempered fit's result offers, from its ``run`` (a :class:`~interpretable_zoo.inference.convergence.TemperedRun`) and ``target``
     ((static, data) of its kernel): convergence facts, the log evidence, and :meth:`extend`. A subclass
     defines ``_kernel()`` and ``_with_run(run)`` (the same result around another run)."""
 
@@ -228,8 +213,8 @@ class TemperedResult:
 
     @property
     def budget_cut(self) -> str | None:
-        """None, or "tuning" / "sampling": the stage in which ``max_seconds`` ended the run
-        (:class:`TemperedRun`)."""
+        """The stage in which ``max_seconds`` ended the run, "tuning" or "sampling"; None when it did not
+        (:class:`~interpretable_zoo.inference.convergence.TemperedRun`)."""
         return self.run.budget_cut
 
     @property
@@ -288,7 +273,8 @@ def sample(
     devices=None,
     checkpoint=None,
 ) -> TemperedRun:
-    """Tempered sampling of ``kernel`` on (``static``, ``data``) until converged (see the module docstring).
+    """Tempered sampling of ``kernel`` on (``static``, ``data``) until converged (the rounds: see the module
+    docstring).
 
     ``n_temperatures``: rungs per chain, or "auto" (start at 8, then about 2 Lambda after each tuning
     round, at most ``max_temperatures``); 1 runs the kernel untempered. ``tuning_rounds``: rounds of
@@ -299,10 +285,29 @@ def sample(
     ignored). ``max_draws``: draws kept per chain (thinned evenly). ``initial_states``: one kernel state
     per chain (leading axis ``num_chains``) where all of the chain's rungs start; by default each replica
     starts from the kernel's ``init``. ``devices``: the chains are split over several devices when there
-    are (:func:`tempering.chain_mesh`); the same seed gives the same draws on 1, 2 or 4 devices.
+    are (:func:`~interpretable_zoo.inference.tempering.chain_mesh`); the same seed gives the same draws on 1, 2 or 4 devices.
     ``checkpoint``: a path or an ``inference.checkpoint.Checkpoint``;
     the run writes its state there as it goes and, when the file exists, resumes from it (same draws as
     an uninterrupted run); a finished run removes it.
+
+    The draws judged: after chunks of a sampling round (every chunk at first, then
+    :data:`TESTS_PER_DOUBLING` times per doubling of the draws judged), the draws of the round so far joined
+    to the sampling round before it (rounds double: at the end of a round about the last three quarters of
+    the sampling; a round with the schedule before it still draws the same posterior rung), or, at the end
+    of a round, the round's draws alone (about the second half, the classical warm-up rule: on a slowly
+    mixing posterior the round before may still hold the approach to it). Checking within a round, rather
+    than at its end only, stops a run that has converged without doubling it once more; being tested more
+    often, a run that hovers at the target is a little likelier to be judged converged on a chance dip (the
+    reported R-hat and ESS are those of the kept draws). For chains that mix slowly R-hat is about
+    1 + (number of chains) / (bulk ESS) even when they agree, so with more than four chains the R-hat
+    target asks for a larger ESS than ``min_ess`` (:func:`ess_for_rhat`; the warning of an unconverged run
+    says so).
+
+    The budget: the one decision that reads the clock is the ``max_seconds`` cut, which may end a tuning
+    round or a sampling round. A chunk that would end past the budget runs only the scans that fit at the
+    pace measured so far, so a run ends within about a scan of ``max_seconds``. When the budget ends a
+    tuning round, the run ends there with that round's draws (not converged); the result says where the
+    budget cut in (``TemperedRun.budget_cut``).
     """
     settings = {
         "num_chains": check_positive_int(num_chains, "num_chains"),
@@ -402,7 +407,7 @@ def _saved_chunks(saved):
 
 
 def _saver(writer, start, **position):
-    """The per-chunk hook of :func:`_run_round` that checkpoints ``position`` with the chunk's ladder, or None."""
+    """The per-chunk hook of ``_run_round`` that checkpoints ``position`` with the chunk's ladder, or None."""
     if writer is None:
         return None
 
@@ -531,7 +536,7 @@ def _verdict(windows, settings, may_converge=True):
 
 TESTS_PER_DOUBLING = 8
 """A sampling round tests its draws so far, joined to the round before, after every chunk while that
-window spans fewer than twice this many chunks, then this many times per doubling of it (:func:`_test_due`):
+window spans fewer than twice this many chunks, then this many times per doubling of it (``_test_due``):
 the test (ranks and autocorrelations of up to ``max_draws`` draws per chain) can cost more than the
 chunk of cheap scans it follows, and tested after every chunk a long run would spend most of its time
 testing, while it still stops within 1 / TESTS_PER_DOUBLING of the window past the chunk that first
@@ -547,9 +552,9 @@ def _test_due(window_chunks: int) -> bool:
 
 
 def _converged_so_far(previous, settings, bar, n_rungs, passed):
-    """A sampling round's ``finished`` test (:func:`_run_round`): the round's draws so far, joined to the
+    """A sampling round's ``finished`` test (``_run_round``): the round's draws so far, joined to the
     round before it (``previous``: its (statistics, outputs), or None), meet the target, judged when
-    :func:`_test_due`; a passing verdict (:func:`_verdict`) is appended to ``passed``. The progress bar
+    ``_test_due``; a passing verdict (``_verdict``) is appended to ``passed``. The progress bar
     shows the worst R-hat and ESS of every test."""
 
     def finished(outputs):
@@ -590,7 +595,7 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
     """Sampling rounds until converged, out of time or interrupted; ``cut``: (statistics, outputs, budget
     cut) of a tuning round that the budget (budget cut ("tuning", round)) or an interruption (None) ended,
     whose draws then are the result; ``resume``: a checkpoint saved while sampling,
-    ``writer``: the run's checkpoint writer (None: no checkpoints); ``pace``: the :class:`_Pace` of the
+    ``writer``: the run's checkpoint writer (None: no checkpoints); ``pace``: the ``_Pace`` of the
     tuning rounds (None, as for :func:`extend`: measured from the first chunk, which then
     runs whole); ``proposal``: the kernel's learned proposal, which ``data`` already holds."""
     pace = _Pace() if pace is None else pace

@@ -9,24 +9,16 @@ values h), and each scan first draws h exactly from its conditional given the ke
 the kernel's tables from h and runs the kernel's sweep with them (a Gibbs scan over the two blocks, as
 NumPyro's ``HMCGibbs`` combines its blocks). Under tempering only the likelihood is tempered: replica k
 targets p(h) p(x | h) L(x)^beta_k, so a hyperparameter that enters the prior alone has the same
-conditional at every rung, and the reference at beta = 0 is the prior with the hyperprior in it.
+conditional at every rung, and the reference at beta = 0 is the prior with the hyperprior in it. On BRL's
+path from a reference r of its own (``inference.brl_mh``) the reference becomes r(d) p(h) (``_brl_update``).
 
-BRL's path starts from a reference r of its own, pi_beta(d) proportional to r(d)^(1 - beta) (p(d) L(d))^beta
-(``inference.brl_mh``): with a hyperprior the reference becomes r(d) p(h) and the prior p(h) p(d | h), so
-that pi_beta(d, h) is proportional to p(h) r(d)^(1 - beta) (p(d | h) L(d))^beta, h's conditional is
-p(h) p(d | h)^beta (alpha's, which enters L, p(alpha) L(d | alpha)^beta), and at beta = 0 the replica's h is
-drawn from p(h) as its list is drawn from r.
-
-Each kernel's model declares what it can follow (:class:`HyperpriorModel`): BCM's q ~ Beta(a, b), drawn
-from its conjugate conditional Beta(a + sum omega, b + S P - sum omega) (eq. (2): omega_sj ~ Bernoulli(q)
-i.i.d.); alpha ~ Gamma(a, b), the concentration of pi_i (eq. (1)), by slice sampling on log alpha given
-z; lam ~ Gamma(a, b) and c ~ Gamma(a, b), which set g and so phi's Dirichlet (sec. 3), each by slice sampling
-on its log given the state, the likelihood's tables rebuilt per replica from the new value. BRL's
+Each kernel's model declares what it can follow (:class:`HyperpriorModel`): BCM's q ~ Beta(a, b) (eq. (2):
+omega_sj ~ Bernoulli(q) i.i.d.), alpha ~ Gamma(a, b), the concentration of pi_i (eq. (1)), and
+lam ~ Gamma(a, b) and c ~ Gamma(a, b), which set g and so phi's Dirichlet (sec. 3) (``_bcm_update``); BRL's
 lam ~ Gamma(a, b) and eta ~ Gamma(a, b), the Poisson means of the list's length and of its rules'
-cardinalities (Letham eqs. 2-3), and alpha ~ Gamma(a, b), theta_j's symmetric Dirichlet concentration (eq.
-5), each by slice sampling on its log given the list and the others (alpha's likelihood then evaluated
-directly, ``models.brl.DirichletConcentration``).
-Any other hyperprior is refused by name, with what is supported and how to write it.
+cardinalities (Letham eqs. 2-3), and alpha ~ Gamma(a, b), theta_j's symmetric Dirichlet concentration
+(eq. 5) (``_brl_update``). Any other hyperprior is refused by name, with what is supported and how to
+write it.
 """
 
 from __future__ import annotations
@@ -156,6 +148,13 @@ def _model_named(kernel: str) -> HyperpriorModel:
     return {model.kernel: model for model in (BCM, BRL)}[kernel]
 
 
+def _read_through(wrapper, name):
+    """The attribute ``name`` of the kernel's object a wrapper holds as ``inner`` (dunder names excepted)."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return getattr(wrapper.inner, name)
+
+
 class HyperStatic(NamedTuple):
     """The kernel's static, the :class:`HyperpriorModel` and the model file's functions (:func:`model_hooks`),
     hashable: a step traces the hooks, so a hook replaced in a running session makes another static. Other
@@ -165,10 +164,7 @@ class HyperStatic(NamedTuple):
     model: HyperpriorModel
     hooks: tuple
 
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.inner, name)
+    __getattr__ = _read_through
 
 
 def model_hooks(module) -> tuple:
@@ -185,10 +181,7 @@ class HyperData(NamedTuple):
     hyperpriors: dict
     fixed: dict
 
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.inner, name)
+    __getattr__ = _read_through
 
 
 class HyperState(NamedTuple):
@@ -207,10 +200,7 @@ class HyperState(NamedTuple):
     def log_reference(self):
         return self.inner.log_reference + self.log_hyperprior
 
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.inner, name)
+    __getattr__ = _read_through
 
 
 def _log_hyperprior(hyperpriors: dict, values: dict):
@@ -243,7 +233,7 @@ def kernel_for(static, kernel):
 
 @lru_cache(maxsize=None)
 def with_hyperpriors(kernel):
-    """The :class:`~inference.tempering.TargetKernel` ``kernel`` with the hyperparameters of its target's
+    """The :class:`~interpretable_zoo.inference.tempering.TargetKernel` ``kernel`` with the hyperparameters of its target's
     :class:`HyperData` in every replica's state (module docstring). A step vmaps ``kernel.step`` over the
     replicas, one batch of one each, since each replica's tables follow its own hyperparameters; the
     kernel's step must compute its states' log terms from the tables it is given (BCM's does; BRL's model
@@ -356,7 +346,7 @@ conditional invariant, one about its spread (a Gamma's log has standard deviatio
 out least."""
 
 SLICE_MAX_STEPS = 16
-"""Neal's m: the slice interval steps out at most m widths in all (Neal 2003, fig. 3), split at random
+"""Neal's m. The slice interval steps out at most m widths in all (Neal 2003, fig. 3), split at random
 between its two ends, which keeps the update exact."""
 
 SLICE_RESOLUTION = 1e-6
@@ -432,13 +422,13 @@ def _tables_at_check_points(build_tables, hyper_static: HyperStatic, data, fixed
 
 
 BCM_TABLES = ("g", "omega_distribution", "prototype_distribution", "z_concentration")
-"""The hooks whose tables :func:`_bcm_tables` builds, in its order."""
+"""The hooks whose tables ``_bcm_tables`` builds, in its order."""
 
 BCM_REBUILT = {"q": "omega_distribution", "alpha": "z_concentration", "lam": "g", "c": "g"}
 """The hook whose table a step rebuilds from each sampled hyperparameter; the others are built once."""
 
 BCM_CHECK_POINTS = {"q": (0.25, 0.7), "alpha": (0.5, 4.0), "lam": (0.5, 4.0), "c": (2.0, 40.0)}
-"""Two values of each hyperparameter at which :func:`_bcm_check` compares the hooks' tables."""
+"""Two values of each hyperparameter at which ``_bcm_check`` compares the hooks' tables."""
 
 
 def _bcm_tables(static, data: HyperData, values, hooks=()):
@@ -522,7 +512,8 @@ def _bcm_update(static, data, state, values, key, beta):
     on log alpha, density p(alpha) alpha p(z | alpha) with pi integrated out (the row term of eq. (1)).
     Both enter the prior alone, so their conditionals are the same at every beta. lam, then c, each by
     slice sampling on its log given the state and the other, density p(h) h p(x | z, omega, prototypes)^beta
-    with phi integrated out (eq. (2)): they enter the likelihood, which the rung tempers."""
+    with phi integrated out (eq. (2)): they enter the likelihood, which the rung tempers; the likelihood's
+    tables are rebuilt per replica from the new value."""
     from interpretable_zoo.inference import bcm_gibbs  # imports models.bcm, which imports this module
 
     values = dict(values)
@@ -639,11 +630,16 @@ def _brl_refresh(static, data, state):
 
 def _brl_update(static, data: HyperData, state, values, key, beta):
     """Each sampled hyperparameter h of alpha, eta and lam in turn, given the list and the others, at inverse
-    temperature beta: lam's and eta's conditional is proportional to p(h) p(d | lam, eta)^beta, alpha's to
-    p(alpha) p(y | d, alpha)^beta; SLICE_UPDATES slice-sampling updates of u = log h, whose density is
-    p(e^u) e^u times that factor at e^u, the list prior from tables rebuilt at e^u (so any hook reading lam
-    or eta is followed); at beta = 0 an independent draw from p(h), as the kernel then redraws the list from
-    the reference (module docstring)."""
+    temperature beta. BRL's path starts from a reference r of its own, pi_beta(d) proportional to
+    r(d)^(1 - beta) (p(d) L(d))^beta (``inference.brl_mh``): with a hyperprior the reference becomes
+    r(d) p(h) and the prior p(h) p(d | h), so that pi_beta(d, h) is proportional to
+    p(h) r(d)^(1 - beta) (p(d | h) L(d))^beta. lam's and eta's conditional is then proportional to
+    p(h) p(d | lam, eta)^beta, alpha's (which enters L) to p(alpha) p(y | d, alpha)^beta, its likelihood
+    evaluated directly (``models.brl.DirichletConcentration``); SLICE_UPDATES slice-sampling updates of
+    u = log h, whose density is p(e^u) e^u times that factor at e^u, the list prior from tables rebuilt at
+    e^u (so any hook reading lam or eta is followed); at beta = 0 an independent draw from p(h), as the
+    kernel then redraws the list from the reference: the replica's h is drawn from p(h) as its list is
+    drawn from r."""
     from interpretable_zoo.inference import brl_mh  # imports models.brl, which imports this module
 
     values = dict(values)
@@ -675,7 +671,7 @@ def _brl_per_replica(data, n_replicas: int):
 
 
 BRL_CHECK_POINTS = {"lam": (0.5, 4.0), "eta": (0.5, 4.0), "alpha": (0.5, 4.0)}
-"""Two values of each hyperparameter at which :func:`_brl_check` builds the list prior's tables."""
+"""Two values of each hyperparameter at which ``_brl_check`` builds the list prior's tables."""
 
 
 def _brl_check(hyper_static: HyperStatic, data, fixed) -> None:

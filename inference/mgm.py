@@ -349,7 +349,7 @@ def _padded_data(array):
 def _search(array, cluster_numbers, width, per_batch, *, restarts, seed, priors, config, bar=None) -> dict:
     """Every restart for every number of clusters, ``per_batch`` numbers of clusters per vmapped call (the last
     call padded with repeats, so that all calls share one compiled program), all padded to the bucket of
-    ``width`` clusters, and the data to its buckets (:func:`_padded_data`); returns {number of clusters: its
+    ``width`` clusters, and the data to its buckets (``_padded_data``); returns {number of clusters: its
     restarts' ``SearchResult``, stacked}. ``bar`` counts the numbers done."""
     W, observed, features = jax.device_put(_padded_data(np.asarray(array)))
     width = _bucket(width, MIN_CLUSTERS)
@@ -483,8 +483,8 @@ def fit_mgm_sweep(
 
 
 class MGMClusterer(ExplainedEstimatorMixin, ClusterMixin, BaseEstimator):
-    """scikit-learn clusterer: MGM with the paper's protocol (:func:`fit_mgm`); ``explain()`` (and ``print``)
-    gives the distinguishing groups, ``result_`` the :class:`MGMResult`.
+    """scikit-learn clusterer: MGM with the paper's protocol (:func:`~interpretable_zoo.inference.mgm.fit_mgm`); ``explain()`` (and ``print``)
+    gives the distinguishing groups, ``result_`` the :class:`~interpretable_zoo.inference.mgm.MGMResult`.
 
     ``binarize``: None (default) takes X as it is, which must then be binary (0/1); a number t makes
     every feature the indicator x > t first, in fit and predict (as ``BernoulliNB(binarize=t)``), so that

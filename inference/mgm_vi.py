@@ -1,78 +1,26 @@
 """Variational inference for the Mind the Gap Model (sec. 3): ELBO, coordinate ascent, agglomerative search.
 
-Notation as in ``interpretable_zoo.models.mgm``; psi is the digamma function, B the Beta function.
+Notation as in ``interpretable_zoo.models.mgm``; psi is the digamma function, B the Beta function. The
+extraction variables (l, f, i) take point masses (:class:`Extraction`): a partition of the dimensions into
+groups, one formula per group, and i_ng = SAT(g; w_n, f_g). The selection variables take the factorised
+family of sec. 3 (:class:`VariationalParams`). The ELBO (:func:`elbo`) is the extraction's terms, the
+global terms of pi and z, and a term L_g per occupied group (:func:`group_terms`). Coordinate ascent
+updates each block to the exact maximiser of the ELBO in it, all others fixed: (U1) :func:`update_tau`,
+(U2)-(U5) the blocks of each group (``_update_group_blocks``), (U6) :func:`update_nu`. Deterministic
+annealing (Ueda & Nakano 1998; Katahira, Watanabe & Okada 2008) climbs the annealed objective F_b
+(:func:`annealed_objective`) for inverse temperatures b rising to 1, with (U6b) in place of (U6).
 
-Extraction variables (l, f, i) take point masses: a partition of the dimensions into groups (spread
-uniformly over the G!/(G-m)! labelings of its m groups, which the collapsed prior of
-``log_structure_prior`` counts), one formula per group, and i_ng = SAT(g; w_n, f_g): OR present when a
-member is 1, AND present when all are. For the ELBO only the group summaries matter: I (N, G) = i, and
-c_ng the number of ones among the members of g in observation n.
-
-Factorised family for the selection variables (sec. 3):
-    q(y_g) = Bern(eta_g)   q(gamma_g) = Beta(ell_g1, ell_g2)   q(t_gk) = Bern(lam_gk)
-    q(beta_gk) = Beta(phi_gk1, phi_gk2)   q(z_n) = Cat(nu_n)   q(pi) = Dirichlet(tau)
-Expected logs: Elb = E log beta = psi(phi1) - psi(phi1 + phi2), Elb1 = E log(1 - beta) = psi(phi2) - psi(phi1 + phi2);
-Elg, Elg1 likewise from ell; Elpi_k = psi(tau_k) - psi(sum tau). For a Beta(a, b) density,
-    E_q log Beta(beta; a, b) = (a - 1) Elb + (b - 1) Elb1 - log B(a, b)                               (E1)
-The prior of beta_gk is Beta(a_c, b_c) at the corner c = (y_g, t_gk) in {00, 01, 10, 11}, (a_c, b_c) =
-``models.mgm.beta_parameters(y, t)`` (the hook ``model`` draws beta_gk with; by default (alpha_u, beta_u) for
-c = 00, 01, (alpha_b, beta_b) for 10 and (alpha_t, beta_t) for 11); E_c is (E1) at (a_c, b_c), and
-w_c = q(y_g, t_gk) = (1 - eta)(1 - lam), (1 - eta) lam, eta (1 - lam), eta lam.
-
-ELBO = log p(partition, f)                                            [log_structure_prior, pi_l, pi_f collapsed]
-     + sum_g sum_n log p(w_{n,g} | i_ng, f_g)                          [group_log_likelihood, eq. 2/3; constant in q]
-     + E log p(pi) + sum_nk nu_nk Elpi_k + H[q(pi)] + H[q(z)]          [global terms]
-     + sum_g L_g(n1_g, n0_g)                                           [group terms, occupied groups only]
-where n1_gk = sum_n nu_nk I_ng, n0_gk = sum_n nu_nk (1 - I_ng), and
-    L_g = eta log rho + (1 - eta) log(1 - rho)                                        E log p(y_g)
-        + (sigma1 - 1) Elg + (sigma2 - 1) Elg1 - log B(sigma1, sigma2)                 E log p(gamma_g)
-        + sum_k [lam Elg + (1 - lam) Elg1]                                            E log p(t_gk | gamma_g)
-        + sum_k sum_c w_c E_c                                                         E log p(beta_gk | y, t), (E1)
-        + sum_k [n1 Elb + n0 Elb1]                                                    E log p(i_.g | beta, z)
-        + H[Bern(eta)] + H[Beta(ell)] + sum_k H[Bern(lam)] + sum_k H[Beta(phi)].
-Empty groups carry no data: their selection variables keep their prior, adding exactly 0.
-
-Coordinate-ascent updates (each the exact maximiser of the ELBO in its block, all others fixed):
-    tau_k     = alpha_z + sum_n nu_nk                                                               (U1)
-    phi_gk    = (sum_c w_c a_c + n1_gk, sum_c w_c b_c + n0_gk)   (the ELBO is linear in Elb, Elb1)       (U2)
-    logit lam = Elg - Elg1 + (1 - eta) (E_01 - E_00) + eta (E_11 - E_10)                              (U3)
-    ell_g     = (sigma1 + sum_k lam_gk, sigma2 + sum_k (1 - lam_gk))                                   (U4)
-    logit eta = logit rho + sum_k [(1 - lam) (E_10 - E_00) + lam (E_11 - E_01)]                       (U5)
-    log nu_nk = Elpi_k + sum_g [I_ng Elb_gk + (1 - I_ng) Elb1_gk] + const                           (U6)
-
-Deterministic annealing (Ueda & Nakano 1998; Katahira, Watanabe & Okada 2008) climbs, for inverse
-temperatures b rising to 1, the annealed objective F_b = ELBO + (1/b - 1) H[q(z)]: the entropy of q(z)
-weighted by the temperature 1/b. U1-U5 do not involve H[q(z)] and stay its block maximisers; in q(z)
-    log nu_nk = b (Elpi_k + sum_g [I_ng Elb_gk + (1 - I_ng) Elb1_gk]) + const                       (U6b)
-At b = 1, F_1 is the ELBO and U6b is U6.
-
-Search, one restart (sec. 3). Start: every dimension its own OR group; a k-means clustering (k-means++
-seeds, Lloyd steps; the paper's "vanilla k-means" behind the data-driven proposals) as q(z), U1-U5 fitted to
-it, then annealing over a geometric schedule of b. Cluster moves: split-merge rounds (Ueda, Nakano,
-Ghahramani & Hinton 2000) at a fixed number of clusters; a move merges the pair of clusters closest by Ward's
-criterion on E beta and splits a cluster (drawn by size times presence entropy; the merged one re-partitions
-the pair) by a 2-means of its members;
-each round refines the current state and every move by U1-U5 and a few sweeps and keeps the best ELBO, then
-coordinate ascent runs to convergence. Merge iterations: ``n_proposals`` merge proposals of two groups,
-data-driven (the pair among random candidates whose merged feature varies most across the k-means clusters)
-until ``max_rejections`` data-driven proposals have been rejected, random afterwards. A proposal is scored
-with nu fixed: the merged group's terms at their block optimum (both formulas tried) replace the two groups'
-terms; this is an exact ELBO value of a member of the family, so an accepted merge never lowers the ELBO.
-The best set of non-overlapping proposals (greedy by gain, best prefix by exact ELBO) is accepted, then
-coordinate ascent runs. The search goes: start, cluster moves, merge iterations until ``max_iter`` or until an
-iteration's ELBO gain falls below ``rel_tol`` (the paper's 0.1) times the first iteration's gain, cluster
-moves on the final extraction. From the end of the annealing on, every step raises the ELBO.
-
-Padding: the search runs on W with rows marked ``observed`` (N,) and columns marked ``features`` (D,). A row
-that is not an observation has nu = 0, adds nothing to any sum over observations and is never a k-means
-centre; a column that is not a dimension (zeros) belongs to no group, and the structure prior counts the
-dimensions (G = D) from the group sizes. A data set padded with such rows and columns to size buckets has the
-ELBO of its observations and dimensions alone, and fits of nearby sizes share one compiled program (the
-random draws of the search, e.g. k-means++'s, depend on the padded sizes).
-
-The paper's "improved by less than 0.1 relative to the previous iteration" read as gain / |ELBO| < 0.1
-would stop every run after one iteration (gains are a few per cent of |ELBO| at most); relative to the first
-gain, 0.1 stops a search once its merges have become an order of magnitude less useful than at the start.
+Search, one restart (sec. 3, :func:`search`): every dimension its own OR group, a k-means clustering as
+q(z) (the paper's "vanilla k-means" behind the data-driven proposals), U1-U5 fitted to it, then annealing
+over a geometric schedule of b. Then cluster moves, split-merge rounds (Ueda, Nakano, Ghahramani & Hinton
+2000) at a fixed number of clusters (:func:`cluster_moves`); merge iterations, each scoring
+``n_proposals`` merges of two groups exactly with nu fixed (:func:`evaluate_merge`) and accepting the best
+non-overlapping set (:func:`select_merges`), until ``max_iter`` or until an iteration's ELBO gain falls
+below ``rel_tol`` (the paper's 0.1) times the first iteration's gain (:class:`SearchConfig`); and cluster
+moves on the final extraction. From the end of the annealing on, every step raises the ELBO. A data set
+padded to size buckets with rows that are not observations and columns that are not dimensions has the
+ELBO of its observations and dimensions alone (:func:`search`), so fits of nearby sizes share one
+compiled program.
 """
 
 from __future__ import annotations
@@ -93,7 +41,14 @@ from interpretable_zoo.models.mgm import AND, OR, Priors, group_log_likelihood
 
 
 class Extraction(NamedTuple):
-    """Point-mass extraction: group slot of each dimension, formulas, and the group summaries of the data."""
+    """Point-mass extraction: group slot of each dimension, formulas, and the group summaries of the data.
+
+    The extraction variables (l, f, i) take point masses: a partition of the dimensions into groups (spread
+    uniformly over the G!/(G-m)! labelings of its m groups, which the collapsed prior of
+    ``log_structure_prior`` counts), one formula per group, and i_ng = SAT(g; w_n, f_g): OR present when a
+    member is 1, AND present when all are. For the ELBO only the group summaries matter: I (N, G) = i, and
+    c_ng the number of ones among the members of g in observation n.
+    """
 
     assignment: jax.Array  # (D,) l_d
     formula: jax.Array  # (G,) f_g, OR 0 / AND 1
@@ -104,6 +59,15 @@ class Extraction(NamedTuple):
 
 
 class VariationalParams(NamedTuple):
+    """The factorised family of the selection variables (sec. 3)::
+
+        q(y_g) = Bern(eta_g)   q(gamma_g) = Beta(ell_g1, ell_g2)   q(t_gk) = Bern(lam_gk)
+        q(beta_gk) = Beta(phi_gk1, phi_gk2)   q(z_n) = Cat(nu_n)   q(pi) = Dirichlet(tau)
+
+    Expected logs: Elb = E log beta = psi(phi1) - psi(phi1 + phi2), Elb1 = E log(1 - beta) = psi(phi2) -
+    psi(phi1 + phi2); Elg, Elg1 likewise from ell; Elpi_k = psi(tau_k) - psi(sum tau).
+    """
+
     nu: jax.Array  # (N, K) q(z_n)
     tau: jax.Array  # (K,) q(pi)
     phi: jax.Array  # (G, K, 2) q(beta_gk)
@@ -111,8 +75,8 @@ class VariationalParams(NamedTuple):
     eta: jax.Array  # (G,) q(y_g)
     ell: jax.Array  # (G, 2) q(gamma_g)
     active: jax.Array | None = None
-    """(K,) bool, the clusters in use (None: all). The others are padding: nu = 0 there and they add nothing
-    to the ELBO, so one compiled search serves every number of clusters up to K."""
+    """(K,) bool, the clusters in use, or None for all. The others are padding, with nu = 0 there; they add
+    nothing to the ELBO, so one compiled search serves every number of clusters up to K."""
 
 
 def satisfied(ones, sizes, formula):
@@ -176,7 +140,7 @@ class PriorTables(NamedTuple):
 
 
 def prior_tables(priors: Priors) -> PriorTables:
-    """:class:`PriorTables` of ``priors`` (precomputed once per search for :class:`_SearchPriors`)."""
+    """:class:`PriorTables` of ``priors`` (precomputed once per search for ``_SearchPriors``)."""
     if isinstance(priors, _SearchPriors):
         return priors.tables
     y, t = jnp.asarray(CORNER_Y, jnp.int32), jnp.asarray(CORNER_T, jnp.int32)
@@ -248,7 +212,25 @@ def expected_log_prior(elb, elb1, elg, elg1, lam, eta, priors: Priors, active=No
 
 
 def group_terms(phi, lam, eta, ell, n1, n0, priors: Priors, active=None):
-    """L_g of the module docstring for every group (leading dims of eta), summed over the active clusters."""
+    """L_g for every group (leading dims of eta), summed over the active clusters::
+
+        L_g = eta log rho + (1 - eta) log(1 - rho)                                        E log p(y_g)
+            + (sigma1 - 1) Elg + (sigma2 - 1) Elg1 - log B(sigma1, sigma2)                 E log p(gamma_g)
+            + sum_k [lam Elg + (1 - lam) Elg1]                                            E log p(t_gk | gamma_g)
+            + sum_k sum_c w_c E_c                                                         E log p(beta_gk | y, t), (E1)
+            + sum_k [n1 Elb + n0 Elb1]                                                    E log p(i_.g | beta, z)
+            + H[Bern(eta)] + H[Beta(ell)] + sum_k H[Bern(lam)] + sum_k H[Beta(phi)].
+
+    n1, n0 are the expected present and absent counts (:func:`cluster_counts`) and Elb, Elb1, Elg, Elg1 the
+    expected logs of :class:`VariationalParams`. For a Beta(a, b) density::
+
+        E_q log Beta(beta; a, b) = (a - 1) Elb + (b - 1) Elb1 - log B(a, b)                               (E1)
+
+    The prior of beta_gk is Beta(a_c, b_c) at the corner c = (y_g, t_gk) in {00, 01, 10, 11}, (a_c, b_c) =
+    ``models.mgm.beta_parameters(y, t)`` (the hook ``model`` draws beta_gk with; by default (alpha_u, beta_u)
+    for c = 00, 01, (alpha_b, beta_b) for 10 and (alpha_t, beta_t) for 11); E_c is (E1) at (a_c, b_c), and
+    w_c = q(y_g, t_gk) = (1 - eta)(1 - lam), (1 - eta) lam, eta (1 - lam), eta lam.
+    """
     elb, elb1, entropy_beta = _beta_stats(phi)
     elg, elg1, entropy_gamma = _beta_stats(ell)
     per_cluster = (
@@ -364,7 +346,17 @@ def _selection_terms(params: VariationalParams, ext: Extraction, counts, priors:
 
 
 def elbo(params: VariationalParams, ext: Extraction, priors: Priors, exact_or=False):
-    """The evidence lower bound of the module docstring."""
+    """The evidence lower bound::
+
+        ELBO = log p(partition, f)                                   [log_structure_prior, pi_l, pi_f collapsed]
+             + sum_g sum_n log p(w_{n,g} | i_ng, f_g)                 [group_log_likelihood, eq. 2/3; constant in q]
+             + E log p(pi) + sum_nk nu_nk Elpi_k + H[q(pi)] + H[q(z)]   [global terms]
+             + sum_g L_g(n1_g, n0_g)                                  [group terms, occupied groups only]
+
+    where n1_gk = sum_n nu_nk I_ng, n0_gk = sum_n nu_nk (1 - I_ng) (:func:`cluster_counts`) and L_g is
+    :func:`group_terms`. Empty groups carry no data: their selection variables keep their prior, adding
+    exactly 0.
+    """
     counts = cluster_counts(params.nu, ext.present)
     return extraction_terms(ext, priors, exact_or) + _selection_terms(params, ext, counts, priors)
 
@@ -373,8 +365,9 @@ def elbo(params: VariationalParams, ext: Extraction, priors: Priors, exact_or=Fa
 
 
 def _update_phi(lam, eta, n1, n0, priors: Priors):
-    """(U2), the weights of the corners 00, 10, 11 as ``models.mgm.component_weights`` and the corner 01 as
-    its difference from 00 (exactly 0 where the hook ignores t_gk given y_g = 0)."""
+    """(U2) phi_gk = (sum_c w_c a_c + n1_gk, sum_c w_c b_c + n0_gk): the ELBO is linear in Elb, Elb1. The
+    weights of the corners 00, 10, 11 as ``models.mgm.component_weights`` and the corner 01 as its
+    difference from 00 (exactly 0 where the hook ignores t_gk given y_g = 0)."""
     corners = prior_tables(priors).corners
     eta_k = eta[..., None]
     prior = mgm.component_weights(eta_k, lam) @ corners[jnp.array([0, 2, 3])]
@@ -383,16 +376,20 @@ def _update_phi(lam, eta, n1, n0, priors: Priors):
 
 
 def _update_lam(elb, elb1, eta, elg, elg1, priors: Priors):
+    """(U3) logit lam = Elg - Elg1 + (1 - eta) (E_01 - E_00) + eta (E_11 - E_10)."""
     e = _corner_log_densities(elb, elb1, priors)
     eta_k = eta[..., None]
     return jax.nn.sigmoid((elg - elg1)[..., None] + (1 - eta_k) * (e[..., 1] - e[..., 0]) + eta_k * (e[..., 3] - e[..., 2]))
 
 
 def _update_ell(lam, priors: Priors, active=None):
+    """(U4) ell_g = (sigma1 + sum_k lam_gk, sigma2 + sum_k (1 - lam_gk)), over the active clusters."""
     return jnp.stack([priors.sigma1 + _sum_clusters(lam, active), priors.sigma2 + _sum_clusters(1 - lam, active)], -1)
 
 
 def _update_eta(elb, elb1, lam, priors: Priors, active=None):
+    """(U5) logit eta = logit rho + sum_k [(1 - lam) (E_10 - E_00) + lam (E_11 - E_01)], over the active
+    clusters."""
     e = _corner_log_densities(elb, elb1, priors)
     logit_rho = jnp.log(priors.rho) - jnp.log1p(-priors.rho)
     gap = (1 - lam) * e[..., 2] + lam * e[..., 3] - (e[..., 0] + lam * (e[..., 1] - e[..., 0]))
@@ -411,7 +408,7 @@ def _update_group_blocks(params, counts, priors: Priors):
 
 
 def update_tau(params, ext, priors):
-    """(U1)."""
+    """(U1) tau_k = alpha_z + sum_n nu_nk."""
     return params._replace(tau=priors.alpha_z + params.nu.sum(0))
 
 
@@ -426,14 +423,22 @@ def cluster_logits(phi, tau, present, occupied, active=None):
 
 
 def update_nu(params, ext, priors, inverse_temperature=1.0):
-    """(U6); for an inverse temperature b < 1, the maximiser (U6b) of the annealed objective F_b. Padding rows
-    keep nu = 0."""
+    """(U6); for an inverse temperature b < 1, the maximiser (U6b) of the annealed objective F_b
+    (:func:`annealed_objective`)::
+
+        log nu_nk = Elpi_k + sum_g [I_ng Elb_gk + (1 - I_ng) Elb1_gk] + const                             (U6)
+        log nu_nk = b (Elpi_k + sum_g [I_ng Elb_gk + (1 - I_ng) Elb1_gk]) + const                         (U6b)
+
+    At b = 1, U6b is U6. Padding rows keep nu = 0."""
     logits = cluster_logits(params.phi, params.tau, ext.present, ext.sizes > 0, params.active)
     return params._replace(nu=jax.nn.softmax(inverse_temperature * logits, -1) * ext.observed[:, None])
 
 
 def annealed_objective(params, ext, priors, inverse_temperature, exact_or=False):
-    """F_b = ELBO + (1 / b - 1) H[q(z)] of the module docstring (the ELBO at b = 1)."""
+    """F_b = ELBO + (1 / b - 1) H[q(z)]: the entropy of q(z) weighted by the temperature 1 / b (the ELBO at
+    b = 1), which deterministic annealing climbs for inverse temperatures b rising to 1 (:func:`anneal`).
+    U1-U5 do not involve H[q(z)] and stay its block maximisers; in q(z) its maximiser is (U6b)
+    (:func:`update_nu`)."""
     return elbo(params, ext, priors, exact_or) + (1 / inverse_temperature - 1) * entr(params.nu).sum()
 
 
@@ -684,7 +689,9 @@ class Proposal(NamedTuple):
 
 
 def evaluate_merge(a, b, ext, nu, current_values, priors, exact_or, active=None):
-    """Score merging slots a and b (ELBO change with nu fixed, best formula), see the module docstring."""
+    """Score merging slots a and b (ELBO change with nu fixed, best formula): the merged group's terms at
+    their block optimum (:func:`local_optimum`, both formulas tried) replace the two groups' terms. This is
+    an exact ELBO value of a member of the family, so an accepted merge never lowers the ELBO."""
     ones = ext.ones[:, a] + ext.ones[:, b]
     size = ext.sizes[a] + ext.sizes[b]
     formulas = jnp.array([OR, AND])
@@ -724,10 +731,16 @@ def _between_cluster_variance(present, kmeans_onehot):
 
 
 class SearchConfig(NamedTuple):
-    """Settings of the search (sec. 3-4) and of its cluster moves (module docstring). ``rel_tol``: stop once an
-    iteration gains less than this fraction of the first iteration's gain (the paper's 0.1); coordinate ascent
-    runs until the relative ELBO change is below ``cavi_tol``, for at most ``max_sweeps`` sweeps after cluster
-    moves and ``merge_sweeps`` after a merge iteration (the next iteration goes on from there)."""
+    """Settings of the search (sec. 3-4) and of its cluster moves (:func:`cluster_moves`). ``rel_tol``: stop
+    once an iteration gains less than this fraction of the first iteration's gain (the paper's 0.1);
+    coordinate ascent runs until the relative ELBO change is below ``cavi_tol``, for at most ``max_sweeps``
+    sweeps after cluster moves and ``merge_sweeps`` after a merge iteration (the next iteration goes on
+    from there).
+
+    The paper's "improved by less than 0.1 relative to the previous iteration" read as gain / ``|ELBO|`` <
+    0.1 would stop every run after one iteration (gains are a few per cent of ``|ELBO|`` at most); relative
+    to the first gain, 0.1 stops a search once its merges have become an order of magnitude less useful
+    than at the start."""
 
     max_iter: int = 40
     n_proposals: int = 20
@@ -752,7 +765,9 @@ class SearchConfig(NamedTuple):
 
 
 def propose(key, ext, params, kmeans_onehot, priors, config: SearchConfig):
-    """One iteration's proposals, data-driven until ``max_rejections`` of them were rejected, then random."""
+    """One iteration's ``n_proposals`` merge proposals of two groups: data-driven (the pair among
+    ``n_candidates`` random candidates whose merged feature varies most across the k-means clusters) until
+    ``max_rejections`` of them were rejected, then random."""
     n1, n0 = cluster_counts(params.nu, ext.present)
     current = group_terms(params.phi, params.lam, params.eta, params.ell, n1, n0, priors, params.active)
     current = current + group_emissions(ext, priors, config.exact_or)
@@ -882,7 +897,12 @@ def search(key, W, observed, features, active, *, priors: Priors, config: Search
 
     ``observed`` (N,) and ``features`` (D,) mark the rows of W that are observations and its columns that are
     dimensions (the others are padding); ``active`` (K,) bool marks the clusters in use (the number of
-    clusters is ``active.sum()``).
+    clusters is ``active.sum()``). A row that is not an observation has nu = 0, adds nothing to any sum over
+    observations and is never a k-means centre; a column that is not a dimension (zeros) belongs to no
+    group, and the structure prior counts the dimensions (G = D) from the group sizes. A data set padded
+    with such rows and columns to size buckets has the ELBO of its observations and dimensions alone, and
+    fits of nearby sizes share one compiled program (the random draws of the search, e.g. k-means++'s,
+    depend on the padded sizes).
     """
     ext = singleton_extraction(W, observed, features)
     kmeans_onehot = kmeans_start(key, W, ext.observed, active, config)

@@ -88,7 +88,7 @@ class PrototypeSelection:
 
     @property
     def alpha(self) -> np.ndarray:
-        """The 0/1 matrix alpha[j, l] of the integer program: candidate j is a prototype of class l."""
+        """The 0/1 matrix alpha[j, l] of the integer program, 1 where candidate j is a prototype of class l."""
         alpha = np.zeros((self.n_candidates, len(self.classes)), dtype=np.int64)
         alpha[self.prototypes, self.prototype_codes] = 1
         return alpha
@@ -380,7 +380,7 @@ class PrototypeClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimato
     i < j), with the one-standard-error rule (sec. 6.4): among the radii whose mean error is within one
     standard error of the smallest, the one giving the fewest prototypes (ties: the larger radius); radii
     at which some fold or the training set selects no prototype are no candidates. The quantiles are exact
-    (those of float64 dissimilarities, R's type 7) and streamed (:func:`set_cover.dissimilarity_quantiles`),
+    (those of float64 dissimilarities, R's type 7) and streamed (:func:`~interpretable_zoo.inference.set_cover.dissimilarity_quantiles`),
     and each fold selects its prototypes from its own features, so no n x n matrix of dissimilarities is
     ever held.
     ``progress_bar`` counts the cross-validation's selections (None: a bar outside CI).

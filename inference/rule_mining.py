@@ -227,8 +227,8 @@ TRUTH_TABLE_GATHER_BYTES = 2**26
 
 
 def truth_table(items, antecedents) -> np.ndarray:
-    """(n, |A|) bool: whether each sample holds every item of each antecedent, stored antecedent by
-    antecedent (the transpose of a C-ordered (|A|, n) array): BRL packs and gathers each antecedent's
+    """(n, ``|A|``) bool: whether each sample holds every item of each antecedent, stored antecedent by
+    antecedent (the transpose of a C-ordered (``|A|``, n) array): BRL packs and gathers each antecedent's
     samples, and a sample-major table would be transposed first (benchmarks/RESULTS.md, brl_setup)."""
     items_by_row = np.ascontiguousarray(np.asarray(items).astype(bool).T)  # (items, n)
     by_antecedent = np.empty((len(antecedents), items_by_row.shape[1]), dtype=bool)

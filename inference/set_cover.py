@@ -52,7 +52,7 @@ def check_metric(metric: str) -> str:
 def check_float32_range(A: np.ndarray, name: str) -> None:
     """ValueError naming ``name`` when features are so large that float32 dissimilarities would overflow.
 
-    The tiles compute squared norms in float32 (largest 3.4e38): |x| sqrt(p) below 1e18 keeps every
+    The tiles compute squared norms in float32 (largest 3.4e38): ``|x|`` sqrt(p) below 1e18 keeps every
     sum of squares below 1e36.
     """
     largest = float(np.max(np.abs(A), initial=0.0)) * math.sqrt(A.shape[1])
@@ -143,7 +143,7 @@ def _l1_terms(x_block, Z):
 
 
 def _products(x_block, Z, metric: str):
-    """What :func:`_values` needs: (gram, x_sq, z_sq) for l2 and cosine (of the unit rows), (value, magnitude) for l1."""
+    """What ``_values`` needs: (gram, x_sq, z_sq) for l2 and cosine (of the unit rows), (value, magnitude) for l1."""
     if metric == "l2":
         return _gram(x_block, Z)
     if metric == "cosine":
@@ -174,7 +174,7 @@ def _values_of_products(products, n_features: int, metric: str):
 
 
 def _block_values(x_block, Z, metric: str):
-    """float32 comparison values of a row block against Z and their error bounds (:func:`_values`)."""
+    """float32 comparison values of a row block against Z and their error bounds (``_values``)."""
     return _values_of_products(_products(x_block, Z, metric), x_block.shape[1], metric)
 
 
@@ -582,7 +582,7 @@ def dissimilarity_quantiles(X: np.ndarray, levels, metric: str = "l2") -> np.nda
     R's default (type 7): with N pairs, h = 1 + (N - 1) q and the value (1 - frac(h)) d_(floor h) +
     frac(h) d_(ceil h) of the sorted dissimilarities. The result is that of float64 dissimilarities
     computed pair by pair (ties included), but neither the pairs nor their values are ever held: two
-    passes over float32 tiles (:func:`cover_matrix`'s) first count the values in a histogram keyed by
+    passes over float32 tiles (those of ``cover_matrix``) first count the values in a histogram keyed by
     their float32 bit patterns (monotone in the value), which locates the bin of each order statistic,
     then keep only the pairs within the float32 rounding bound of those bins, recomputed exactly in
     float64 and stored as distinct values with counts. Memory is the histogram, one tile and those

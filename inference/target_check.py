@@ -8,32 +8,17 @@ compare the kernel with the programs (traced with ``numpyro.handlers.trace``) on
 fit: the fit's priors and the structure that selects the programs' and the kernel's code paths (BRL: the
 number of classes, the antecedent cardinalities present and whether each can run out within a list; BCM:
 the number of clusters), with a few antecedents or features and a few rows of fixed random data. What is
-checked is code, not data, so the miniature's shapes do not depend on the data:
-
-- structure: every site of the collapsed program must be one the kernel samples (or observes), with a
-  distribution family it handles; every site that the generative ``model()`` adds must be one the kernel
-  integrates out, with the family and parameters the kernel's tables assume;
-- values: at :data:`N_STATES` kernel states (half drawn from the kernel's own prior tables, half spread
-  over the supports: every list length, uniform subspaces and assignments), the kernel's ``log_prior +
-  log_likelihood`` minus ``numpyro.infer.util.log_density`` of the collapsed program must be one
-  constant, and so must each part of it that the kernel can name (e.g. its log prior of omega against
-  the site ``omega``); the sites that ``model()`` shares with the collapsed program must have the same
-  log probability in both. A state that one side gives probability 0 must be impossible on the other.
+checked is code, not data, so the miniature's shapes do not depend on the data. Both the programs' sites
+and the log densities at :data:`N_STATES` kernel states must agree (:func:`check_target`).
 
 MGM's coordinate ascent and Bayesian Sets' closed form assume one program outright; :func:`check_mgm` and
 :func:`check_bayesian_sets` trace it on a miniature with its sites set to fixed values and compare every
 site's family and parameters with the ones those formulas use (:func:`check_assumptions`).
 
 Otherwise it raises :class:`ModelMismatchError` naming the site and what the kernel supports: a prior
-edit is followed exactly or refused, never silently ignored.
-
-Cost: the kernel's log terms at the states and both programs (their integrated sites set to a point of
-their support instead of sampled) are evaluated in one jitted function of the miniature's arrays and the
-hyperparameter values, compiled once per miniature shape and every binding of the model file's module
-(an edit there traces the programs again; a program refused for its structure compiles nothing) and
-kept by the persistent compilation cache. A verdict is remembered for the same bindings, priors and
-miniature, so a refit checks nothing again. A program that
-needs concrete hyperparameters (NumPy on them) is compiled with them as constants instead.
+edit is followed exactly or refused, never silently ignored. The check compiles once per miniature shape
+and binding of the model file (:func:`evaluate`), and a verdict is remembered, so a refit checks nothing
+again.
 """
 
 from __future__ import annotations
@@ -60,7 +45,7 @@ N_STATES = 8
 """States the values check compares the kernel and the programs at."""
 
 RTOL, ATOL = 2e-5, 1e-3
-"""Tolerance of one difference spread: RTOL times the largest magnitude of the two sides, plus ATOL
+"""Tolerance of one difference spread, RTOL times the largest magnitude of the two sides, plus ATOL
 (float32 sums of many log Gamma terms; an edited prior moves the difference by far more)."""
 
 LOG_ZERO = -1e20
@@ -134,7 +119,7 @@ class _Concrete(NamedTuple):
 class _Key(NamedTuple):
     """The static part of one evaluation: the spec, the miniature's shapes, every binding of the model
     module, and the priors' class with the tree and shapes of their values (values traced) or
-    :class:`_Concrete` priors."""
+    ``_Concrete`` priors."""
 
     spec: TargetSpec
     statics: tuple
@@ -203,7 +188,7 @@ def _support_point(fn, sample_shape):
 
 def _log_probs(program, args, kwargs, values: dict):
     """Site log probabilities and trace of ``program`` at ``values``; its other latent sites stand at
-    :func:`_support_point` (their log probabilities are not compared, their parameters are)."""
+    ``_support_point`` (their log probabilities are not compared, their parameters are)."""
 
     def value(msg):
         if msg["type"] != "sample" or msg["is_observed"]:
@@ -254,7 +239,7 @@ def _prior_values(priors) -> dict:
 
 def _priors_of(priors_key, prior_values):
     """The priors a compiled check evaluates: traced ``prior_values`` of the class ``priors_key``, or the
-    concrete priors of a :class:`_Concrete` key (None stays None)."""
+    concrete priors of a ``_Concrete`` key (None stays None)."""
     if priors_key is None or isinstance(priors_key, _Concrete):
         return getattr(priors_key, "priors", None)
     return compiled_hooks.priors_with(priors_key, prior_values)
@@ -268,7 +253,14 @@ def evaluate(spec: TargetSpec, miniature: Miniature, priors) -> tuple:
     values as arguments, or as constants when a program needs them concrete) and returns the programs'
     site facts and a function computing ((kernel log target, kernel parts), collapsed log probs,
     generative log probs of the shared sites, references, parameters), compiled on its first call, so
-    that a program refused for its structure compiles nothing."""
+    that a program refused for its structure compiles nothing.
+
+    Cost: the kernel's log terms at the states and both programs (their integrated sites set to a point of
+    their support instead of sampled) are evaluated in one jitted function of the miniature's arrays and
+    the hyperparameter values, compiled once per miniature shape and every binding of the model file's
+    module (an edit there traces the programs again) and kept by the persistent compilation cache. A
+    program that needs concrete hyperparameters (NumPy on them) is compiled with them as constants
+    instead."""
     prior_values = _prior_values(priors)
     # the values are traced arguments: their tree and shapes are part of the program (alpha as a pair or a number)
     shapes = (jax.tree.structure(prior_values), tuple(np.shape(leaf) for leaf in jax.tree.leaves(prior_values)))
@@ -343,7 +335,18 @@ def _spread_problem(label: str, ours, theirs) -> str | None:
 
 def check_target(spec: TargetSpec, miniature: Miniature, priors) -> None:
     """Raise :class:`ModelMismatchError` unless the kernel's target at the miniature's states is the
-    collapsed program's and ``model()`` integrates to it (module docstring)."""
+    collapsed program's and ``model()`` integrates to it.
+
+    Structure: every site of the collapsed program must be one the kernel samples (or observes), with a
+    distribution family it handles; every site that the generative ``model()`` adds must be one the kernel
+    integrates out, with the family and parameters the kernel's tables assume.
+
+    Values: at :data:`N_STATES` kernel states (half drawn from the kernel's own prior tables, half spread
+    over the supports: every list length, uniform subspaces and assignments), the kernel's ``log_prior +
+    log_likelihood`` minus ``numpyro.infer.util.log_density`` of the collapsed program must be one
+    constant, and so must each part of it that the kernel can name (e.g. its log prior of omega against
+    the site ``omega``); the sites that ``model()`` shares with the collapsed program must have the same
+    log probability in both. A state that one side gives probability 0 must be impossible on the other."""
     collapsed, generative = (program for program, _, _ in spec.programs(miniature.statics, miniature.arrays, priors))
     sites, run = evaluate(spec, miniature, priors)
     check_structure(spec, collapsed, sites["collapsed"], spec.sampled, "sample or observe", priors)
@@ -391,7 +394,7 @@ def check_target(spec: TargetSpec, miniature: Miniature, priors) -> None:
 
 
 HYPERPRIOR_PART = "hyperprior"
-"""The part of a hyperprior site: the kernel's tables are built at the hyperparameter's mean
+"""The part of a hyperprior site. The kernel's tables are built at the hyperparameter's mean
 (``inference.hyperpriors.at_point``) and the programs' site stands there too, so the check compares the
 kernel with the programs given the hyperparameter, and ``inference.hyperpriors`` rebuilds the same tables
 from the same hooks at every other value."""
@@ -415,7 +418,7 @@ _PASSED: set = set()
 
 def _check(spec: TargetSpec, structure: tuple, priors, build: Callable) -> None:
     """:func:`check_target` on the miniature ``build()``, unless it passed for the same ``structure``,
-    priors and model bindings."""
+    priors and model bindings: a refit checks nothing again."""
     verdict = (spec, structure, _bindings(spec.model), priors)
     try:
         hash(verdict)
@@ -720,7 +723,7 @@ class SiteAssumption(NamedTuple):
 class _AssumptionKey(NamedTuple):
     """The static part of one assumption check: the program, ``build(extra, priors) -> (args, kwargs,
     assumptions)`` (a module-level function) with its hashable ``extra``, every binding of the model module,
-    and the priors' class (values traced), :class:`_Concrete` priors, or None."""
+    and the priors' class (values traced), ``_Concrete`` priors, or None."""
 
     program: Callable
     build: Callable
@@ -758,7 +761,7 @@ def _traced_parameters(program, build, extra, priors, point: dict) -> tuple[dict
     """Trace ``program`` (its arguments from ``build(extra, priors)``) under jit with its sites set to
     ``point`` (a value per site, so no sampler is compiled; a site missing from it is sampled), the
     hyperparameter values as arguments (as constants when a hook needs them concrete): the sites' (family,
-    observed) and the :func:`_parameter_gaps`. One compiled program per key, whatever the values."""
+    observed) and the ``_parameter_gaps``. One compiled program per key, whatever the values."""
     bindings = _bindings(sys.modules[program.__module__])
     key = _AssumptionKey(program, build, extra, bindings, None if priors is None else type(priors))
     prior_values = {} if priors is None else _prior_values(priors)

@@ -4,53 +4,21 @@ Doucet 2022, JRSS-B: "NRPT").
 Each chain runs K replicas of a target kernel at inverse temperatures 0 = beta_0 < ... < beta_{K-1} = 1,
 replica k targeting pi_k(x) proportional to p(x) L(x)^beta_k: the model file's prior kept whole and its
 likelihood tempered, so rung 0 is the prior and rung K-1 the posterior, and a prior edit reaches every
-rung. A kernel may instead start the path at a normalised reference distribution r of its own (a
-state with a field ``log_reference``): pi_k(x) proportional to r(x)^(1 - beta_k) (p(x) L(x))^beta_k, the
-geometric path of Syed et al. sec. 2, which everywhere below reads log L as log p + log L - log r
-(:func:`path_log_likelihood`); the posterior rung, and the evidence, are unchanged. The reference may
-be adapted from round to round, as the schedule is (Surjanovic et al. 2022, "variational reference"):
-BRL's follows its learned proposal (``inference.brl_mh``). A kernel whose reference it can draw from
-exactly may give the replica at beta = 0 an independent draw in its ``step`` (BRL's does, as Pigeons.jl
-does): a replica's round trip then regenerates the chain.
+rung. A kernel may instead start the path at a normalised reference distribution r of its own, as BRL's
+does (Syed et al. sec. 2; :func:`path_log_likelihood`).
 
 One *scan* is a local move of every replica (the kernel's ``step`` at the replica's beta) and one round
-of swaps between neighbouring rungs: the pairs (k, k + 1) with k even on even scans and k odd on odd
-scans (the deterministic even-odd scheme that makes the index process non-reversible, Syed et al. sec.
-3). A swap is accepted with probability
+of swaps between neighbouring rungs, even or odd pairs in turn, which makes the index process
+non-reversible (Syed et al. sec. 3; :func:`run_scans`). The schedule is tuned from the swap rejection
+rates so that every neighbouring pair rejects equally often (Syed et al. sec. 5.1; :func:`tuned_schedule`),
+with about 2 Lambda rungs for the global communication barrier Lambda (:func:`rungs_for_barrier`).
+Stepping stone (Xie et al. 2011) gives the log marginal likelihood from the same scans (:func:`log_evidence`).
 
-    alpha_k = min(1, exp((beta_{k+1} - beta_k) (log L(x_k) - log L(x_{k+1})))),
-
-and exchanges the replicas' rungs, not their states (a replica's state never moves in memory).
-
-The schedule is tuned from the swap rejection rates r_k = E[1 - alpha_k] (Syed et al. sec. 5.1): the
-cumulative communication barrier Lambda(beta_k) = sum_{j<k} r_j, interpolated piecewise linearly, is
-inverted at equally spaced levels, so that every neighbouring pair rejects equally often; Lambda =
-Lambda(1) is the global barrier, and the number of rungs that keeps the round-trip rate near its optimum
-1 / (2 + 2 Lambda) at the least cost is about 2 Lambda (:func:`rungs_for_barrier`).
-
-Stepping stone (Xie et al. 2011) gives the log marginal likelihood from the same scans:
-log Z = sum_k log E_{pi_k}[exp((beta_{k+1} - beta_k) log L)], each expectation a running mean over the
-scans at rung k.
-
-A *target kernel* (:class:`TargetKernel`) plugs in with module-level pure functions:
-``init(static, data, key) -> state`` (one replica, a dispersed start), ``step(static, data, states,
-keys, betas) -> (states, info)`` (a batch of B replicas, each with its own key and inverse temperature, each
-leaving its pi_beta invariant; ``info`` holds what the moves did apart from the state, as in blackjax: an
-array (B,) or a NamedTuple of them, one value per replica and move, such as an acceptance probability,
-NaN where the step did not attempt the move; the runs report their means per rung,
-:func:`move_rates`), ``summaries(static, data, states)`` (label-free scalars per replica) and
-``record(static, data, states)`` (what a kept draw stores). A state has fields ``log_prior`` and
-``log_likelihood`` (and ``log_reference`` on a path from a reference). ``static`` is hashable and holds
-shapes only; ``data`` is a pytree of arrays holding the observations and the model file's prior and
-likelihood tables, so one compiled program serves every fit of the same shapes. A kernel may also
-have its proposal adapted from round to round (``learn_proposal`` and ``with_proposal``, :class:`TargetKernel`).
-
-Every chain's random stream comes from its own key, ``fold_in(seed key, chain index)``: chain c gets the
-same draws whatever the number of chains run beside it, and on whichever device it runs: with several
-devices (:func:`chain_mesh`) the chains, and each chain's replicas with them, are split over a one-axis
-mesh, the data are copied to every device, and every sum over chains is taken on the host in one order,
-so 1, 2 or 4 devices give the same draws. With ``jax.distributed`` the mesh spans the devices of every
-host (one process per host) and the draws are gathered on each host (:func:`to_host`).
+A *target kernel* (:class:`TargetKernel`) plugs in with module-level pure functions over a hashable
+``static`` (shapes only) and a ``data`` pytree of arrays (the observations and the model file's prior and
+likelihood tables), so one compiled program serves every fit of the same shapes. Every chain's random
+stream comes from its own key (:func:`chain_keys`): chain c gets the same draws whatever the number of
+chains run beside it, and on whichever device it runs (:func:`chain_mesh`).
 """
 
 from __future__ import annotations
@@ -68,21 +36,43 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 
 def path_log_likelihood(states):
-    """What the path tempers: log L, or log p + log L - log r for states with a ``log_reference``."""
+    """What the path tempers: log L, or log p + log L - log r for states with a ``log_reference``.
+
+    A kernel may start the path at a normalised reference distribution r of its own (a state with a field
+    ``log_reference``): pi_k(x) proportional to r(x)^(1 - beta_k) (p(x) L(x))^beta_k, the geometric path of
+    Syed et al. sec. 2, which everywhere in the engine reads log L as log p + log L - log r; the posterior
+    rung, and the evidence, are unchanged. The reference may be adapted from round to round, as the
+    schedule is (Surjanovic et al. 2022, "variational reference"): BRL's follows its learned proposal
+    (``inference.brl_mh``). A kernel whose reference it can draw from exactly may give the replica at
+    beta = 0 an independent draw in its ``step`` (BRL's does, as Pigeons.jl does): a replica's round trip
+    then regenerates the chain."""
     if hasattr(states, "log_reference"):
         return states.log_prior + states.log_likelihood - states.log_reference
     return states.log_likelihood
 
 
 class TargetKernel(NamedTuple):
-    """The four pure functions of a sampler that the engine runs (see the module docstring), and optionally
-    a proposal that the engine adapts between rounds (``inference.convergence``): ``learn_proposal(static,
-    data, records, states, proposal) -> proposal`` (small NumPy arrays) from a round's posterior-rung
-    records (name -> (chain, draw, ...)), the final states of all replicas and the proposal the round
-    ran with (None at first), and ``with_proposal(static, data, proposal) -> data``, the data (same
-    shapes) whose ``step`` proposes with it. The proposal is fixed within a round, so each round is an
-    MCMC run of a fixed kernel started where the one before stopped; the posterior rung's target never
-    depends on it. Learned from all chains pooled, a proposal ties the chains together, and their
+    """The four pure functions of a sampler that the engine runs, and optionally a proposal that the engine
+    adapts between rounds (``inference.convergence``).
+
+    ``init(static, data, key) -> state``: one replica, a dispersed start. ``step(static, data, states,
+    keys, betas) -> (states, info)``: a batch of B replicas, each with its own key and inverse temperature,
+    each leaving its pi_beta invariant; ``info`` holds what the moves did apart from the state, as in
+    blackjax: an array (B,) or a NamedTuple of them, one value per replica and move, such as an acceptance
+    probability, NaN where the step did not attempt the move (the runs report their means per rung,
+    ``move_rates``). ``summaries(static, data, states)``: label-free scalars per replica.
+    ``record(static, data, states)``: what a kept draw stores. A state has fields ``log_prior`` and
+    ``log_likelihood`` (and ``log_reference`` on a path from a reference, :func:`path_log_likelihood`).
+    ``static`` is hashable and holds shapes only; ``data`` is a pytree of arrays holding the observations
+    and the model file's prior and likelihood tables, so one compiled program serves every fit of the same
+    shapes.
+
+    The proposal: ``learn_proposal(static, data, records, states, proposal) -> proposal`` (small NumPy
+    arrays) from a round's posterior-rung records (name -> (chain, draw, ...)), the final states of all
+    replicas and the proposal the round ran with (None at first), and ``with_proposal(static, data,
+    proposal) -> data``, the data (same shapes) whose ``step`` proposes with it. The proposal is fixed
+    within a round, so each round is an MCMC run of a fixed kernel started where the one before
+    stopped; the posterior rung's target never depends on it. Learned from all chains pooled, a proposal ties the chains together, and their
     agreement no longer shows a mode that all of them were led away from: BRL's learns in independent
     groups of chains (``inference.brl_mh.LEARNING_GROUPS``). A path's reference may follow it (BRL's, one
     for all chains, draws by the groups' weights averaged, so that a group's finds reach every chain; then
@@ -153,7 +143,12 @@ def chain_mesh(num_chains: int, devices=None) -> Mesh | None:
     for a single device. ``devices``: None takes the most of ``jax.devices()`` that divide the chains
     evenly; an integer, the first that many; a sequence of devices, those (its length dividing the
     chains). A chain's draws do not depend on its device: its key is its own (:func:`chain_keys`) and
-    every cross-chain sum is taken on the host."""
+    every cross-chain sum is taken on the host.
+
+    With several devices the chains, and each chain's replicas with them, are split over the mesh, the
+    data are copied to every device, and every sum over chains is taken on the host in one order, so 1, 2
+    or 4 devices give the same draws. With ``jax.distributed`` the mesh spans the devices of every host
+    (one process per host) and the draws are gathered on each host (:func:`to_host`)."""
     available = jax.devices()
     if devices is None:
         count = max(d for d in range(1, len(available) + 1) if num_chains % d == 0)
@@ -231,6 +226,14 @@ def run_scans(kernel: TargetKernel, static, data, ladder: Ladder, schedule, n_sc
     chunk's :class:`SwapStatistics` and, per scan, the posterior rung's record, its summaries with
     ``log_joint`` added, and ``swap_accept`` (C,): the mean alpha of the swaps attempted in that scan
     (NumPy arrays, scan first).
+
+    A swap round tries the pairs (k, k + 1) with k even on even scans and k odd on odd scans (the
+    deterministic even-odd scheme that makes the index process non-reversible, Syed et al. sec. 3). A
+    swap is accepted with probability::
+
+        alpha_k = min(1, exp((beta_{k+1} - beta_k) (log L(x_k) - log L(x_{k+1})))),
+
+    and exchanges the replicas' rungs, not their states (a replica's state never moves in memory).
 
     The compiled program runs ``capacity`` (default ``n_scans``) iterations of which the first
     ``n_scans`` scan and the others do nothing, so one program serves every ``n_scans <= capacity``."""
@@ -388,15 +391,17 @@ def rejection_rates(statistics: RoundStatistics) -> np.ndarray:
 
 
 def communication_barrier(statistics: RoundStatistics) -> float:
-    """Lambda = sum_k r_k, the global communication barrier estimated from a round (Syed et al. Thm. 3)."""
+    """Lambda = sum_k r_k = Lambda(1), the global communication barrier estimated from a round (Syed et al.
+    Thm. 3)."""
     return float(rejection_rates(statistics).sum())
 
 
 def rungs_for_barrier(barrier: float, *, minimum: int = 2, maximum: int = 32) -> int:
     """About 2 Lambda rungs, rounded to the nearest power of two (fewer distinct compiled shapes),
-    within [minimum, maximum]. With N rungs each pair rejects about Lambda / N of its swaps, and the
-    cost of a round trip, N (1 + sum_k r_k / (1 - r_k)) scans of one replica (Syed et al. sec. 5.3),
-    is smallest near N = 2 Lambda."""
+    within [minimum, maximum]: the number that keeps the round-trip rate near its optimum
+    1 / (2 + 2 Lambda) at the least cost. With N rungs each pair rejects about Lambda / N of its swaps,
+    and the cost of a round trip, N (1 + sum_k r_k / (1 - r_k)) scans of one replica (Syed et al. sec.
+    5.3), is smallest near N = 2 Lambda."""
     wanted = max(float(minimum), 2.0 * barrier)
     return int(min(maximum, max(minimum, 2 ** round(math.log2(wanted)))))
 
@@ -408,7 +413,11 @@ def cumulative_barrier(statistics: RoundStatistics) -> np.ndarray:
 
 def tuned_schedule(schedule, statistics: RoundStatistics, n_rungs: int) -> np.ndarray:
     """``n_rungs`` inverse temperatures from 0 to 1 at equal steps of the cumulative barrier Lambda(beta)
-    estimated from the round's rejection rates (Syed et al. Algorithm 4, piecewise-linear Lambda)."""
+    estimated from the round's rejection rates (Syed et al. Algorithm 4, piecewise-linear Lambda).
+
+    The rejection rates r_k = E[1 - alpha_k] give the cumulative communication barrier Lambda(beta_k) =
+    sum_{j<k} r_j (Syed et al. sec. 5.1), interpolated piecewise linearly and inverted at equally spaced
+    levels, so that every neighbouring pair rejects equally often."""
     schedule = np.asarray(schedule, dtype=np.float64)
     cumulative = cumulative_barrier(statistics)
     # a flat stretch (no rejection) carries no barrier; a tiny floor keeps Lambda strictly increasing
@@ -441,7 +450,10 @@ def resized_ladder(ladder: Ladder, schedule, new_schedule) -> Ladder:
 
 def log_evidence(statistics: RoundStatistics) -> tuple[float, float]:
     """Stepping-stone log Z over the round's scans pooled over chains, and its batch-means standard
-    error (one batch per chain and chunk). NaN without tempering (one rung) or with a single batch."""
+    error (one batch per chain and chunk). NaN without tempering (one rung) or with a single batch.
+
+    Stepping stone (Xie et al. 2011): log Z = sum_k log E_{pi_k}[exp((beta_{k+1} - beta_k) log L)], each
+    expectation a running mean over the scans at rung k."""
     log_sums, scans = statistics.log_stepping_stone, statistics.batch_scans
     n_batches, pairs = log_sums.shape
     if pairs == 0 or statistics.n_scans == 0:

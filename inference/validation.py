@@ -30,7 +30,7 @@ def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
 
 
 SEED_LIMIT = 2**32
-"""Seeds are integers below this: a JAX key made from a larger one keeps only its low 32 bits (2**32 would
+"""Seeds are integers below this. A JAX key made from a larger one keeps only its low 32 bits (2**32 would
 give seed 0's draws) or overflows."""
 
 
@@ -203,7 +203,7 @@ def _check_cells(matrix: np.ndarray, name: str) -> None:
 
 def check_estimator_input(estimator, X, *, reset: bool, tables: bool = False):
     """``X`` as a scikit-learn estimator's ``fit`` (``reset``) or ``predict`` / ``transform`` receives it, checked
-    before the estimator's own checks. Arrays are read by :func:`_as_matrix` (sparse, complex and 1-D input
+    before the estimator's own checks. Arrays are read by ``_as_matrix`` (sparse, complex and 1-D input
     refused, object arrays of numbers read as numbers); with ``tables`` (estimators of categorical or mixed
     columns) a DataFrame is kept as it is and an array of strings too. Then, as scikit-learn's
     ``validate_data``: at least one row and one column, and the number of features and column names

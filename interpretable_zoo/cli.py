@@ -51,7 +51,8 @@ MODELS: dict[str, ModelEntry] = {
     "mgm": ModelEntry("Mind the Gap (Kim, Shah, Doshi-Velez 2015)", mgm, fits=True, options=("n_clusters", "restarts")),
     "bayesian_sets": ModelEntry("Bayesian Sets (Ghahramani, Heller 2005)", bayesian_sets),
     "prototype_selection": ModelEntry(
-        "Prototype selection (Bien, Tibshirani 2011)", prototype_selection, fits=True, options=("eps", "metric", "method")
+        "Prototype selection (Bien, Tibshirani 2011)", prototype_selection, fits=True,
+        options=("eps", "metric", "method", "progress"),
     ),
 }
 OUTPUT_SUFFIXES = (".json", ".pkl", ".nc")
@@ -284,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fit",
         help="fit a model to a data file, print its explanation and write the result",
         epilog="Options after --seed apply to the models named in brackets. "
-        "See the README's section 'Data files' for what each model's file holds.",
+        "See docs/guides/cli.md, 'Data files', for what each model's file holds.",
     )
     fit.add_argument("model", choices=fitting, metavar="MODEL", help=", ".join(fitting))
     fit.add_argument(
@@ -304,7 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--max-seconds", type=float, help="time budget of a run until converged (default: brl 60, bcm 300)"
                      " [bcm, brl]")  # fmt: skip
     fit.add_argument(
-        "--progress", action=argparse.BooleanOptionalAction, help="progress bar (default: on outside CI) [bcm, brl]"
+        "--progress", action=argparse.BooleanOptionalAction, help="progress bar (default: on outside CI) [bcm, brl, prototype_selection]"
     )
     fit.add_argument("--min-support", type=float, help="antecedent mining: support per class (default 0.1) [brl]")
     fit.add_argument("--max-cardinality", type=int, help="antecedent mining: conditions per rule (default 2) [brl]")

@@ -2,7 +2,7 @@
 
 Notation of the paper (sec. 2-3): a data set of n items, each a binary vector x = (x_1, ..., x_J); a
 query D_c of N items. A cluster is a set of items drawn i.i.d. from one Bernoulli model whose
-parameters are unknown:
+parameters are unknown::
 
     theta_j ~ Beta(alpha_j, beta_j)                  (eq. 8)
     x_ij | theta_j ~ Bernoulli(theta_j)              (eq. 7)
@@ -14,29 +14,13 @@ is log-linear in x (eq. 11-14), log score(x) = c + sum_j q_j x_j, so every item 
 by one matrix-vector product X q (eq. 15); :func:`score_coefficients` computes c and q.
 
 Prior (sec. 5): alpha_j = kappa m_j, beta_j = kappa (1 - m_j) with m the mean of each feature over all n
-items and kappa = 2, unless per-feature alpha and beta are given (:class:`Priors`).
-
-Features whose mean is 0 or 1 (a feature no item has, or every item has) get alpha_j = 0 or beta_j = 0
-under that prior, an improper Beta whose logarithms are infinite. Every item of the data set has the
-same value on such a feature, so for those items it carries no information; letting alpha_j (or beta_j)
-tend to 0 with kappa fixed, its factor in the score of every item of the data set tends to exactly 1
-(for m_j = 0, s_j = 0 and x_j = 0: (alpha + beta) beta~ / ((alpha + beta + N) beta) = kappa (kappa + N) /
-((kappa + N) kappa); for m_j = 1, s_j = N and x_j = 1: the factors (alpha + beta) beta~ / ((alpha + beta + N)
-beta) = kappa / (kappa + N) of c and alpha~ beta / (alpha beta~) = (kappa + N) / kappa of q cancel). Such
-features are therefore left out of c and q: :func:`informative_features` marks a feature uninformative
-exactly where the hyperparameters that :func:`beta_hyperparameters` returns are alpha_j = 0 (and m_j = 0) or
-beta_j = 0 (and m_j = 1), and :func:`score_coefficients` gives it c_j = q_j = 0. Every feature with positive
-alpha_j and beta_j enters the score, whatever its mean (e.g. under a smoothed prior alpha_j = kappa m_j + 1/2).
-
-A second, optional prior answers the question the paper leaves open (sec. 6), how many items to return:
-each candidate item belongs to the query's cluster with prior probability rho (``membership_rate``) and
-otherwise comes from the background model p(x) (eq. 3). Its posterior probability of membership is then
-sigmoid(log score(x) + logit rho) (:func:`membership_log_odds`), and the completed set holds the items
-whose posterior probability is at least 1/2. When rho is not given it is estimated by maximum marginal
-likelihood over the candidates (``inference.bayesian_sets.estimate_membership_rate``).
+items and kappa = 2, unless per-feature alpha and beta are given (:class:`Priors`). A feature whose mean
+is 0 or 1 then has an improper prior, carries no information and drops out of the score
+(:func:`informative_features`). A second, optional prior answers the question the paper leaves open
+(sec. 6), how many items to return (:func:`membership_log_odds`).
 
 Editing priors: the scores follow :class:`Priors` (kappa, or explicit alpha and beta) and the hook
-:func:`beta_hyperparameters` (which features drop out follows from the values it returns). Any other edit of :func:`model` (e.g. theta ~ Beta(alpha + 1, beta + 1), or
+:func:`beta_hyperparameters`. Any other edit of :func:`model` (e.g. theta ~ Beta(alpha + 1, beta + 1), or
 another family) is refused when ``BayesianSets`` is built, with ``inference.target_check.ModelMismatchError``
 naming the site: the closed form integrates this one program.
 """
@@ -113,7 +97,7 @@ def beta_hyperparameters(priors: Priors, feature_means) -> tuple[np.ndarray, np.
     """Per-feature (alpha, beta) of eq. 8 for data with the given feature means m.
 
     Explicit ``priors.alpha``/``priors.beta`` are returned as they are; otherwise alpha = kappa m and
-    beta = kappa (1 - m) (sec. 5), zero on the features with m_j = 0 or 1 (module docstring).
+    beta = kappa (1 - m) (sec. 5), zero on the features with m_j = 0 or 1 (:func:`informative_features`).
     """
     means = np.asarray(feature_means, dtype=np.float64)
     if priors.alpha is not None:
@@ -134,9 +118,23 @@ def informative_features(alpha, beta, feature_means) -> np.ndarray:
     """(J,) bool: the features that enter the score under the Beta(alpha_j, beta_j) prior of eq. 8.
 
     A feature drops out only where its factor in every item's score is exactly 1, the limit of a proper
-    prior (module docstring): alpha_j = 0 on a feature no item has, or beta_j = 0 on one every item has.
-    Any other zero, a negative or non-finite value, or a wrong shape makes eq. 8 improper for the data,
-    a ValueError naming ``beta_hyperparameters``, the hook that returned them.
+    prior: alpha_j = 0 on a feature no item has, or beta_j = 0 on one every item has. Any other zero, a
+    negative or non-finite value, or a wrong shape makes eq. 8 improper for the data, a ValueError naming
+    ``beta_hyperparameters``, the hook that returned them.
+
+    Features whose mean is 0 or 1 (a feature no item has, or every item has) get alpha_j = 0 or beta_j = 0
+    under the prior of sec. 5, an improper Beta whose logarithms are infinite. Every item of the data set
+    has the same value on such a feature, so for those items it carries no information; letting alpha_j
+    (or beta_j) tend to 0 with kappa fixed, its factor in the score of every item of the data set tends to
+    exactly 1 (for m_j = 0, s_j = 0 and x_j = 0: (alpha + beta) beta~ / ((alpha + beta + N) beta) =
+    kappa (kappa + N) / ((kappa + N) kappa); for m_j = 1, s_j = N and x_j = 1: the factors (alpha + beta)
+    beta~ / ((alpha + beta + N) beta) = kappa / (kappa + N) of c and alpha~ beta / (alpha beta~) =
+    (kappa + N) / kappa of q cancel). Such features are therefore left out of c and q: a feature is
+    uninformative exactly where the hyperparameters that :func:`beta_hyperparameters` returns are
+    alpha_j = 0 (and m_j = 0) or beta_j = 0 (and m_j = 1), so which features drop out follows from the
+    values that hook returns, and :func:`score_coefficients` gives it c_j = q_j = 0. Every feature with
+    positive alpha_j and beta_j enters the score, whatever its mean (e.g. under a smoothed prior
+    alpha_j = kappa m_j + 1/2).
     """
     means = np.asarray(feature_means, dtype=np.float64)
     alpha, beta = np.asarray(alpha, dtype=np.float64), np.asarray(beta, dtype=np.float64)
@@ -187,7 +185,7 @@ def _log_ratio_terms(n_ones, n_items, alpha, beta):
     """Feature j's term of c (eq. 13) and its weight q_j (eq. 14), elementwise over broadcast arrays.
 
     With alpha~ = alpha + s and beta~ = beta + (N - s): c_j = log beta~/beta - log (alpha + beta + N)/(alpha + beta)
-    and q_j = log alpha~/alpha - log beta~/beta, each ratio taken as a growth from its base (:func:`_log_growth`),
+    and q_j = log alpha~/alpha - log beta~/beta, each ratio taken as a growth from its base (``_log_growth``),
     so that the terms stay exact for any positive alpha, beta (a tiny kappa included).
     """
     beta_growth = _log_growth(beta, n_items - n_ones)
@@ -212,14 +210,17 @@ def query_size_terms(sizes, alpha, beta, informative) -> tuple[np.ndarray, np.nd
 def score_coefficients(n_ones, n_items, alpha, beta, informative, size_terms=None) -> tuple[np.ndarray, np.ndarray]:
     """The constant c and weights q of log score(x) = c + sum_j q_j x_j for a batch of queries (eqs. 10-14).
 
-    With s_j = sum_{i in D_c} x_ij the query's count of ones on feature j and N its size:
+    With s_j = sum_{i in D_c} x_ij the query's count of ones on feature j and N its size::
+
       alpha~_j = alpha_j + s_j,  beta~_j = beta_j + N - s_j                               (posterior, eq. 10)
       log p(x | D_c) - log p(x) = sum_j [x_j log(alpha~_j / (alpha~_j + beta~_j)) + (1 - x_j) log(beta~_j /
           (alpha~_j + beta~_j)) - x_j log(alpha_j / (alpha_j + beta_j)) - (1 - x_j) log(beta_j / (alpha_j + beta_j))]
                                                        (eq. 10 with Gamma(a + 1) = a Gamma(a); eq. 11)
       c = sum_j [log(alpha_j + beta_j) - log(alpha_j + beta_j + N) + log beta~_j - log beta_j]      (eq. 13)
       q_j = log alpha~_j - log alpha_j - log beta~_j + log beta_j                                 (eq. 14)
-    (alpha~_j + beta~_j = alpha_j + beta_j + N.) Uninformative features get c_j = q_j = 0 (module docstring).
+
+    (alpha~_j + beta~_j = alpha_j + beta_j + N.) Uninformative features get c_j = q_j = 0
+    (:func:`informative_features`).
     As the paper notes (sec. 3), the terms of the features a query lacks (s_j = 0) depend only on N
     (:func:`query_size_terms`); the logarithms of eqs. 13-14 are evaluated anew only where s_j > 0.
 
@@ -254,6 +255,9 @@ def membership_log_odds(log_scores, membership_rate: float) -> np.ndarray:
     """Posterior log odds that an item belongs to the query's cluster: log score(x) + logit rho.
 
     Each candidate is in the cluster with prior probability rho (then x ~ p(x | D_c)) or else drawn from
-    the background p(x) (eq. 3), so P(member | x, D_c) = rho score(x) / (rho score(x) + 1 - rho).
+    the background p(x) (eq. 3), so P(member | x, D_c) = rho score(x) / (rho score(x) + 1 - rho) =
+    sigmoid(log score(x) + logit rho). Under this optional prior (``Priors.membership_rate``) the completed
+    set holds the items whose posterior probability is at least 1/2. When rho is not given it is estimated
+    by maximum marginal likelihood over the candidates (``inference.bayesian_sets.estimate_membership_rate``).
     """
     return np.asarray(log_scores, dtype=np.float64) + np.log(membership_rate) - np.log1p(-membership_rate)

@@ -6,36 +6,22 @@ omega_s in {0,1}^P, and per feature a distribution phi_sj over the V_j values dr
 Dirichlet(g(p_sj, omega_sj)); observation i mixes clusters with weights pi_i and each of its tokens
 x_ij comes from cluster z_ij.
 
-Conventions (documented here, used by every sampler):
-- pi_i ~ Dirichlet(alpha / S, ..., alpha / S), matching the alpha / S of eq. (1) (see :func:`z_concentration`).
-- The priors of omega and the prototypes are written once, in :func:`subspace_and_prototype_prior` (hooks
-  :func:`omega_distribution` and :func:`prototype_distribution`); the Gibbs sampler evaluates the same
-  distributions.
-- Arrays of values are padded to V = max_j V_j; entries v >= V_j are padding and never contribute
-  (``value_mask``).
-- The process of sec. 3 is circular: the prototype is one of the observations the clusters generate.
-  We read it as: draw each prototype's values uniformly, generate all observations, and condition on
-  the event that observation p_s carries the values of prototype s. With x observed this only fixes
-  ``prototype_value = x[prototype]`` (a constant factor), so integrating pi and phi out of :func:`model`
-  gives exactly :func:`collapsed_model`, the target of ``inference.bcm_gibbs``. ``Predictive(model)``
-  draws the process before the conditioning; ``datasets.smiley_faces.conditioned_model`` is a
-  program whose draws are exact draws of the conditioned process.
+Conventions, used by every sampler: pi_i ~ Dirichlet(alpha / S, ..., alpha / S), the alpha / S of eq. (1)
+(:func:`z_concentration`); the priors of omega and the prototypes are written once, in
+:func:`subspace_and_prototype_prior` (hooks :func:`omega_distribution` and :func:`prototype_distribution`),
+and the Gibbs sampler evaluates the same distributions; arrays of values are padded to V = max_j V_j,
+entries v >= V_j never contributing (:func:`value_mask`). The process of sec. 3 is circular, the prototype
+being one of the observations the clusters generate: :func:`model` conditions it so that integrating pi
+and phi out gives exactly :func:`collapsed_model`, the target of ``inference.bcm_gibbs``. The
+concentration function :func:`g` is the one place its formula appears: replace it by the paper's
+thresholded or loss-based variants and both the NumPyro programs and the Gibbs sampler follow.
 
-The concentration function :func:`g` is the one place its formula appears: replace it by the paper's
-thresholded or loss-based variants and both the NumPyro programs and the Gibbs sampler follow (a
-replacement must keep g independent of the prototype value when omega_sj = 0, as all the paper's do).
-
-Editing priors: the fast sampler follows :class:`Priors` (its defaults too), :func:`g`,
-:func:`omega_distribution` (one Bernoulli per cluster and feature), :func:`prototype_distribution` (one
-Categorical over the observations per cluster) and :func:`z_concentration` (any positive vector, uneven
-too). It refuses, with ``inference.target_check.ModelMismatchError`` naming the site, a program it cannot
-sample: a new site (a hyperprior written as a site of a program instead of a Priors field), another
-family, a distribution written in a program instead of its hook, or :func:`model` and
-:func:`collapsed_model` stating different priors. A hyperprior on q is written
-``Priors(q=dist.Beta(a, b))``: the programs draw the site ``q`` (:func:`sample_hyperparameters`) and the
-sampler draws q within the chain from its conjugate conditional (``inference.hyperpriors``). Check an edit
-by fitting (the check runs on every fit) and by the enumeration tests of the edited model, as in
-tests/test_prior_edits.py.
+Editing priors: the fast sampler follows :class:`Priors` (its defaults and hyperpriors too), :func:`g`,
+:func:`omega_distribution`, :func:`prototype_distribution` and :func:`z_concentration`. It refuses, with
+``inference.target_check.ModelMismatchError`` naming the site, a program it cannot sample: a new site, another
+family, a distribution written in a program instead of its hook, or :func:`model` and :func:`collapsed_model`
+stating different priors. Check an edit by fitting (the check runs on every fit) and by the enumeration
+tests of the edited model, as in tests/test_prior_edits.py.
 """
 
 from __future__ import annotations
@@ -92,7 +78,8 @@ def g(prototype_value, omega, values, priors: Priors):
     """The concentration g_{p_sj, omega_sj, lambda}(v) = lambda * (1 + c * 1[omega_sj = 1 and p_sj = v]) (sec. 3).
 
     ``prototype_value`` and ``omega`` broadcast to a shape B; ``values`` are the candidate outcomes v,
-    shape (V,). Returns shape B + (V,).
+    shape (V,). Returns shape B + (V,). A replacement (the paper's thresholded or loss-based variants) must
+    keep g independent of the prototype value when omega_sj = 0, as all the paper's do.
     """
     prototype_value = jnp.asarray(prototype_value)[..., None]
     omega = jnp.asarray(omega)[..., None]
@@ -103,7 +90,8 @@ def g(prototype_value, omega, values, priors: Priors):
 def z_concentration(priors: Priors, n_clusters: int) -> np.ndarray:
     """The Dirichlet concentration of pi_i, one value per cluster, shape (S,): alpha / S each (eq. (1)).
 
-    Uneven values (a Dirichlet favouring some clusters) are allowed; every sampler reads this vector.
+    Any positive vector is allowed, uneven values too (a Dirichlet favouring some clusters); every sampler
+    reads this vector.
     """
     return np.ones(n_clusters) * (priors.alpha / n_clusters)
 
@@ -190,6 +178,7 @@ class PolyaCategorical(dist.Distribution):
         return counts.at[self.group.ravel(), jnp.asarray(value).ravel()].add(1)
 
     def log_prob(self, value):
+        """log p(value): the sum over groups of :func:`log_polya` of the group's value counts."""
         return jnp.sum(log_polya(self.group_counts(value), self.concentration, self.mask))
 
     def sample(self, key, sample_shape=()):
@@ -213,6 +202,14 @@ def model(n_obs: int, n_values, n_clusters: int, priors: Priors | None = None, x
 
     ``n_values``: (P,) number of values of each feature. With ``x`` (N, P) observed, the prototype's
     values are the observation's, ``prototype_value = x[prototype]``.
+
+    The process of sec. 3 is circular: the prototype is one of the observations the clusters generate.
+    We read it as: draw each prototype's values uniformly, generate all observations, and condition on
+    the event that observation p_s carries the values of prototype s. With x observed this only fixes
+    ``prototype_value = x[prototype]`` (a constant factor), so integrating pi and phi out of this program
+    gives exactly :func:`collapsed_model`. ``Predictive(model)`` draws the process before the
+    conditioning; ``datasets.smiley_faces.conditioned_model`` is a program whose draws are exact draws of
+    the conditioned process.
     """
     priors = sample_hyperparameters(priors or Priors())
     n_values = np.asarray(n_values, np.int64)

@@ -3,36 +3,32 @@
 A rule list d = (a_1, ..., a_m) is an ordered choice of antecedents from a pre-mined set A; the first
 antecedent that holds for x decides its label distribution theta_j, else the default rule's theta_0.
 This file holds the hyperparameters, the generative process (Letham's Algorithm 1) as a NumPyro
-program, and the formulas the fast sampler uses, defined once here:
+program, and the formulas the fast sampler uses, defined once here: the prior hooks
+:func:`log_length_prior` (eq. 2) and :func:`log_cardinality_prior` (eq. 3), with the antecedent uniform
+among the unused ones of its cardinality (eq. 4), which :func:`rule_list_prior` samples from and
+:func:`prior_tables` tabulates for :func:`log_prior_from_tables`, the log prior of a list
+(:func:`log_prior`) that the sampler evaluates by lookups; and :func:`log_marginal_likelihood`, the
+Dirichlet-multinomial log p(y | x, d, alpha) with every theta_j integrated out, with its lookup form
+(:func:`likelihood_tables`, :func:`log_marginal_likelihood_from_tables`), so that a sampler step gathers
+and adds instead of evaluating log Gamma. A list is stored padded: ``rules`` (max_length,) int antecedent
+indices, -1 after position ``length``. Antecedents are described by their truth table over the samples
+(n, ``|A|``) and their cardinalities.
 
-- the prior hooks :func:`log_length_prior` (eq. 2) and :func:`log_cardinality_prior` (eq. 3), with
-  the antecedent uniform among the unused ones of its cardinality (eq. 4): :func:`rule_list_prior`
-  samples from them, and :func:`prior_tables` tabulates them for :func:`log_prior_from_tables`, the
-  log prior of a list (:func:`log_prior`) that the sampler evaluates by lookups;
-- :func:`log_marginal_likelihood`: the Dirichlet-multinomial log p(y | x, d, alpha) with every
-  theta_j integrated out, and its lookup form (:func:`likelihood_tables` with
-  :func:`log_marginal_likelihood_from_tables`), so that a sampler step gathers and adds instead of
-  evaluating log Gamma.
-
-A list is stored padded: ``rules`` (max_length,) int antecedent indices, -1 after position ``length``.
-Antecedents are described by their truth table over the samples (n, |A|) and their cardinalities.
-
-Editing priors: the fast sampler follows :class:`Priors` (its defaults too) and the hooks
+Editing priors: the fast sampler follows :class:`Priors` (its defaults and hyperpriors too) and the hooks
 :func:`log_length_prior` and :func:`log_cardinality_prior`. It refuses, with
 ``inference.target_check.ModelMismatchError`` naming the site, a program it cannot sample: a new site
-(a hyperprior written as a site of a program: write it as a Priors field, ``Priors(lam=dist.Gamma(a, b))``,
-drawn within the chain by ``inference.hyperpriors``), another family, the length or antecedent choice
-written in :func:`rule_list_prior` instead of a hook, theta's Dirichlet changed in :func:`model` alone, or an edit of
-:func:`log_prior` (a derived evaluation: edit the hooks). Check an edit by fitting (the check runs on
-every fit) and by the enumeration tests of the edited model, as in tests/test_prior_edits.py. The
-tempered rungs start from a reference of their own (``inference.brl_mh.log_reference_density``); it
-shapes only the path, never the posterior.
+(a hyperprior written as a site of a program: write it as a Priors field, ``Priors(lam=dist.Gamma(a, b))``),
+another family, the length or antecedent choice written in :func:`rule_list_prior` instead of a hook,
+theta's Dirichlet changed in :func:`model` alone, or an edit of :func:`log_prior` (a derived evaluation:
+edit the hooks). Check an edit by fitting (the check runs on every fit) and by the enumeration tests of
+the edited model, as in tests/test_prior_edits.py.
 """
 
 from __future__ import annotations
 
 import numbers
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -54,7 +50,7 @@ from interpretable_zoo.inference.validation import check_float32_positive
 class Priors:
     """Hyperparameters of BRL (Letham et al. 2015, sec. 2).
 
-    lam: prior mean of the list length; m ~ Poisson(lam) truncated to 0..min(|A|, max_length). It may
+    lam: prior mean of the list length; m ~ Poisson(lam) truncated to 0..min(``|A|``, max_length). It may
         hold a hyperprior instead, ``Priors(lam=dist.Gamma(a, b))``: the programs draw it as the site
         ``lam`` (:func:`sample_hyperparameters`) and the sampler draws it within the chain
         (``inference.hyperpriors``: slice sampling on log lam).
@@ -93,6 +89,9 @@ class Priors:
             try:
                 values = tuple(float(a) for a in alpha)
             except TypeError:
+                if isinstance(alpha, Iterable) and any(isinstance(a, dist.Distribution) for a in alpha):
+                    raise ValueError("priors.alpha: a hyperprior is one scalar distribution for every class "
+                                     "(alpha=dist.Gamma(a, b)); per-class values must be numbers") from None
                 raise ValueError(f"alpha must be a positive number or a sequence of them, got {alpha!r}") from None
             object.__setattr__(self, "alpha", values)
         if not values or not all(np.isfinite(a) and a > 0 for a in values):
@@ -137,14 +136,14 @@ def log_cardinality_prior(priors: Priors, available) -> jnp.ndarray:
 
 class PriorTables(NamedTuple):
     """The list prior (Letham eqs. 2-4) as lookups built from the hooks, for lists of at most
-    ``capacity`` rules over antecedents of C cardinalities:
+    ``capacity`` rules over antecedents of C cardinalities.
 
-    length (capacity + 1,): :func:`log_length_prior`;
-    cardinality (2^C, C): :func:`log_cardinality_prior` given the set S of cardinalities that still
-        have unused antecedents (cardinality c is in S when bit c - 1 of the row number is set);
-    choice (C, capacity + 1): the uniform antecedent choices of n rules of cardinality c, which
-        multiply to 1 / (K_c (K_c - 1) ... (K_c - n + 1)) whatever their order (eq. 4);
-    counts (C,): K_c, the antecedents of A of each cardinality.
+    ``length`` (capacity + 1,): :func:`log_length_prior`. ``cardinality`` (2^C, C):
+    :func:`log_cardinality_prior` given the set S of cardinalities that still have unused antecedents
+    (cardinality c is in S when bit c - 1 of the row number is set). ``choice`` (C, capacity + 1): the
+    uniform antecedent choices of n rules of cardinality c, which multiply to 1 / (K_c (K_c - 1) ...
+    (K_c - n + 1)) whatever their order (eq. 4). ``counts`` (C,): K_c, the antecedents of A of each
+    cardinality.
     """
 
     length: jnp.ndarray
@@ -279,7 +278,7 @@ def log_marginal_likelihood_from_tables(tables: LikelihoodTables | DirichletConc
 
 def capture_index(truth_table, rules, length):
     """For each sample, the position of the first rule of the list that holds for it, or max_length
-    (the default rule) when none does. ``truth_table`` (n, |A|) bool."""
+    (the default rule) when none does. ``truth_table`` (n, ``|A|``) bool."""
     max_length = rules.shape[-1]
     positions = jnp.arange(max_length, dtype=jnp.int32)
     # a gather of the transposed table's rows and a min: about 10x faster than of columns and an argmax
@@ -298,7 +297,7 @@ def _counts_by_rule(rule, y, n_classes: int, max_length: int):
 
 
 def loo_log_predictive(truth_table, y, alpha, rules, length):
-    """log p(y_n | x_n, d, y_-n) for every training sample n: the label's Dirichlet-multinomial predictive
+    """``log p(y_n | x_n, d, y_-n)`` for every training sample n: the label's Dirichlet-multinomial predictive
     under the list d with theta integrated out given the other samples' labels,
     log (alpha_{y_n} + N_{j y_n} - 1) - log (A + N_j - 1), j the rule capturing n (Letham eq. 5 by the
     chain rule: log p(y | x, d) minus the same with sample n left out). Shape (n,)."""
@@ -309,7 +308,7 @@ def loo_log_predictive(truth_table, y, alpha, rules, length):
 
 
 def list_capacity(n_antecedents: int, max_length: int | None) -> int:
-    """The longest list allowed: min(|A|, max_length), or |A| when max_length is None."""
+    """The longest list allowed: min(``|A|``, max_length), or ``|A|`` when max_length is None."""
     if max_length is None:
         return n_antecedents
     if isinstance(max_length, bool) or not isinstance(max_length, numbers.Integral) or max_length < 1:
@@ -391,7 +390,9 @@ def model(truth_table, cardinalities, n_classes: int, y=None, *, priors: Priors 
 
 def collapsed_model(truth_table, cardinalities, n_classes: int, y, *, priors: Priors = Priors(), max_length: int | None = None):
     """The target of the Metropolis-Hastings sampler: the list prior with every theta integrated out,
-    log p(d) + log p(y | x, d, alpha). Same list sites as :func:`model`."""
+    log p(d) + log p(y | x, d, alpha). Same list sites as :func:`model`. The sampler's tempered rungs start
+    from a reference of their own (``inference.brl_mh.log_reference_density``); it shapes only the path,
+    never the posterior."""
     table = _check_truth_table(truth_table, cardinalities)
     priors = sample_hyperparameters(priors)
     rules, length = rule_list_prior(cardinalities, priors, max_length)

@@ -3,7 +3,7 @@
 Data: N observations of D binary dimensions ``w[n, d]``. Dimensions are consolidated into groups by
 logical formulas (feature extraction) and a group is *important* when its presence probabilities across
 clusters have a gap (feature selection). With a weak-limit truncation of the Dirichlet process to
-``n_groups`` (G) groups and K clusters the process is
+``n_groups`` (G) groups and K clusters the process (:func:`model`) is::
 
     pi_l ~ Dirichlet(alpha_l / G, ..., alpha_l / G)        l_d ~ Categorical(pi_l)          (dims)
     pi_f ~ Dirichlet(alpha_f)                              f_g ~ Categorical(pi_f)          (0 OR, 1 AND)
@@ -15,29 +15,14 @@ clusters have a gap (feature selection). With a weak-limit truncation of the Dir
     i_ng ~ Bernoulli(beta_{g z_n})
     w_n. | i, f, l   by the AND/OR emission (eq. 2, or its relaxed OR, eq. 3).
 
-``t_gk`` is drawn for every group (it only matters when ``y_g = 1``); this leaves the marginal of
-``beta`` unchanged and gives the variational family of sec. 3 its ``q(t_gk)`` for every group.
-
-Emission, per observation n and group g with m_g member dimensions of which c_ng are 1 (eq. 2-3):
-    i_ng = 0:           every member is 0                      log p = 0 if c_ng = 0 else -inf
-    i_ng = 1, AND:      every member is 1                      log p = 0 if c_ng = m_g else -inf
-    i_ng = 1, OR exact: uniform over the 2^m_g - 1 non-empty configurations (eq. 2)
-                                                               log p = -log(2^m_g - 1) if c_ng > 0 else -inf
-    i_ng = 1, OR relaxed (eq. 3): members independently 1 with probability s
-                                                               log p = c_ng log s + (m_g - c_ng) log(1 - s)
-:func:`group_log_likelihood` is that table; both the NumPyro program and the inference use it.
-
-Inference (``interpretable_zoo.inference.mgm_vi``) integrates ``pi_l`` and ``pi_f`` out; their collapsed
-prior over a partition of the dimensions and its formulas is :func:`log_structure_prior`.
+The emission is :func:`group_log_likelihood`, which both the NumPyro program and the inference
+(``interpretable_zoo.inference.mgm_vi``) use. The inference integrates ``pi_l`` and ``pi_f`` out; their
+collapsed prior over a partition of the dimensions and its formulas is :func:`log_structure_prior`.
 
 Editing priors: the coordinate-ascent updates follow :class:`Priors` (its defaults too) and the hooks
-:func:`beta_parameters` and :func:`log_structure_prior`. The compiled search takes the values as
-arguments, so a new value compiles nothing; the hooks therefore get them as arrays, and use ``jnp`` and
-``jax.scipy`` functions on them, not ``math``. Any other edit of :func:`model` (another family, a
-parameter written inline, a new site) is refused by ``fit_mgm`` with ``inference.target_check.ModelMismatchError``
-naming the site: the updates are closed forms of this one program. ``fit_mgm`` also checks that the ELBO's
-expected log prior of y, gamma, t and beta is this program's log density at point masses
-(``inference.mgm_vi.check_expected_log_prior``).
+:func:`beta_parameters` and :func:`log_structure_prior`, which get the values as arrays (the compiled
+search takes them as arguments, so a new value compiles nothing): use ``jnp`` and ``jax.scipy`` on them,
+not ``math``. Any other edit of :func:`model` is refused: the updates are closed forms of this one program.
 """
 
 from __future__ import annotations
@@ -154,6 +139,14 @@ def group_log_likelihood(ones, size, present, formula, s, exact_or=False):
     """log p(w_{n, members of g} | i_ng, f_g, l) from the group's count of ones (eq. 2; eq. 3 if not exact_or).
 
     All arguments broadcast: ``ones`` c_ng, ``size`` m_g, ``present`` i_ng, ``formula`` f_g (OR 0, AND 1).
+    Per observation n and group g with m_g member dimensions of which c_ng are 1 (eq. 2-3)::
+
+        i_ng = 0:           every member is 0                      log p = 0 if c_ng = 0 else -inf
+        i_ng = 1, AND:      every member is 1                      log p = 0 if c_ng = m_g else -inf
+        i_ng = 1, OR exact: uniform over the 2^m_g - 1 non-empty configurations (eq. 2)
+                                                                   log p = -log(2^m_g - 1) if c_ng > 0 else -inf
+        i_ng = 1, OR relaxed (eq. 3): members independently 1 with probability s
+                                                                   log p = c_ng log s + (m_g - c_ng) log(1 - s)
     """
     ones = jnp.asarray(ones)
     size = jnp.asarray(size, dtype=jnp.result_type(float))
@@ -175,9 +168,12 @@ def log_structure_prior(group_sizes, formulas, priors: Priors, n_groups: int):
     for empty groups, whose formulas are integrated out); ``n_groups`` G, a number or a traced scalar
     array holding a whole number (the compiled search passes D = sum of the sizes, a float, so that fits of
     other numbers of dimensions share one program), with G' >= G slots given. With m occupied groups, D dimensions and
-    a = alpha_l / G, summing the collapsed Dirichlet-categorical over the G! / (G - m)! labelings:
+    a = alpha_l / G, summing the collapsed Dirichlet-categorical over the G! / (G - m)! labelings::
+
         log G!/(G-m)! + log Gamma(alpha_l) - log Gamma(alpha_l + D) + sum_g [log Gamma(a + n_g) - log Gamma(a)]
-    and the Dirichlet-categorical over the formulas of the m occupied groups:
+
+    and the Dirichlet-categorical over the formulas of the m occupied groups::
+
         log Gamma(A) - log Gamma(A + m) + sum_f [log Gamma(alpha_f + m_f) - log Gamma(alpha_f)],  A = sum alpha_f.
     """
     group_sizes = jnp.asarray(group_sizes)
@@ -245,6 +241,7 @@ class GroupEmission(dist.Distribution):
         return (dim_present & draw).astype(jnp.int32)
 
     def log_prob(self, value):
+        """log p(w_n. | i_n., f, l): the sum over the occupied groups of :func:`group_log_likelihood`."""
         ones = jnp.asarray(value, dtype=jnp.float32) @ self._membership  # (..., G) c_ng
         size = self._membership.sum(0)
         cell = group_log_likelihood(ones, size, self.present.astype(bool), self.formula, self.s, self.exact_or)
@@ -256,6 +253,13 @@ def model(n_obs, n_dims, n_clusters, priors: Priors = Priors(), n_groups=None, w
 
     Sites: pi_l, pi_f, l (D,), f, y, gamma (G,), t, beta (K, G), pi (K,), z (N,), i (N, G), w (N, D).
     ``exact_or=False`` emits OR groups by the relaxed eq. 3 (the inference's model), True by eq. 2.
+
+    ``t_gk`` is drawn for every group (it only matters when ``y_g = 1``); this leaves the marginal of
+    ``beta`` unchanged and gives the variational family of sec. 3 its ``q(t_gk)`` for every group. An edit
+    of this program other than of :class:`Priors` and the hooks (another family, a parameter written
+    inline, a new site) is refused by ``fit_mgm`` with ``inference.target_check.ModelMismatchError`` naming
+    the site; ``fit_mgm`` also checks that the ELBO's expected log prior of y, gamma, t and beta is this
+    program's log density at point masses (``inference.mgm_vi.check_expected_log_prior``).
     """
     n_groups = n_dims if n_groups is None else n_groups
     pi_l = numpyro.sample("pi_l", dist.Dirichlet(jnp.full(n_groups, priors.alpha_l / n_groups)))

@@ -4,7 +4,7 @@ This method is an optimisation problem, not a Bayesian model, so the file holds 
 instead of a NumPyro program. Notation of the paper: training points x_1..x_n with classes y_i,
 candidate prototypes z_1..z_m (the training points themselves unless other candidates are given),
 the ball B(z_j) = {x_i : d(x_i, z_j) < eps} (strict inequality), and alpha[j, l] = 1 when z_j is
-chosen as a prototype of class l. Integer program (3a-3b):
+chosen as a prototype of class l. Integer program (3a-3b)::
 
     minimise   sum_i xi_i + sum_i eta_i + lam * sum_{j,l} alpha[j, l]
     s.t.       sum_{j: x_i in B(z_j)} alpha[j, y_i] >= 1 - xi_i                (3a)
@@ -12,13 +12,8 @@ chosen as a prototype of class l. Integer program (3a-3b):
                alpha[j, l] in {0, 1},  xi_i, eta_i >= 0.
 
 At the optimum xi_i = 1[x_i is not covered by a prototype of its own class] and eta_i counts the
-prototypes of other classes covering x_i. The program separates by class (eq. 4): for class l,
-
-    minimise   sum_{i: y_i = l} xi_i + sum_j alpha[j, l] * (lam + C_l(j))
-    s.t.       sum_{j: x_i in B(z_j)} alpha[j, l] >= 1 - xi_i  for every i with y_i = l,
-
-with C_l(j) = |B(z_j) minus class l| the number of points of other classes in z_j's ball: a
-prize-collecting set cover with set costs lam + C_l(j) and a unit penalty per uncovered point.
+prototypes of other classes covering x_i (:func:`slacks`). The program separates by class (eq. 4), each
+class a prize-collecting set cover (:func:`class_objective`).
 
 The functions below score any candidate prototype set; both solvers (greedy and LP rounding in
 ``interpretable_zoo.inference.set_cover``) and the tests use them. They take the cover matrix
@@ -40,9 +35,10 @@ import scipy.sparse
 class Params:
     """Parameters of the integer program (3a-3b).
 
-    eps: radius of the covering balls B(z_j) = {x : d(x, z_j) < eps}; the method's one tuning parameter.
-    lam: cost of adding a prototype (the lambda of eq. 3 and 4); None means 1/n, the paper's default
-        (sec. 2.3), which makes sparsity a tie-breaker between solutions equal on properties (a) and (b).
+    Attributes:
+        eps: radius of the covering balls B(z_j) = {x : d(x, z_j) < eps}; the method's one tuning parameter.
+        lam: cost of adding a prototype (the lambda of eq. 3 and 4); None means 1/n, the paper's default
+            (sec. 2.3), which makes sparsity a tie-breaker between solutions equal on properties (a) and (b).
     """
 
     eps: float
@@ -149,6 +145,15 @@ def objective(cover: np.ndarray, y: np.ndarray, alpha: np.ndarray, lam: float) -
 
 def class_objective(cover: np.ndarray, y: np.ndarray, alpha_l: np.ndarray, label: int, lam: float) -> float:
     """Objective of class ``label``'s prize-collecting set cover (eq. 4) at prototypes ``alpha_l`` (m, 0/1).
+
+    The integer program (3a-3b) separates by class (eq. 4): for class l::
+
+        minimise   sum_{i: y_i = l} xi_i + sum_j alpha[j, l] * (lam + C_l(j))
+        s.t.       sum_{j: x_i in B(z_j)} alpha[j, l] >= 1 - xi_i  for every i with y_i = l,
+
+    with C_l(j) = ``|B(z_j) minus class l|`` the number of points of other classes in z_j's ball
+    (:func:`wrong_cover_costs`): a prize-collecting set cover with set costs lam + C_l(j) (:func:`set_costs`)
+    and a unit penalty per uncovered point.
 
     ``alpha_l`` may be fractional (an LP point); the uncovered penalty is then max(0, 1 - coverage),
     the smallest slack xi_i the constraint allows.

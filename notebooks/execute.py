@@ -9,6 +9,7 @@ environment variable ``INTERPRETABLE_ZOO_QUICK=1``) and stores nothing.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -18,7 +19,10 @@ from nbclient import NotebookClient
 from nbformat.corpus.words import generate_corpus_id
 
 FOLDER = Path(__file__).parent
+ROOT = FOLDER.parent
 CELL_TIMEOUT_S = 3600
+# A warning's location as Python prints it: an absolute path into the repository or an installed package.
+ABSOLUTE_PATH = re.compile(r"/\S*?/site-packages/|" + re.escape(str(ROOT)) + "/")
 
 
 def execute(path: Path, *, quick: bool) -> nbformat.NotebookNode:
@@ -45,13 +49,25 @@ def _set_environment(values: dict) -> None:
             os.environ[name] = value
 
 
+def with_relative_paths(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``notebook`` with the absolute paths in its printed outputs made relative to the repository or to
+    site-packages (warnings print the file that raised them), so a stored notebook names no machine's folders."""
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream":
+                output["text"] = ABSOLUTE_PATH.sub("", output["text"])
+            elif output.get("output_type") == "error":
+                output["traceback"] = [ABSOLUTE_PATH.sub("", line) for line in output["traceback"]]
+    return notebook
+
+
 def main(names: list[str]) -> None:
     from interpretable_zoo import __version__
 
     paths = [FOLDER / f"{name}.ipynb" for name in names] if names else sorted(FOLDER.glob("*.ipynb"))
     for path in paths:
         start = time.perf_counter()
-        notebook = execute(path, quick=False)
+        notebook = with_relative_paths(execute(path, quick=False))
         seconds = time.perf_counter() - start
         notebook.metadata.setdefault("interpretable_zoo", {})["executed"] = {
             "settings": "full", "seconds": round(seconds), "version": __version__, "figures": True,

@@ -59,6 +59,11 @@ def memory_runs_out(monkeypatch, after_checks: int) -> None:
     monkeypatch.setattr(memory, "available_bytes", lambda: 1 << 40 if next(checks) < after_checks else 100)
 
 
+def numbered(prefix: str, cases: list) -> list:
+    """``cases`` (each its arguments, then its name) as pytest params with ids "<prefix>-<number>-<name>"."""
+    return [pytest.param(*case[:-1], id=f"{prefix}-{k:02d}-{case[-1]}") for k, case in enumerate(cases, 1)]
+
+
 def fitted_selection():
     return select_prototypes(X, Y, eps=1.5)
 
@@ -689,28 +694,12 @@ CASE_MODEL = [
 ]
 
 
+ENTRY_POINTS = {"ps": PROTOTYPE_SELECTION, "bs": BAYESIAN_SETS, "brl": RULE_LISTS, "mgm": MIND_THE_GAP,
+                "bcm": CASE_MODEL}
+
+
 @pytest.mark.parametrize(
-    "call, error, message",
-    [
-        pytest.param(call, error, message, id=f"ps-{k:02d}-{name}")
-        for k, (call, error, message, name) in enumerate(PROTOTYPE_SELECTION, 1)
-    ]
-    + [
-        pytest.param(call, error, message, id=f"bs-{k:02d}-{name}")
-        for k, (call, error, message, name) in enumerate(BAYESIAN_SETS, 1)
-    ]
-    + [
-        pytest.param(call, error, message, id=f"brl-{k:02d}-{name}")
-        for k, (call, error, message, name) in enumerate(RULE_LISTS, 1)
-    ]
-    + [
-        pytest.param(call, error, message, id=f"mgm-{k:02d}-{name}")
-        for k, (call, error, message, name) in enumerate(MIND_THE_GAP, 1)
-    ]
-    + [
-        pytest.param(call, error, message, id=f"bcm-{k:02d}-{name}")
-        for k, (call, error, message, name) in enumerate(CASE_MODEL, 1)
-    ],
+    "call, error, message", [case for prefix, cases in ENTRY_POINTS.items() for case in numbered(prefix, cases)]
 )
 def test_entry_point_rejects_bad_input(call, error, message, monkeypatch):
     with pytest.raises(error, match=message) as raised:
@@ -1012,13 +1001,7 @@ LOADERS = [
 ]
 
 
-@pytest.mark.parametrize(
-    "corrupt, load, message",
-    [
-        pytest.param(corrupt, load, message, id=f"ds-{k:02d}-{name}")
-        for k, (corrupt, load, message, name) in enumerate(LOADERS, 1)
-    ],
-)
+@pytest.mark.parametrize("corrupt, load, message", numbered("ds", LOADERS))
 def test_loader_names_data_set_and_file_of_a_corrupt_file(corrupt, load, message, tmp_path):
     corrupt(tmp_path)
     with pytest.raises(ds.DataFileError, match=message) as raised:
@@ -1198,13 +1181,7 @@ COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize(
-    "argv, status, message",
-    [
-        pytest.param(argv, status, message, id=f"cli-{k:02d}-{name}")
-        for k, (argv, status, message, name) in enumerate(COMMANDS, 1)
-    ],
-)
+@pytest.mark.parametrize("argv, status, message", numbered("cli", COMMANDS))
 def test_command_prints_one_line_naming_the_option(argv, status, message, tmp_path, fake_model, capsys):
     data_files(tmp_path)
     arguments = argv(tmp_path, fake_model)
@@ -1230,16 +1207,7 @@ def test_a_csv_with_another_separator_is_read_with_its_columns(separator, tmp_pa
 
 
 def test_catalogue_only_grows():
-    groups = {
-        "ps": PROTOTYPE_SELECTION,
-        "bs": BAYESIAN_SETS,
-        "brl": RULE_LISTS,
-        "mgm": MIND_THE_GAP,
-        "bcm": CASE_MODEL,
-        "ds": LOADERS,
-        "cli": COMMANDS,
-    }
-    for prefix, cases in groups.items():
+    for prefix, cases in {**ENTRY_POINTS, "ds": LOADERS, "cli": COMMANDS}.items():
         names = [case[-1] for case in cases]
         assert len(set(names)) == len(names), prefix
         assert len(cases) >= CATALOGUE_SIZE[prefix], prefix

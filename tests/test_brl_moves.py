@@ -45,7 +45,7 @@ NEIGHBOUR_LISTS = {  # a symmetric relation over n antecedents, with unequal num
 
 def proposals_by_move(rules, n_antecedents, capacity, tickets=None, neighbour_lists=None):
     """Brute force Q(. | d), move type by move type: {move: {list one such move away: its probability}}
-    (module docstring); antecedent a holds ``tickets[a]`` of the 2^23 tickets of the rule choice (uniform
+    (``inference.brl_mh.propose``); antecedent a holds ``tickets[a]`` of the 2^23 tickets of the rule choice (uniform
     by default), and has the neighbours ``neighbour_lists[a]`` (None: no neighbour move)."""
     tickets = uniform_tickets(n_antecedents) if tickets is None else tickets
     m = len(rules)

@@ -108,12 +108,12 @@ def test_a_column_with_a_different_value_in_every_row_is_flagged_as_an_identifie
     assert capsys.readouterr().err == ""
 
 
-README = (Path(__file__).parents[1] / "README.md").read_text()
-EXAMPLES = dict(re.findall(r"^\| `(\w+)` \|.*\| `izoo (fit .*?)` \|$", README, re.M))
-"""The README's example command of each model, from its table of data files."""
+CLI_GUIDE = (Path(__file__).parents[1] / "docs" / "guides" / "cli.md").read_text()
+EXAMPLES = dict(re.findall(r"^\| `(\w+)` \|.*\| `izoo (fit .*?)` \|$", CLI_GUIDE, re.M))
+"""The command-line guide's example command of each model, from its table of data files."""
 
 
-def test_the_readme_gives_an_example_file_per_model_that_fits():
+def test_the_guide_gives_an_example_file_per_model_that_fits():
     assert sorted(EXAMPLES) == sorted(name for name, entry in cli.MODELS.items() if entry.fits)
     for name, command in EXAMPLES.items():
         args = cli.build_parser().parse_args(command.split())
@@ -125,7 +125,7 @@ def test_the_readme_gives_an_example_file_per_model_that_fits():
 
 
 def fit_example(name: str, out: Path, *options: str) -> int:
-    """``izoo fit`` of the README's example of ``name``, writing ``out``, with ``options`` added."""
+    """``izoo fit`` of the command-line guide's example of ``name``, writing ``out``, with ``options`` added."""
     argv = EXAMPLES[name].split()
     argv[argv.index("--out") + 1] = str(out)
     argv[argv.index("--data") + 1] = str(ROOT / argv[argv.index("--data") + 1])

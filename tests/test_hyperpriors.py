@@ -387,6 +387,8 @@ def test_brl_refuses_an_unsupported_hyperprior_by_name(monkeypatch):
     for name in ("lam", "alpha"):
         with pytest.raises(ValueError, match=rf"^priors\.{name}: a hyperprior must be a scalar distribution"):
             brl.Priors(**{name: dist.Gamma(jnp.ones(2), 1.0)})
+    with pytest.raises(ValueError, match=r"^priors\.alpha: a hyperprior is one scalar distribution for every class"):
+        brl.Priors(alpha=(dist.Gamma(1.0, 1.0), dist.Gamma(1.0, 1.0)))
 
     def lam_drawn_in_the_program(priors):
         return dataclasses.replace(priors, lam=numpyro.sample("lam", dist.Gamma(6.0, 2.0)))

@@ -48,3 +48,23 @@ def test_notebook_is_stored_with_the_outputs_of_a_full_run(path):
     assert drawing
     if notebook.metadata["interpretable_zoo"]["executed"].get("figures", True):  # False: a run that drew off-screen
         assert not blank, f"{path.name}: code cells {blank} draw but store no figure"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_stored_outputs_name_no_absolute_path(path):
+    """Warnings print the file that raised them; the stored notebook holds it relative to the repository or
+    to site-packages (``execute.with_relative_paths``), not this machine's folders."""
+    notebook = nbformat.read(path, as_version=4)
+    printed = [o.get("text", "") + "".join(o.get("traceback", [])) for cell in notebook.cells for o in cell.get("outputs", [])]
+    assert not [text for text in printed if execute_notebooks.ABSOLUTE_PATH.search(text)]
+
+
+def test_absolute_paths_in_outputs_are_made_relative():
+    """The rewrite ``execute.py`` applies, on a stored output of a warning from this package and one from ArviZ."""
+    root = execute_notebooks.ROOT
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output(
+        "stream", name="stderr", text=f"{root}/inference/bcm.py:459: UserWarning: x\n"
+                                      f"{root}/.venv/lib/python3.11/site-packages/arviz/stats/stats.py:782: UserWarning: y\n")])])
+    text = execute_notebooks.with_relative_paths(notebook).cells[0].outputs[0]["text"]
+    assert text == "inference/bcm.py:459: UserWarning: x\narviz/stats/stats.py:782: UserWarning: y\n"
+

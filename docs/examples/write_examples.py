@@ -1,4 +1,5 @@
-"""Write the example data files of the README's section "Data files" (one per model that ``izoo fit`` fits).
+"""Write the example data files of the command-line guide's section "Data files" (docs/guides/cli.md), one
+per model that ``izoo fit`` fits.
 
 Run from the repository root: ``python docs/examples/write_examples.py``. Every file is drawn from a
 generator or table of the package, so it is reproduced exactly.

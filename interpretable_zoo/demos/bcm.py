@@ -36,7 +36,7 @@ def cli_demo(data_home=None) -> str:
 
 def cli_fit(X, y, *, seed: int, n_clusters=None, progress=None, **options):
     """``izoo fit bcm``: :func:`~interpretable_zoo.inference.bcm.fit_bcm` with the command's options
-    (``progress``: None, a bar outside CI); returns the :class:`BCMResult`."""
+    (``progress``: None, a bar outside CI); returns the :class:`~interpretable_zoo.inference.bcm.BCMResult`."""
     from interpretable_zoo.inference.bcm import fit_bcm
 
     return fit_bcm(X, n_clusters, seed=seed, progress_bar=progress, **options)

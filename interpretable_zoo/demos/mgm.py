@@ -15,7 +15,7 @@ def cli_demo(data_home=None) -> str:
 
 def cli_fit(X, y, *, seed: int, n_clusters=None, **options):
     """``izoo fit mgm``: :func:`~interpretable_zoo.inference.mgm.fit_mgm` of a binary table (its columns
-    name the features) with the command's options; returns the :class:`MGMResult`."""
+    name the features) with the command's options; returns the :class:`~interpretable_zoo.inference.mgm.MGMResult`."""
     from interpretable_zoo.inference.mgm import fit_mgm
 
     return fit_mgm(X, n_clusters, seed=seed, **options)

@@ -30,11 +30,12 @@ def cli_demo(data_home=None) -> str:
     )
 
 
-def cli_fit(X, y, *, seed: int, **options):
+def cli_fit(X, y, *, seed: int, progress=None, **options):
     """``izoo fit prototype_selection``: the :class:`PrototypeClassifier` (eps by cross-validation unless
-    given) fitted to a numeric table and its labels; returns its :class:`PrototypeSelection`."""
+    given, its folds counted by a bar when ``progress``, None: outside CI) fitted to a numeric table and its
+    labels; returns its :class:`PrototypeSelection`."""
     from interpretable_zoo.inference.prototype_selection import PrototypeClassifier
 
     if y is None:
         raise ValueError("y: prototype selection needs labels (--target)")
-    return PrototypeClassifier(seed=seed, **options).fit(X, y).selection_
+    return PrototypeClassifier(seed=seed, progress_bar=progress, **options).fit(X, y).selection_
