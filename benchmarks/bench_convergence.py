@@ -12,7 +12,7 @@ import numpy as np
 
 from interpretable_zoo.datasets import load_adult, load_mushroom, load_recipes, load_tictactoe, load_titanic
 from interpretable_zoo.datasets.smiley_faces import load_usps_bcm
-from interpretable_zoo.inference import bcm, bcm_gibbs, bcm_pcgibbs
+from interpretable_zoo.inference import bcm, bcm_pcgibbs
 from interpretable_zoo.inference.bcm import fit_bcm
 from interpretable_zoo.inference.brl import BayesianRuleListClassifier
 from interpretable_zoo.inference.convergence import diagnose, sample, worst
@@ -242,43 +242,3 @@ def kernels_ess() -> list[Comparison]:
     return [Comparison("s per effective draw of the worst shared summary, recipes, S = 4, defaults",
                        per_draw["collapsed"], "partially collapsed kernel", per_draw["partially collapsed"],
                        "; ".join(notes.values()))]
-
-
-@benchmark(
-    "bcm_split_merge_periods",
-    description=(
-        "BCM's split-merge move at the frequency each rung's acceptance earns: fit_bcm's collapsed kernel at "
-        "its default settings (4 chains, non-reversible parallel tempering with n_temperatures='auto', until "
-        "R-hat <= 1.01 and bulk ESS >= 400, or 300 s; seed 1) on the recipes (56 x 147, S = 4), with each "
-        "rung's split-merge period learned from round to round (`bcm_gibbs.learn_proposal`: every fourth sweep "
-        "where the move was accepted at least a tenth of the time, doubled for each halving below, at most every "
-        "64th), against the same kernel and engine with the move on every fourth sweep at every rung. The time "
-        "columns are whole-fit wall seconds per effective draw of the worst label-free summary, so the ratio is "
-        "of worst ESS per second; the notes give the scans, rungs, the split-merge acceptance per rung and the "
-        "learned periods."
-    ),
-)
-def split_merge_periods() -> list[Comparison]:
-    X = load_recipes().X
-    learned = bcm._kernel(store_z=False)
-    kernels = {"learned periods": learned,
-               "every fourth sweep": learned._replace(learn_proposal=None, with_proposal=None)}
-    per_draw, notes = {}, {}
-    for name, kernel in kernels.items():
-        run, seconds = _fit(lambda kernel=kernel, name=name: sample(
-            kernel, *bcm_gibbs.make_target(X, 4), num_chains=4, seed=1, scans_per_chunk=bcm.SCANS_PER_CHUNK,
-            max_draws=bcm.MAX_DRAWS, progress_bar=False, description=f"BCM ({name})"))
-        rhat, ess = worst(run.diagnostics)
-        per_draw[name] = seconds / ess
-        acceptance = run.move_rates.get("split_merge_accepted", np.array([]))
-        periods = "" if run.proposal is None else f", periods {run.proposal[1].tolist()}"
-        notes[name] = (
-            f"{name}: {seconds:.1f} s, {run.n_scans} scans (compile {run.seconds['compile']:.1f} s), "
-            f"K = {run.n_temperatures}, Lambda {run.barrier:.2f}, round trips per scan and chain "
-            f"{run.round_trip_rate:.4f}, converged {run.converged}, worst R-hat {rhat:.3f}, worst ESS {ess:.0f}; "
-            f"split-merge acceptance per rung {np.round(acceptance, 2).tolist()}{periods}"
-        )
-        print(notes[name], flush=True)
-    return [Comparison("s per effective draw of the worst label-free summary, recipes, S = 4, defaults",
-                       per_draw["learned periods"], "split-merge every fourth sweep at every rung",
-                       per_draw["every fourth sweep"], "; ".join(notes.values()))]

@@ -345,8 +345,7 @@ def _record_with_z(static, data, states):
 def _kernel(store_z: bool) -> TargetKernel:
     """The collapsed Gibbs kernel as the tempering engine runs it, keeping z in the draws or not."""
     record = _record_with_z if store_z else _record_without_z
-    return TargetKernel(bcm_gibbs.init, bcm_gibbs.step, bcm_gibbs.summaries, record, bcm_gibbs.learn_proposal,
-                        bcm_gibbs.with_proposal)
+    return TargetKernel(bcm_gibbs.init, bcm_gibbs.step, bcm_gibbs.summaries, record)
 
 
 def _inference_data(run, data: CategoricalData) -> az.InferenceData:
@@ -364,7 +363,7 @@ def _inference_data(run, data: CategoricalData) -> az.InferenceData:
     sampled_hyperparameters = tuple(name for name in hyperpriors.hyperparameter_names(bcm.Priors) if name in summaries)
     posterior.update({name: summaries[name] for name in sampled_hyperparameters})
     pointwise = {"x": records["log_likelihood"]} if log_likelihood_fits(*records["log_likelihood"].shape, "BCM") else None
-    idata = tempered_inference_data(
+    return tempered_inference_data(
         run,
         posterior,
         summary_var_names=SUMMARY_VARS + sampled_hyperparameters,
@@ -374,9 +373,6 @@ def _inference_data(run, data: CategoricalData) -> az.InferenceData:
         log_likelihood=pointwise,
         observed_data={"x": (data.codes, ["observation", "feature"])},
     )
-    if run.proposal is not None:  # the sweeps between split-merge moves per rung (bcm_gibbs.learn_proposal)
-        idata.posterior.attrs["split_merge_period"] = [int(period) for period in run.proposal[1]]
-    return idata
 
 
 def _initial_states(target, init_labels: np.ndarray, num_chains: int, seed: int):

@@ -6,9 +6,9 @@ observation) and p(x | ...) its cell term (phi_sj integrated out, the ratio of e
 posterior, beta = 0 the prior. :func:`step` runs four blocks, each leaving that target invariant: the
 cluster indices z_ij by eq. (1) with the likelihood factor tempered (``_z_block``); a Metropolis-Hastings
 move per observation that splits its tokens afresh between two clusters (``_row_resplit_block``), since
-with alpha small eq. (1) almost never moves one token out of its observation's dominant cluster; on the
-sweeps that its rung's period gives (learned from the acceptance per rung, :func:`learn_proposal`), a
-restricted-Gibbs split-merge move over k clusters (Jain and Neal 2004, :func:`split_merge_proposal`); and the prototypes and omega of every cluster jointly from their tempered
+with alpha small eq. (1) almost never moves one token out of its observation's dominant cluster; on every
+``split_merge_every``-th sweep, a restricted-Gibbs split-merge move over k clusters (Jain and Neal 2004,
+:func:`split_merge_proposal`); and the prototypes and omega of every cluster jointly from their tempered
 conditional given z, omega by eq. (2) (``_prototypes_and_omega_block``). The last two read every
 log B(g + n) from a table of log Gamma(a + n), n = 0..N, built once per target (:func:`likelihood_tables`).
 
@@ -55,18 +55,6 @@ DEFAULT_LAUNCH_SCANS = 2
 DEFAULT_SPLIT_MERGE_EVERY = 4
 """Sweeps per split-merge move, which costs about four sweeps of the other blocks. Every fourth sweep mixed
 better per second than every sweep, every eighth or none (docs/decisions/bcm-sampler.md)."""
-SPLIT_MERGE_WANTED_ACCEPTANCE = 0.1
-"""A rung whose split-merge move was accepted at least this often runs it every ``split_merge_every``-th
-sweep; each halving of the acceptance below it doubles the rung's period (:func:`learn_proposal`), since
-on the cold rungs the move is seldom accepted and costs as much as elsewhere (docs/decisions/bcm-sampler.md)."""
-SPLIT_MERGE_LONGEST_PERIOD = 64
-"""The most sweeps between two split-merge moves on a rung, so that a rung whose acceptance rises is
-measured again."""
-SPLIT_MERGE_TABLE_RUNGS = 64
-"""Rungs that :class:`BCMData`'s table of split-merge periods holds (at least the engine's most rungs)."""
-SPLIT_MERGE_BATCHES = 8
-"""A sweep runs the split-merge move of its due replicas in gathered batches of ceil(B / 8) replicas, so a
-sweep on which few rungs are due costs a few batches, not all B replicas."""
 
 
 class BCMStatic(NamedTuple):
@@ -74,8 +62,7 @@ class BCMStatic(NamedTuple):
 
     split_merge_clusters: k, the number of clusters the split-merge move re-partitions (0: no move);
     launch_scans: restricted Gibbs scans building its launch state; split_merge_every: the move runs on
-    the sweeps whose count (``BCMTargetState.sweeps``) is a multiple of it, at a rung that the data's
-    table of periods does not hold (:func:`split_merge_period`).
+    the sweeps whose count (``BCMTargetState.sweeps``) is a multiple of it.
     """
 
     n_obs: int
@@ -106,8 +93,6 @@ class BCMData(NamedTuple):
     omega_log_prob: jax.Array  # (S, P, 2) log p(omega_sj = b), from models.bcm.omega_distribution
     prototype_log_prob: jax.Array  # (S, N) log p(p_s = i), from models.bcm.prototype_distribution
     pi_concentration: jax.Array  # (S,) Dirichlet concentration of pi_i, models.bcm.z_concentration
-    split_merge_betas: jax.Array  # (R,) float32 rungs' inverse temperatures with their own period (NaN: none)
-    split_merge_periods: jax.Array  # (R,) int32 sweeps between split-merge moves at those rungs
 
 
 class BCMTargetState(NamedTuple):
@@ -316,7 +301,6 @@ def make_target(
         omega_log_prob=jax.device_put(omega_log_prob),
         prototype_log_prob=jax.device_put(prototype_log_prob),
         pi_concentration=jax.device_put(pi_concentration),
-        **_split_merge_table(None, None, int(split_merge_every)),
     )
     return static, data
 
@@ -935,74 +919,10 @@ def _prototypes_and_omega_block(static: BCMStatic, data: BCMData, key, beta, cel
                                   _prototype_scores(data, beta, clusters, evidence))
 
 
-def split_merge_period(static: BCMStatic, data: BCMData, betas):
-    """(B,) sweeps between split-merge moves of replicas at inverse temperatures ``betas`` (B,): the period
-    of their rung in ``data``'s table (:func:`learn_proposal`), else ``split_merge_every``. It depends on
-    the replica's beta alone."""
-    match = betas[:, None] == data.split_merge_betas[None, :]
-    return jnp.where(match.any(1), data.split_merge_periods[jnp.argmax(match, 1)], static.split_merge_every)
-
-
-def _split_merge_table(betas, periods, every: int) -> dict:
-    """:class:`BCMData`'s table of split-merge periods: ``periods`` at the rungs ``betas`` (None: none),
-    padded to SPLIT_MERGE_TABLE_RUNGS rungs that no beta matches."""
-    table_betas = np.full(SPLIT_MERGE_TABLE_RUNGS, np.nan, np.float32)
-    table_periods = np.full(SPLIT_MERGE_TABLE_RUNGS, every, np.int32)
-    if betas is not None:
-        n_rungs = min(len(betas), SPLIT_MERGE_TABLE_RUNGS)
-        table_betas[:n_rungs], table_periods[:n_rungs] = np.asarray(betas)[:n_rungs], np.asarray(periods)[:n_rungs]
-    return {"split_merge_betas": jax.device_put(table_betas), "split_merge_periods": jax.device_put(table_periods)}
-
-
-def learn_proposal(static: BCMStatic, data: BCMData, records, states, proposal, moves) -> tuple[np.ndarray, np.ndarray]:
-    """(betas, periods): the split-merge period of each rung of the next round (``moves.next_schedule``,
-    as float32, the values the engine passes to :func:`step`), from the acceptance that ``moves`` measured
-    per rung in this round, interpolated in beta: ``split_merge_every`` where it is at least
-    SPLIT_MERGE_WANTED_ACCEPTANCE, doubled for each halving below, at most SPLIT_MERGE_LONGEST_PERIOD. Each
-    rung's kernel still leaves its tempered target invariant, and the table is fixed within a round."""
-    betas = np.asarray(moves.next_schedule, np.float32)
-    rates = np.asarray(moves.move_rates.get("split_merge_accepted", np.full(len(moves.schedule), np.nan)), float)
-    known = np.isfinite(rates)
-    if not static.split_merge_clusters or not known.any():
-        return betas, np.full(len(betas), static.split_merge_every, np.int32)
-    acceptance = np.interp(betas, np.asarray(moves.schedule)[known], rates[known])
-    most = max(0.0, np.log2(SPLIT_MERGE_LONGEST_PERIOD / static.split_merge_every))
-    doublings = np.clip(np.floor(np.log2(SPLIT_MERGE_WANTED_ACCEPTANCE / np.maximum(acceptance, 1e-9))), 0, most)
-    return betas, (static.split_merge_every * 2**doublings).astype(np.int32)
-
-
-def with_proposal(static: BCMStatic, data: BCMData, proposal) -> BCMData:
-    """``data`` whose split-merge periods are ``proposal`` (:func:`learn_proposal`)."""
-    return data._replace(**_split_merge_table(*proposal, static.split_merge_every))
-
-
-def _due_split_merges(static: BCMStatic, data: BCMData, keys, betas, states: BCMTargetState, due, unmoved):
-    """The split-merge move (``_split_merge_block``) of the replicas that are ``due`` (B,), gathered in
-    batches of ceil(B / SPLIT_MERGE_BATCHES): each replica gets the draws of a batch of its own, and a
-    sweep costs as many batches as it has due replicas. ``unmoved``: the others' (z, omega, prototype,
-    row_counts, cell_counts, accepted)."""
-    n_replicas = due.shape[0]
-    size = -(-n_replicas // SPLIT_MERGE_BATCHES)
-    slots = jnp.argsort(~due, stable=True)  # the due replicas first
-    slots = jnp.concatenate([slots, jnp.full(-(-n_replicas // size) * size - n_replicas, n_replicas)])
-    n_due = due.sum()
-
-    def batch(index, moved):
-        batch_slots = jax.lax.dynamic_slice(slots, (index * size,), (size,))
-        batch_slots = jnp.where(index * size + jnp.arange(size) < n_due, batch_slots, n_replicas)  # past: dropped
-        taken = jnp.minimum(batch_slots, n_replicas - 1)
-        new = jax.vmap(lambda key, beta, state: _split_merge_block(static, data, key, beta, state))(
-            keys[taken], betas[taken], jax.tree.map(lambda x: x[taken], states)
-        )
-        return jax.tree.map(lambda whole, part: whole.at[batch_slots].set(part, mode="drop"), moved, new)
-
-    return jax.lax.fori_loop(0, (n_due + size - 1) // size, batch, unmoved)
-
-
 def step(static: BCMStatic, data: BCMData, states: BCMTargetState, keys, betas) -> tuple[BCMTargetState, BCMInfo]:
     """One sweep of B replicas (every field of ``states`` with a leading axis B; ``keys`` (B,), ``betas``
     (B,) in [0, 1]): all z (eq. (1)), a re-split move per observation, a split-merge move (on the sweeps
-    that :func:`split_merge_period` gives the replica's beta), then the prototypes and omega jointly. Replica b leaves
+    :class:`BCMStatic` says), then the prototypes and omega jointly. Replica b leaves
     p_prior * p_likelihood ** betas[b] invariant, and gets exactly the draws it would get in a batch of its
     own. Returns the new states and what the moves did (B,)."""
     betas = jnp.asarray(betas, jnp.result_type(float))
@@ -1014,10 +934,18 @@ def step(static: BCMStatic, data: BCMData, states: BCMTargetState, keys, betas) 
     )
     states = states._replace(z=z, row_counts=row_counts, cell_counts=cell_counts)
     unmoved = (z, states.omega, states.prototype, row_counts, cell_counts, jnp.zeros(len(keys), bool))
-    due = (states.sweeps % split_merge_period(static, data, betas) == 0) & (static.split_merge_clusters > 0)
+    due = (states.sweeps % static.split_merge_every == 0) & (static.split_merge_clusters > 0)  # the same for a ladder
     if static.split_merge_clusters:
-        z, omega, prototype, row_counts, cell_counts, accepted = _due_split_merges(
-            static, data, key_split_merge, betas, states, due, unmoved
+
+        def split_merge(_):
+            moved = jax.vmap(lambda key, beta, state: _split_merge_block(static, data, key, beta, state))(
+                key_split_merge, betas, states
+            )
+            return jax.tree.map(lambda new, old: jnp.where(due.reshape(-1, *[1] * (new.ndim - 1)), new, old),
+                                moved, unmoved)
+
+        z, omega, prototype, row_counts, cell_counts, accepted = jax.lax.cond(
+            due.any(), split_merge, lambda _: unmoved, None
         )
     else:
         z, omega, prototype, row_counts, cell_counts, accepted = unmoved

@@ -367,11 +367,10 @@ def sample(
                 # the tuning draws so far are the result
                 cut = (statistics, outputs, None if interrupted else ("tuning", round_index + 1))
                 break
-            tuned, retuned_ladder = _retuned(ladder, schedule, statistics, settings)
-            proposal, data = _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh,
-                                        tempering.LadderMoves(schedule, statistics.move_rates, tuned))
+            proposal, data = _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh)
+            tuned, ladder = _retuned(ladder, schedule, statistics, settings)
             settled = auto_rounds and round_index >= 1 and len(tuned) == len(schedule)
-            schedule, ladder = tuned, retuned_ladder
+            schedule = tuned
             if settled:
                 break
         resume = saved if saved is not None and saved["stage"] == "sampling" else None
@@ -390,15 +389,13 @@ def _with_proposal(kernel, static, data, proposal, mesh):
     return tempering.replicate_data(data, mesh)
 
 
-def _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh, moves):
-    """(proposal, data) for the next round: what a round (its chunks' ``outputs``, final ``ladder`` and
-    ``moves``), run with ``proposal`` on ``data``, teaches the kernel; both unchanged for a kernel that
-    learns none."""
+def _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh):
+    """(proposal, data) for the next round: what a round (its chunks' ``outputs`` and final ``ladder``),
+    run with ``proposal`` on ``data``, teaches the kernel; both unchanged for a kernel that learns none."""
     if kernel.learn_proposal is None:
         return proposal, data
     records, _ = _thinned([output[0] for output in outputs], settings["max_draws"])
-    proposal = kernel.learn_proposal(static, data, records, jax.tree.map(tempering.to_host, ladder.states), proposal,
-                                     moves)
+    proposal = kernel.learn_proposal(static, data, records, jax.tree.map(tempering.to_host, ladder.states), proposal)
     return proposal, _with_proposal(kernel, static, data, proposal, mesh)
 
 
@@ -650,10 +647,8 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
             bar.set_postfix_str(f"K={len(schedule)} R-hat={rhat:.3f} ESS={ess:.0f}")
         if fixed is not None or converged or out_of_time or interrupted:
             break
-        tuned, ladder = _retuned(ladder, schedule, statistics, {**settings, "n_temperatures": len(schedule)})
-        proposal, data = _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh,
-                                    tempering.LadderMoves(schedule, statistics.move_rates, tuned))
-        schedule = tuned
+        schedule, ladder = _retuned(ladder, schedule, statistics, {**settings, "n_temperatures": len(schedule)})
+        proposal, data = _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh)
         previous, n_scans = (statistics, outputs), 2 * n_scans
     barrier = tempering.communication_barrier(statistics) if len(schedule) > 1 else 0.0
     evidence, evidence_se = tempering.log_evidence(statistics)

@@ -67,12 +67,11 @@ class TargetKernel(NamedTuple):
     and the model file's prior and likelihood tables, so one compiled program serves every fit of the same
     shapes.
 
-    The proposal: ``learn_proposal(static, data, records, states, proposal, moves) -> proposal`` (small
-    NumPy arrays) from a round's posterior-rung records (name -> (chain, draw, ...)), the final states of
-    all replicas, the proposal the round ran with (None at first) and what its moves did on each rung
-    (:class:`LadderMoves`), and ``with_proposal(static, data, proposal) -> data``, the data (same shapes)
-    whose ``step`` proposes with it (BRL's rule weights, BCM's split-merge period per rung). The proposal
-    is fixed within a round, so each round is an MCMC run of a fixed kernel started where the one before
+    The proposal: ``learn_proposal(static, data, records, states, proposal) -> proposal`` (small NumPy
+    arrays) from a round's posterior-rung records (name -> (chain, draw, ...)), the final states of all
+    replicas and the proposal the round ran with (None at first), and ``with_proposal(static, data,
+    proposal) -> data``, the data (same shapes) whose ``step`` proposes with it. The proposal is fixed
+    within a round, so each round is an MCMC run of a fixed kernel started where the one before
     stopped; the posterior rung's target never depends on it. Learned from all chains pooled, a proposal ties the chains together, and their
     agreement no longer shows a mode that all of them were led away from: BRL's learns in independent
     groups of chains (``inference.brl_mh.LEARNING_GROUPS``). A path's reference may follow it (BRL's, one
@@ -86,17 +85,6 @@ class TargetKernel(NamedTuple):
     record: Callable
     learn_proposal: Callable | None = None
     with_proposal: Callable | None = None
-
-
-class LadderMoves(NamedTuple):
-    """What a round's local moves did on its ladder, for a kernel that adapts to it
-    (``TargetKernel.learn_proposal``): ``schedule`` (K,) the round's inverse temperatures, ``move_rates``
-    move name -> (K,) the mean per rung of what the steps reported (:class:`RoundStatistics`), and
-    ``next_schedule`` the inverse temperatures of the round that the proposal is learned for."""
-
-    schedule: np.ndarray
-    move_rates: dict
-    next_schedule: np.ndarray
 
 
 class Ladder(NamedTuple):

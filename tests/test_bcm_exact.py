@@ -27,7 +27,6 @@ from interpretable_zoo.inference.bcm_gibbs import (
     token_counts,
 )
 from interpretable_zoo.inference.mcmc import run_mcmc
-from interpretable_zoo.inference.tempering import LadderMoves
 from interpretable_zoo.models import bcm
 
 X_TINY = np.array([[0, 1], [0, 0], [1, 1]])  # N = 3, P = 2, binary
@@ -355,49 +354,6 @@ def test_each_replica_gets_the_same_draws_whatever_the_other_replicas(ours_sweep
     )
     for name in ("z", "omega", "prototype", "row_counts", "cell_counts", "log_prior", "log_likelihood", "sweeps"):
         np.testing.assert_array_equal(np.roll(getattr(second, name), -3, axis=0)[kept], getattr(first, name)[kept])
-
-
-def test_a_rung_runs_the_split_merge_move_on_its_own_period_with_the_draws_of_a_batch_of_its_own():
-    """With a table of periods (``bcm_gibbs.with_proposal``), a replica runs the split-merge move on the
-    sweeps that are multiples of its rung's period (``split_merge_every`` at a beta the table lacks), in
-    gathered batches; each replica's draws are those of a batch of its own."""
-    static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)
-    table_betas, table_periods = np.asarray(BETAS[:4]), np.array([4, 8, 16, 64])  # beta 0.3 .. 0 not in it
-    data = bcm_gibbs.with_proposal(static, data, (table_betas, table_periods))
-    periods = np.concatenate([table_periods, np.full(4, bcm_gibbs.DEFAULT_SPLIT_MERGE_EVERY)])
-    np.testing.assert_array_equal(bcm_gibbs.split_merge_period(static, data, BETAS), periods)
-    states = jit_init(static, data, jax.random.split(jax.random.PRNGKey(11), 8))
-    for sweeps in (4, 8, 16, 32, 64):
-        swept = states._replace(sweeps=jnp.full(8, sweeps, jnp.int32))
-        keys = jax.random.split(jax.random.PRNGKey(sweeps), 8)
-        batch, info = jit_step(static, data, swept, keys, BETAS)
-        np.testing.assert_array_equal(~np.isnan(info.split_merge_accepted), sweeps % periods == 0)
-        for replica in range(8):
-            alone, alone_info = jit_step(static, data, jax.tree.map(lambda x: x[replica:replica + 1], swept),
-                                         keys[replica:replica + 1], BETAS[replica:replica + 1])
-            np.testing.assert_array_equal(alone_info.split_merge_accepted, info.split_merge_accepted[replica:replica + 1])
-            for name in ("z", "omega", "prototype", "row_counts", "cell_counts", "log_prior", "log_likelihood"):
-                np.testing.assert_array_equal(getattr(alone, name)[0], getattr(batch, name)[replica])
-
-
-def test_split_merge_periods_are_learned_from_the_acceptance_per_rung():
-    """``split_merge_every`` on rungs whose move was accepted at least SPLIT_MERGE_WANTED_ACCEPTANCE of the
-    time, doubled for each halving below, at most SPLIT_MERGE_LONGEST_PERIOD; interpolated in beta onto the
-    next round's rungs, rungs that never ran the move left out; the default without any measurement."""
-    static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)
-    schedule = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
-    rates = {"split_merge_accepted": np.array([1.0, 0.1, np.nan, 0.02, 0.0]), "resplit_moved": np.ones(5)}
-    betas, periods = bcm_gibbs.learn_proposal(static, data, {}, None, None,
-                                              LadderMoves(schedule, rates, schedule))
-    np.testing.assert_array_equal(betas, schedule.astype(np.float32))
-    # at beta 0.5 the acceptance is read between 0.1 and 0.02: 0.06, no doubling; 0.02: two; 0: at most
-    np.testing.assert_array_equal(periods, [4, 4, 4, 16, 64])
-    _, periods = bcm_gibbs.learn_proposal(static, data, {}, None, None,
-                                          LadderMoves(schedule, rates, np.array([0.0, 0.875, 1.0])))
-    np.testing.assert_array_equal(periods, [4, 32, 64])  # 0.01 at beta 0.875
-    unmeasured = {"split_merge_accepted": np.full(5, np.nan)}
-    _, periods = bcm_gibbs.learn_proposal(static, data, {}, None, None, LadderMoves(schedule, unmeasured, schedule))
-    np.testing.assert_array_equal(periods, np.full(5, bcm_gibbs.DEFAULT_SPLIT_MERGE_EVERY))
 
 
 def test_a_replica_at_beta_one_draws_the_same_in_an_untempered_batch():

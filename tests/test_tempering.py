@@ -267,12 +267,11 @@ def test_a_learned_proposal_reaches_the_kernel_keeps_the_posterior_exact_and_is_
     two-site jumps): every round runs with what the rounds before it taught, extend continues with the
     run's last one, and the posterior rung still matches the exact posterior."""
     static, data, exact, _ = bimodal
-    shares, learned, moves = [], [], []
+    shares, learned = [], []
     run_scans, learn = tempering.run_scans, toy.LEARNING_KERNEL.learn_proposal
 
     def recording_learn(*args):
         learned.append(learn(*args))
-        moves.append(args[-1])
         return learned[-1]
 
     kernel = toy.LEARNING_KERNEL._replace(learn_proposal=recording_learn)
@@ -283,10 +282,7 @@ def test_a_learned_proposal_reaches_the_kernel_keeps_the_posterior_exact_and_is_
     # tuning rounds of 1 and 2 chunks, then the sampling round: each with the share the round before taught
     assert len(learned) == 2 and len(set(learned)) == 2
     assert shares == [0.0] + 2 * [pytest.approx(learned[0])] + chunks * [pytest.approx(learned[1])]
-    assert run.proposal == learned[-1] and 0.1 <= run.proposal <= 0.6
-    # each round's moves: its schedule, the mean acceptance per rung, and the schedule learned for
-    assert all(len(m.move_rates["move"]) == len(m.schedule) and m.next_schedule[-1] == 1.0 for m in moves)
-    np.testing.assert_array_equal(moves[1].schedule, moves[0].next_schedule)
+    assert run.proposal == learned[-1] and 0.1 <= run.proposal <= 0.55
     result = exact_gof_test(run.records["x"], exact, statistics={
         "left mode": (np.arange(exact.size) < exact.size / 2).astype(float),
         "x": np.arange(exact.size, dtype=float),

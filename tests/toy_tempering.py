@@ -106,13 +106,11 @@ def _jump_step_one(static, data, state, key, beta):
     return _metropolis(static, data.lattice, state, proposal, key_accept, beta)
 
 
-def learn_jump_share(static, data, records, states, share, moves):
+def learn_jump_share(static, data, records, states, share):
     """The next round's jump share, from the round's posterior-rung draws (their share right of the
-    middle), the replicas' final sites and the moves' acceptance on the rungs: any deterministic function
-    of them tests the engine's plumbing."""
+    middle) and the replicas' final sites: any deterministic function of them tests the engine's plumbing."""
     right = float(np.mean(np.asarray(records["x"]) >= static.n_sites // 2))
-    accepted = float(np.nanmean(np.concatenate([np.ravel(rates) for rates in moves.move_rates.values()])))
-    return np.float32(0.1 + 0.4 * right + 0.05 * float(np.mean(np.asarray(states.x) % 2)) + 0.05 * accepted)
+    return np.float32(0.1 + 0.4 * right + 0.05 * float(np.mean(np.asarray(states.x) % 2)))
 
 
 def _jump_init(static, data, key):
