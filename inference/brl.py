@@ -458,8 +458,8 @@ def fit_brl(
     """Sample the BRL posterior over rule lists for binary features ``X`` (n, p) and labels ``y``.
 
     ``X``: 0/1 array or DataFrame (its columns name the features unless ``feature_names`` is given, its index
-    the trace's observations), or a table of categories (a DataFrame with a categorical or string column, or
-    an array of strings), whose items are made as :class:`BayesianRuleListClassifier` makes them
+    the trace's observations), or a table (a DataFrame with a categorical, string or non-0/1 numeric column,
+    or an array of strings), whose items are made as :class:`BayesianRuleListClassifier` makes them
     (:func:`~interpretable_zoo.inference.rule_mining.fit_item_encoder`: ``sex=male``, and ``class!=3rd`` for columns of more than two
     values; numeric columns of such a table binned at quartiles); the result then predicts from such tables;
     ``y``: any labels, at least two classes (``result.classes`` keeps their order).
@@ -510,7 +510,7 @@ def fit_brl(
         feature_names = tuple(str(column) for column in X.columns)
     sample_names = tuple(str(name) for name in X.index) if isinstance(X, pd.DataFrame) else None
     encoder = table_columns = None
-    if _holds_categories(X):
+    if _is_item_table(X):
         if antecedents is not None:
             raise ValueError("antecedents: give them as column indices of a 0/1 X; for a table of categories they "
                              "are mined from its items")
@@ -597,11 +597,14 @@ def _category_table(X, columns: tuple[str, ...]) -> pd.DataFrame:
     return frame.set_axis(list(columns), axis=1)
 
 
-def _holds_categories(X) -> bool:
-    """Whether ``X`` is a table of categories rather than a 0/1 matrix: a DataFrame with a column that is not
-    numeric, or an array of strings or objects."""
+def _is_item_table(X) -> bool:
+    """Whether ``X`` is a table to make items of rather than a 0/1 matrix: a DataFrame with a column that is
+    not numeric or holds values other than 0 and 1 (binned as the classifier bins it), or an array of
+    strings or objects."""
     if isinstance(X, pd.DataFrame):
-        return any(not pd.api.types.is_numeric_dtype(dtype) for dtype in X.dtypes)
+        columns = (X.iloc[:, j] for j in range(X.shape[1]))
+        return any(not pd.api.types.is_numeric_dtype(column) or not column.dropna().isin([0, 1]).all()
+                   for column in columns)
     if hasattr(X, "dtype"):  # an array, or a sparse matrix (whose np.asarray is an object scalar)
         return isinstance(X, np.ndarray) and X.dtype.kind in "OUS"
     try:

@@ -249,6 +249,24 @@ def test_fit_brl_takes_a_table_of_categories_as_the_classifier_does():
     np.testing.assert_array_equal(unnamed.predict_proba(strings), on_strings.predict_proba(strings))
 
 
+def test_fit_brl_bins_a_numeric_table_as_the_classifier_does():
+    """A DataFrame with a numeric column that is not 0/1 is a table: fit_brl bins it into the classifier's
+    items and draws what the classifier draws; a DataFrame of 0/1 columns stays a matrix whose columns are
+    the items."""
+    rng = np.random.default_rng(2)
+    age, fare = rng.integers(1, 80, 300), rng.gamma(2.0, 20.0, 300)
+    y = (age < 15) | (fare > 60)
+    table = pd.DataFrame({"age": age, "fare": fare, "male": rng.integers(0, 2, 300)})
+    options = {"min_support": 0.1, "seed": 1, **FAST, "num_samples": 50}
+    result = fit_brl(table, y, **options)
+    classifier = BayesianRuleListClassifier(**options).fit(table, y)
+    assert result.item_names == classifier.result_.item_names and "age<=21" in result.item_names
+    np.testing.assert_array_equal(result.run.records["rules"], classifier.result_.run.records["rules"])
+    np.testing.assert_array_equal(result.predict_proba(table), classifier.predict_proba(table))
+    binary = fit_brl(table[["male"]].assign(young=(age < 15).astype(int)), y, **options)
+    assert set(binary.item_names) <= {"male", "young", "not male", "not young"}
+
+
 def test_titanic_letham_split(data_home):
     train, test = load_titanic("train", data_home), load_titanic("test", data_home)
     classifier = BayesianRuleListClassifier(num_warmup=250, num_samples=500, num_chains=2, n_temperatures=4).fit(train.X, train.y)
