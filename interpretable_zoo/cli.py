@@ -1,7 +1,7 @@
 """The ``izoo`` command: demo every model on bundled data, fit a model from a file, summarise a run.
 
 Each model registers here its module of :mod:`interpretable_zoo.demos`, which implements the
-command-line entry points: ``cli_demo(data_home) -> str`` (a run on bundled data, returning the
+command-line entry points: ``cli_demo() -> str`` (a run on bundled data, returning the
 explanation and, for MCMC models, an R-hat table) and, for models fitted to a data file
 (``fits=True``), ``cli_fit(X, y, *, seed, **options) -> result`` with the model's own ``options``.
 ``izoo fit`` writes the result by the suffix of ``--out``: ``.json`` (the explanation as data),
@@ -208,7 +208,7 @@ def command_demo(args) -> None:
             missing.append(f"{name} ({entry.title})")
             continue
         print(f"=== {entry.title} ===", flush=True)
-        print(_model_module(name).cli_demo(args.data_home), flush=True)
+        print(_model_module(name).cli_demo(), flush=True)
     if missing:
         print("Not available yet: " + "; ".join(missing))
 
@@ -277,7 +277,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="run every available model on bundled data and print its explanation")
     demo.add_argument("models", nargs="*", choices=[[], *MODELS], metavar="MODEL", help="restrict to these models")
-    demo.add_argument("--data-home", default=None, help="folder of real datasets (default: $INTERPRETABLE_ZOO_DATA)")
     demo.set_defaults(handler=command_demo)
 
     fitting = [name for name, entry in MODELS.items() if entry.fits]

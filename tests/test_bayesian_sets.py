@@ -452,6 +452,6 @@ def test_bad_data_and_settings_are_rejected():
 
 
 def test_cli_demo_completes_a_set_of_zeros():
-    text = cli_demo(None)
+    text = cli_demo()
     assert "Precision at 10 (digit 0): 1.00" in text
     assert "image 0 (digit 0)" in text and "because of pixel_" in text

@@ -217,7 +217,7 @@ def test_sweep_keeps_the_best_elbo_and_plots_it(faces):
 
 
 def test_cli_demo_prints_the_faces_table():
-    text = cli_demo(None)
+    text = cli_demo()
     assert "Mind the Gap" in text and "OR" in text
 
 

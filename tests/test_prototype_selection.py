@@ -490,7 +490,7 @@ def test_gaussian_mixture_generator():
 
 
 def test_cli_demo_runs_on_wine():
-    text = cli_demo(None)
+    text = cli_demo()
     assert "Wine" in text and "prototypes" in text
 
 

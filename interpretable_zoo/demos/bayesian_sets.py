@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-def cli_demo(data_home=None) -> str:
+def cli_demo() -> str:
     """Bayesian Sets on scikit-learn's bundled digits, binarised at half the grey range: complete three zeros."""
     import numpy as np
 

@@ -29,7 +29,7 @@ def format_demo(faces, result) -> str:
         )
 
 
-def cli_demo(data_home=None) -> str:
+def cli_demo() -> str:
     """Quick run on the bundled smiley faces (sec. 3.1): planted vs found subspaces, and the R-hat table."""
     return format_demo(*smiley_demo())
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-def cli_demo(data_home=None, **options) -> str:
+def cli_demo(**options) -> str:
     """Rule list for the bundled 2201-passenger Titanic table, with an R-hat table (the classifier's
     defaults, or ``options``)."""
     from interpretable_zoo.datasets import load_titanic_table

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-def cli_demo(data_home=None) -> str:
+def cli_demo() -> str:
     """The cartoon faces of sec. 2 drawn from the model, fitted with 3 clusters: the distinguishing groups."""
     from interpretable_zoo.datasets.cartoon_faces import make_cartoon_faces
     from interpretable_zoo.inference.mgm import fit_mgm

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-def cli_demo(data_home=None) -> str:
+def cli_demo() -> str:
     """Wine (bundled): standardised features, eps by 10-fold CV with the one-standard-error rule, test error vs 1-NN."""
     import numpy as np
     from sklearn.model_selection import train_test_split
