@@ -35,7 +35,7 @@ nb_merge_streams = True
 myst_enable_extensions = ["dollarmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
-exclude_patterns = ["_build", "examples/*.py", "*.py"]
+exclude_patterns = ["_build"]
 
 # One docstring convention throughout: Google style (napoleon), prose parameters in ``Args:`` sections.
 napoleon_google_docstring = True
@@ -50,18 +50,8 @@ autodoc_default_options = {"members": True, "undoc-members": False, "show-inheri
 # Every cross-reference must resolve (``-n``). The site is built offline, so references to other
 # projects' objects (NumPy, JAX, pandas, ...) cannot resolve and are the only ones ignored.
 nitpicky = True
-_EXTERNAL = (
-    r"(builtins|typing|collections|dataclasses|pathlib|os|io|numbers|enum|abc|types|contextlib|"
-    r"numpy|np|jax|jnp|jaxlib|numpyro|dist|pandas|pd|xarray|arviz|az|scipy|sklearn|matplotlib|plt|"
-    r"optax|h5py|nbformat)(\..*)?"
-)
-_BUILTINS = r"(int|float|bool|str|bytes|list|tuple|dict|set|frozenset|object|type|None|callable|Callable|" \
-    r"Any|Optional|Union|Sequence|Mapping|Iterable|Iterator|Literal|NamedTuple|Path|ndarray|Array|" \
-    r"ArrayLike|DataFrame|Series|Figure|Axes|Distribution|InferenceData|PRNGKey|Self|optional)"
-nitpick_ignore_regex = [
-    (r"py:.*", _EXTERNAL),
-    (r"py:.*", _BUILTINS),
-]
+_EXTERNAL = r"(collections|numpy|jax|numpyro|sklearn|pandas|scipy|arviz|xarray|matplotlib)\..*"
+nitpick_ignore_regex = [(r"py:.*", _EXTERNAL)]
 
 html_theme = "pydata_sphinx_theme"
 html_title = "interpretable-zoo"
@@ -70,7 +60,6 @@ html_theme_options = {
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
 }
-html_static_path = []
 
 
 def _skip_scikit_learn_members(app, what, name, obj, skip, options):

@@ -303,9 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--num-chains", type=int, help="chains (default: brl 8, bcm 4) [bcm, brl]")
     fit.add_argument("--max-seconds", type=float, help="time budget of a run until converged (default: brl 60, bcm 300)"
                      " [bcm, brl]")  # fmt: skip
-    fit.add_argument(
-        "--progress", action=argparse.BooleanOptionalAction, help="progress bar (default: on outside CI) [bcm, brl, prototype_selection]"
-    )
+    fit.add_argument("--progress", action=argparse.BooleanOptionalAction,
+                     help="progress bar (default: on outside CI) [bcm, brl, prototype_selection]")
     fit.add_argument("--min-support", type=float, help="antecedent mining: support per class (default 0.1) [brl]")
     fit.add_argument("--max-cardinality", type=int, help="antecedent mining: conditions per rule (default 2) [brl]")
     fit.add_argument("--restarts", type=int, help="restarts of the search (default 5) [mgm]")
