@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 from interpretable_zoo import compiled_hooks
 from interpretable_zoo.datasets.preprocessing import CategoricalData, encode_categorical, encode_like
 from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, summary, tempered_inference_data
-from interpretable_zoo.inference import bcm_gibbs, convergence, hyperpriors, target_check, tempering
+from interpretable_zoo.inference import bcm_gibbs, convergence, hyperpriors, memory, target_check, tempering
 from interpretable_zoo.inference.checkpoint import as_checkpoint
 from interpretable_zoo.inference.explanation import html_card, mcmc_facts, mcmc_status, plain, records
 from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin, atomic_fit
@@ -345,7 +345,7 @@ def _record_with_z(static, data, states):
 def _kernel(store_z: bool) -> TargetKernel:
     """The collapsed Gibbs kernel as the tempering engine runs it, keeping z in the draws or not."""
     record = _record_with_z if store_z else _record_without_z
-    return TargetKernel(bcm_gibbs.init, bcm_gibbs.step, bcm_gibbs.summaries, record)
+    return TargetKernel(bcm_gibbs.init, bcm_gibbs.step, bcm_gibbs.summaries, record, scratch=bcm_gibbs.scratch)
 
 
 def _inference_data(run, data: CategoricalData) -> az.InferenceData:
@@ -393,6 +393,7 @@ def _labelled_starts(static, data, keys, labels):
     return jax.vmap(start)(keys, labels)
 
 
+@memory.honours_limit
 def fit_bcm(
     X,
     n_clusters: int,
@@ -413,6 +414,7 @@ def fit_bcm(
     progress_bar: bool | None = None,
     devices=None,
     checkpoint=None,
+    memory_limit: int | None = None,
 ) -> BCMResult:
     """Fit BCM to a categorical matrix (integer codes, or a DataFrame whose values are mapped to codes)
     with the exact collapsed Gibbs sampler (eqs. (1), (2), observation re-split and cluster split-merge moves)
@@ -437,6 +439,8 @@ def fit_bcm(
     ``checkpoint``: a file path or ``inference.checkpoint.Checkpoint(path, every_seconds)``: the run saves its
     state there (every 60 s by default) and a call with the same arguments resumes from it after an
     interruption, giving the draws of an uninterrupted run (``inference.checkpoint``).
+    ``memory_limit``: the bytes the fit's memory estimate may reach (None: the memory available); settings
+    whose estimate exceeds it are refused before any work, naming them.
 
     DataFrame columns of numbers (floating point, or integers with more than
     ``validation.NUMERIC_COLUMN_LEVELS`` distinct values) are refused: bin them, or mark them categorical.

@@ -193,10 +193,21 @@ def memory_bytes(n_obs: int, n_values, n_clusters: int, n_replicas: int, tables_
     k = min(DEFAULT_SPLIT_MERGE_CLUSTERS, n_clusters) if n_clusters >= 2 else 0
     log_gamma = 16 * (4 * n_vals**2 + 1) * (n_obs + 1)
     g_tables = 48 * 2 * n_features * n_vals**2
-    per_replica = 8 * n_features * n_vals**2 * (n_clusters + k)
+    per_replica = _step_gather_bytes(n_features, n_vals, n_clusters, k)
     if tables_per_replica:
         per_replica += (log_gamma + g_tables) / 4
     return log_gamma + g_tables + n_replicas * per_replica
+
+
+def _step_gather_bytes(n_features, n_vals, n_clusters: int, split_merge_clusters: int) -> float:
+    """Bytes of a replica's step's float32 gathers over (2, V, S + k, P, V) (see :func:`memory_bytes`)."""
+    return 8 * n_features * n_vals**2 * (n_clusters + split_merge_clusters)
+
+
+def scratch(static: BCMStatic) -> tuple[int, str, None]:
+    """The memory of a replica's :func:`step` beyond its state (for the run's memory estimate)."""
+    n_bytes = _step_gather_bytes(static.n_features, static.n_values, static.n_clusters, static.split_merge_clusters)
+    return int(n_bytes), f"the step's tables over {static.n_features} features x {static.n_values} values", None
 
 
 def _log_beta_from_table(table, g_offsets, total_offsets, counts):

@@ -66,7 +66,8 @@ def _record(static, data, states):
     return {"rules": states.rules, "length": states.length}
 
 
-KERNEL = TargetKernel(brl_mh.init, brl_mh.step, brl_mh.summaries, _record, brl_mh.learn_proposal, brl_mh.with_proposal)
+KERNEL = TargetKernel(brl_mh.init, brl_mh.step, brl_mh.summaries, _record, brl_mh.learn_proposal, brl_mh.with_proposal,
+                      brl_mh.scratch)
 """The list Metropolis-Hastings kernel as the tempering engine runs it."""
 
 
@@ -432,6 +433,7 @@ def _split_draw_row(row, n_classes: int):
     return row[: -n_classes - 1], row[-n_classes - 1], jax.lax.bitcast_convert_type(row[-n_classes:], jnp.float32)
 
 
+@memory.honours_limit
 def fit_brl(
     X,
     y,
@@ -454,6 +456,7 @@ def fit_brl(
     progress_bar: bool | None = None,
     devices=None,
     checkpoint=None,
+    memory_limit: int | None = None,
 ) -> BRLResult:
     """Sample the BRL posterior over rule lists for binary features ``X`` (n, p) and labels ``y``.
 
@@ -485,6 +488,8 @@ def fit_brl(
     ``checkpoint``: a file path or ``inference.checkpoint.Checkpoint(path, every_seconds)``: the run saves its
     state there (every 60 s by default) and a call with the same arguments resumes from it after an
     interruption, giving the draws of an uninterrupted run (``inference.checkpoint``).
+    ``memory_limit``: the bytes the fit's memory estimate may reach (None: the memory available); settings
+    whose estimate exceeds it are refused before any work, naming them.
 
     Example:
         >>> data = iz.datasets.load_titanic_table()

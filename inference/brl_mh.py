@@ -861,6 +861,13 @@ def _by_chain(function, data: BRLData, *batch):
     return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), by_chain)
 
 
+def scratch(static: BRLStatic) -> tuple[int, str, str]:
+    """The memory of a replica's :func:`step` beyond its state: the uniforms of all its iterations, drawn
+    at once (for the run's memory estimate)."""
+    n_steps = static.steps_per_call
+    return 4 * UNIFORMS_PER_STEP * n_steps, f"the uniforms of {n_steps} steps per scan", "steps_per_scan"
+
+
 def step(static: BRLStatic, data: BRLData, states: BRLState, keys, betas) -> tuple[BRLState, BRLInfo]:
     """``static.steps_per_call`` Metropolis-Hastings iterations (:func:`mh_update`) of each replica of a
     batch (leading axis B of ``states``, ``keys`` (B,), ``betas`` (B,)), replica b targeting

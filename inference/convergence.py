@@ -32,7 +32,7 @@ import jax
 import numpy as np
 
 from interpretable_zoo.diagnostics import rank_statistics
-from interpretable_zoo.inference import progress, tempering
+from interpretable_zoo.inference import memory, progress, tempering
 from interpretable_zoo.inference.checkpoint import CheckpointWriter, as_checkpoint, fingerprint
 from interpretable_zoo.inference.validation import check_positive_int, check_seed
 
@@ -110,6 +110,45 @@ def check_temperatures(n_temperatures) -> int | str:
             raise ValueError(f"n_temperatures: expected 'auto' or an integer >= 1, got {n_temperatures!r}")
         return n_temperatures
     return check_positive_int(n_temperatures, "n_temperatures")
+
+
+STATE_COPIES = 3
+"""Copies of every replica's state that a compiled chunk holds at once (the scan's carry, the step's new
+states and the swap round's), for :func:`check_run_memory`."""
+
+
+def _nbytes(tree) -> int:
+    return sum(math.prod(leaf.shape) * np.dtype(leaf.dtype).itemsize for leaf in jax.tree.leaves(tree))
+
+
+def check_run_memory(kernel: tempering.TargetKernel, static, data, *, num_chains: int, n_rungs: int, rungs_setting: str,
+                     largest_round: int, chunk: int) -> None:
+    """InsufficientMemoryError, before anything is compiled or allocated, when the run would not fit: the
+    replicas' states (``num_chains`` x ``n_rungs``, :data:`STATE_COPIES` copies, and the kernel's
+    ``scratch`` per replica) on the device, and the records and summaries of a ``chunk`` on the device and
+    of the ``largest_round`` on the host (twice: the round's chunks, and their concatenation). The shapes
+    come from tracing ``init``, ``record`` and ``summaries`` abstractly (``jax.eval_shape``), not from
+    running them. ``rungs_setting`` names the setting that fixed ``n_rungs``."""
+    state = jax.eval_shape(lambda data: kernel.init(static, data, jax.random.PRNGKey(0)), data)
+    batch = jax.tree.map(lambda x: jax.ShapeDtypeStruct((1, *x.shape), x.dtype), state)
+    per_scan = jax.eval_shape(
+        lambda data, states: (kernel.record(static, data, states), kernel.summaries(static, data, states)), data, batch
+    )
+    scan_bytes = _nbytes(per_scan) + 8  # and the log joint and the swap acceptance
+    scratch_bytes, scratch_what, scratch_setting = (0, None, None) if kernel.scratch is None else kernel.scratch(static)
+    states_bytes = STATE_COPIES * _nbytes(state)
+    replica_bytes = states_bytes + scratch_bytes
+    replicas = num_chains * n_rungs
+    needed = replicas * replica_bytes + num_chains * (chunk + 2 * largest_round) * scan_bytes
+    named = scratch_bytes > states_bytes  # the kernel's work is named where it outweighs the states
+    settings = ["num_chains", rungs_setting, *([scratch_setting] if named and scratch_setting else []), "num_samples"]
+    memory.check_memory(
+        needed,
+        f"{', '.join(settings[:-1])}: {num_chains} chains x {n_rungs} rungs = {replicas} replicas of "
+        f"{memory.format_bytes(replica_bytes)} each{f' (with {scratch_what})' if named else ''}, and the "
+        f"records of {largest_round} scans of every chain",
+        f"lower {', '.join(settings[:-1])} or {settings[-1]}",
+    )
 
 
 def diagnose(summaries: dict[str, np.ndarray]) -> dict[str, tuple[float, float]]:
@@ -324,14 +363,24 @@ def sample(
     }
     if not isinstance(target, ConvergenceTarget):
         raise ValueError(f"target: expected a ConvergenceTarget, got {type(target).__name__}")
+    fixed_rungs = settings["n_temperatures"] != "auto"
+    if fixed_rungs and settings["n_temperatures"] > settings["max_temperatures"]:
+        raise ValueError(f"n_temperatures: {n_temperatures} rungs exceed max_temperatures ({max_temperatures}); "
+                         "raise max_temperatures to run that many")
+    auto_rounds = settings["tuning_rounds"] == "auto"
+    max_rounds = DEFAULT_TUNING_ROUNDS if auto_rounds else settings["tuning_rounds"]
+    check_run_memory(
+        kernel, static, data, num_chains=settings["num_chains"], chunk=settings["scans_per_chunk"],
+        n_rungs=settings["n_temperatures"] if fixed_rungs else settings["max_temperatures"],
+        rungs_setting="n_temperatures" if fixed_rungs else "max_temperatures",
+        largest_round=max(settings["num_samples"] or 0, settings["scans_per_chunk"] * 2 ** max(max_rounds - 1, 0)),
+    )
     checkpoint = as_checkpoint(checkpoint)
     mesh = tempering.chain_mesh(num_chains, devices)
     settings["devices"] = 1 if mesh is None else mesh.size
     writer = None if checkpoint is None else CheckpointWriter(
         checkpoint, fingerprint(kernel, static, data, settings, initial_states)  # of the data on this host
     )
-    auto_rounds = settings["tuning_rounds"] == "auto"
-    max_rounds = DEFAULT_TUNING_ROUNDS if auto_rounds else settings["tuning_rounds"]
     start, compile_start = time.perf_counter(), compile_seconds()
     saved = None if writer is None else writer.load()
     if saved is None:
@@ -431,6 +480,8 @@ def extend(run: TemperedRun, kernel: tempering.TargetKernel, static, data, *, nu
         settings["progress_bar"] = progress_bar
     mesh = tempering.chain_mesh(settings["num_chains"], settings["devices"])
     data = _with_proposal(kernel, static, data, run.proposal, mesh)
+    check_run_memory(kernel, static, data, num_chains=settings["num_chains"], n_rungs=len(run.schedule),
+                     rungs_setting="n_temperatures", largest_round=num_samples or 0, chunk=settings["scans_per_chunk"])
     start, compile_start = time.perf_counter(), compile_seconds()
     bar = progress.bar(settings["progress_bar"], settings["description"], unit=" scans")
     try:
@@ -457,6 +508,15 @@ def _retuned(ladder, schedule, statistics, settings):
     return new_schedule, ladder
 
 
+CHUNK_SECONDS = 2.0
+"""The longest a compiled chunk should run at the measured pace: a KeyboardInterrupt waits for the chunk
+in flight, so this bounds how long Ctrl-C takes (a chunk is at least one scan)."""
+
+FIRST_CHUNK_SCANS = 1
+"""Scans of a run's first chunk, before any pace is measured: one scan of a run too large for
+:data:`CHUNK_SECONDS` keeps Ctrl-C prompt (and the chunk's program, compiled then, serves every size)."""
+
+
 class _Pace:
     """Seconds per scan and rung of the last chunk run, carried from round to round (a retuned round may
     have another number of rungs, and a scan costs about as much per rung)."""
@@ -468,11 +528,14 @@ class _Pace:
         self.seconds_per_rung_scan = seconds / (n_scans * n_rungs)
 
     def scans_that_fit(self, size: int, deadline, n_rungs: int) -> int:
-        """``size``, or fewer when a chunk of that size would end past ``deadline`` at this pace; at least 1."""
-        if deadline is None or self.seconds_per_rung_scan is None:
-            return size
-        left = deadline - time.perf_counter()
-        return max(1, min(size, math.floor(left / (self.seconds_per_rung_scan * n_rungs))))
+        """``size``, or fewer when a chunk of that size would run longer than :data:`CHUNK_SECONDS` or end
+        past ``deadline`` at this pace; at least 1. Before any pace is measured, at most
+        :data:`FIRST_CHUNK_SCANS`."""
+        if self.seconds_per_rung_scan is None:
+            return min(size, FIRST_CHUNK_SCANS)
+        left = CHUNK_SECONDS if deadline is None else min(CHUNK_SECONDS, deadline - time.perf_counter())
+        per_scan = self.seconds_per_rung_scan * n_rungs
+        return size if left >= size * per_scan else max(1, math.floor(left / per_scan))
 
 
 def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline=None, partial=None,
@@ -480,10 +543,11 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
     """Up to ``n_scans`` scans in chunks, stopping early at ``deadline`` (a perf_counter time) or at a
     KeyboardInterrupt (the chunk it cuts is dropped, the ladder stays after the last whole chunk); returns
     the ladder, the round's statistics (None when no chunk ran), the chunks' outputs and whether it was
-    interrupted. A chunk that would end past the deadline at the ``pace`` (updated here) of the chunk
-    before it, in this round or an earlier one, runs only the scans that fit, at least one (the same
-    compiled program runs any count up to a chunk), so a round that reaches the deadline ends within about
-    a scan of it. ``partial``: (statistics, outputs) of the round's chunks already run (from a checkpoint);
+    interrupted. A chunk that would end past the deadline, or run longer than :data:`CHUNK_SECONDS`, at the
+    ``pace`` (updated here) of the chunk before it, in this round or an earlier one, runs only the scans
+    that fit, at least one (the same compiled program runs any count up to a chunk), so a round that
+    reaches the deadline ends within about a scan of it, and Ctrl-C takes effect within about
+    :data:`CHUNK_SECONDS`. ``partial``: (statistics, outputs) of the round's chunks already run (from a checkpoint);
     ``on_chunk(ladder, statistics, outputs)`` is called after every chunk; ``finished(outputs)`` True ends
     the round after a chunk. ``finished`` is asked only after a whole number of ``scans_per_chunk`` scans,
     so a chunk shortened at the deadline moves no test of it: the draws of a run that the deadline does
@@ -492,29 +556,36 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
     chunk_statistics, outputs = partial or ([], [])
     done = sum(int(c.n_scans) for c in chunk_statistics)
     interrupted = False
+    in_progress = None  # the statistics of the chunk's parts run so far, which its next part adds to
     while done < n_scans:
         # the test of the chunks so far, here rather than after the chunk: a checkpoint is written before
         # it, so a run resumed from one repeats it on the chunks it restored
         if outputs and finished is not None and done % chunk == 0 and finished(outputs):
             break
-        # up to the next whole number of chunks: a chunk shortened at the deadline leaves the rest aligned
+        # up to the next whole number of chunks: a chunk run in parts (at the deadline, or to keep each part
+        # within CHUNK_SECONDS) leaves the rest aligned
         size = pace.scans_that_fit(min(chunk - done % chunk, n_scans - done), deadline, len(schedule))
         began = time.perf_counter()
         try:
-            ladder, statistics, output = tempering.run_scans(kernel, static, data, ladder, schedule, size, capacity=chunk)
+            ladder, in_progress, output = tempering.run_scans(kernel, static, data, ladder, schedule, size,
+                                                              capacity=chunk, statistics=in_progress)
         except KeyboardInterrupt:
             interrupted = True
             break
         pace.record(time.perf_counter() - began, size, len(schedule))
-        chunk_statistics.append(statistics)
         outputs.append(output)
         done += size
-        if on_chunk is not None:
-            on_chunk(ladder, chunk_statistics, outputs)
+        if done % chunk == 0 or done == n_scans:
+            chunk_statistics.append(in_progress)
+            in_progress = None
+            if on_chunk is not None:
+                on_chunk(ladder, chunk_statistics, outputs)
         if bar is not None:
             bar.update(size)
         if deadline is not None and time.perf_counter() > deadline:
             break
+    if in_progress is not None:  # a chunk that the deadline or an interruption cut: its parts run so far
+        chunk_statistics.append(in_progress)
     statistics = tempering.combine(chunk_statistics) if chunk_statistics else None
     return ladder, statistics, outputs, interrupted
 

@@ -285,9 +285,10 @@ def with_hyperpriors(kernel):
     def with_proposal(static, data, proposal):
         return data._replace(inner=kernel.with_proposal(static.inner, data.inner, proposal))
 
+    scratch = None if kernel.scratch is None else (lambda static: kernel.scratch(static.inner))
     if kernel.learn_proposal is None:
-        return TargetKernel(init, step, summaries, record)
-    return TargetKernel(init, step, summaries, record, learn_proposal, with_proposal)
+        return TargetKernel(init, step, summaries, record, scratch=scratch)
+    return TargetKernel(init, step, summaries, record, learn_proposal, with_proposal, scratch)
 
 
 def target(model: HyperpriorModel, inner_target, priors):

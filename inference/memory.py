@@ -1,7 +1,12 @@
-"""Memory checks before large allocations: an estimate compared with the memory the system has available."""
+"""Memory checks before large allocations: an estimate compared with the memory the system has available,
+or with the ``memory_limit`` that a fit was given (:func:`limit`)."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
+import inspect
 import os
 from pathlib import Path
 
@@ -52,19 +57,67 @@ def _cgroup_available() -> int | None:
     return None
 
 
+_LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar("memory_limit", default=None)
+
+
+def check_limit(memory_limit) -> int | None:
+    """``memory_limit`` checked: None (the memory available when a check runs) or a positive number of bytes."""
+    if memory_limit is None:
+        return None
+    if isinstance(memory_limit, bool) or not isinstance(memory_limit, (int, float)) or not memory_limit >= 1:
+        raise ValueError(f"memory_limit: expected None or a positive number of bytes (e.g. 8 * 2**30), got {memory_limit!r}")
+    return int(memory_limit)
+
+
+@contextlib.contextmanager
+def limit(memory_limit):
+    """Within the block, :func:`check_memory` compares with ``memory_limit`` bytes instead of the available
+    memory (None keeps the available memory). The fits take ``memory_limit`` to raise the bound where the
+    estimate is conservative or the machine can swap, or to lower it."""
+    token = _LIMIT.set(check_limit(memory_limit))
+    try:
+        yield
+    finally:
+        _LIMIT.reset(token)
+
+
+def honours_limit(fit):
+    """``fit``, whose keyword-only argument ``memory_limit`` sets the :func:`limit` of every memory check
+    made during the call."""
+    default = inspect.signature(fit).parameters["memory_limit"].default
+
+    @functools.wraps(fit)
+    def limited(*args, **kwargs):
+        with limit(kwargs.get("memory_limit", default)):
+            return fit(*args, **kwargs)
+
+    return limited
+
+
+def allowed_bytes() -> int | None:
+    """The bound of :func:`check_memory`: the :func:`limit` in force, else :func:`available_bytes`."""
+    bound = _LIMIT.get()
+    return available_bytes() if bound is None else bound
+
+
 def check_memory(needed_bytes: float, what: str, remedy: str) -> None:
-    """InsufficientMemoryError when ``needed_bytes`` exceeds the available memory.
+    """InsufficientMemoryError when ``needed_bytes`` exceeds the available memory (or the :func:`limit`).
 
     The message reads "{what} needs about 5.4 GiB, more than the 2.1 GiB available; {remedy}", so ``what``
     names the argument and the structure (e.g. "X: the 100000 x 100000 cover matrix") and ``remedy``
-    says what to change.
+    says what to change; it ends by naming ``memory_limit``, which moves the bound.
     """
-    available = available_bytes()
+    available = allowed_bytes()
     if available is not None and needed_bytes > available:
         raise InsufficientMemoryError(
-            f"{what} needs about {format_bytes(needed_bytes)}, more than the {format_bytes(available)} available; "
-            + remedy
+            f"{what} needs about {format_bytes(needed_bytes)}, more than {bound_text(available)}; {remedy} (or set "
+            "memory_limit, in bytes, if the estimate is too cautious)"
         )
+
+
+def bound_text(allowed: int) -> str:
+    """``allowed`` (from :func:`allowed_bytes`) in words: "the 2.1 GiB available" or "the 1 GiB of memory_limit"."""
+    return f"the {format_bytes(allowed)} {'available' if _LIMIT.get() is None else 'of memory_limit'}"
 
 
 def format_bytes(n_bytes: float) -> str:

@@ -18,7 +18,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
-from interpretable_zoo.inference import mgm_vi, progress, target_check
+from interpretable_zoo.inference import memory, mgm_vi, progress, target_check
 from interpretable_zoo.inference.explanation import html_card, records
 from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin, atomic_fit
 from interpretable_zoo.inference.names import resolve_names
@@ -351,8 +351,17 @@ def _search(array, cluster_numbers, width, per_batch, *, restarts, seed, priors,
     call padded with repeats, so that all calls share one compiled program), all padded to the bucket of
     ``width`` clusters, and the data to its buckets (``_padded_data``); returns {number of clusters: its
     restarts' ``SearchResult``, stacked}. ``bar`` counts the numbers done."""
-    W, observed, features = jax.device_put(_padded_data(np.asarray(array)))
+    padded = _padded_data(np.asarray(array))
     width = _bucket(width, MIN_CLUSTERS)
+    runs = per_batch * restarts
+    memory.check_memory(
+        runs * mgm_vi.search_bytes(*padded[0].shape, width, config),
+        f"restarts, n_proposals, max_iter: {runs} searches run at once ({restarts} restarts"
+        f"{f' x {per_batch} numbers of clusters' if per_batch > 1 else ''}), each with {config.n_proposals} "
+        f"merge proposals per iteration and an ELBO trace of max_iter = {config.max_iter} iterations",
+        "lower restarts, n_proposals or max_iter" + (" or clusters_per_batch" if per_batch > 1 else ""),
+    )
+    W, observed, features = jax.device_put(padded)
     results = {}
     for first in range(0, len(cluster_numbers), per_batch):
         if bar is not None:
@@ -372,6 +381,7 @@ def _search(array, cluster_numbers, width, per_batch, *, restarts, seed, priors,
     return results
 
 
+@memory.honours_limit
 def fit_mgm(
     X,
     n_clusters: int,
@@ -385,6 +395,7 @@ def fit_mgm(
     rel_tol: float = 0.1,
     exact_or: bool = False,
     max_clusters: int | None = None,
+    memory_limit: int | None = None,
 ) -> MGMResult:
     """Fit MGM with ``n_clusters`` clusters: agglomerative extraction + coordinate-ascent ELBO, best of ``restarts``.
 
@@ -397,6 +408,8 @@ def fit_mgm(
     observations and dimensions, each rounded up to a size bucket (at most a quarter more; at least 4 clusters,
     128 observations and 16 dimensions), the padding masked out: fits whose sizes share buckets, with the same
     ``restarts``, share one compiled program whatever the data, prior values and seed.
+    ``memory_limit``: the bytes the fit's memory estimate may reach (None: the memory available); settings
+    whose estimate exceeds it are refused before any work, naming them.
 
     Example:
         >>> import numpy as np
@@ -423,6 +436,7 @@ def fit_mgm(
     return _result_from(searches[n_clusters], n_clusters, names, priors, config.exact_or)
 
 
+@memory.honours_limit
 def fit_mgm_sweep(
     X,
     n_clusters=range(4, 17),
@@ -437,6 +451,7 @@ def fit_mgm_sweep(
     exact_or: bool = False,
     clusters_per_batch: int = 1,
     progress_bar: bool | None = None,
+    memory_limit: int | None = None,
 ) -> MGMResult:
     """``fit_mgm`` for every number of clusters in ``n_clusters`` (paper: 4 to 16), keeping the best ELBO.
 
@@ -445,6 +460,8 @@ def fit_mgm_sweep(
     so all share one compiled search; ``clusters_per_batch`` numbers of clusters run in one vmapped call
     (each fit with K clusters equals ``fit_mgm(X, K, max_clusters=max(n_clusters))``). ``progress_bar``
     counts the numbers of clusters searched (None: a bar outside CI).
+    ``memory_limit``: the bytes the fit's memory estimate may reach (None: the memory available); settings
+    whose estimate exceeds it are refused before any work, naming them.
 
     Example:
         >>> import numpy as np

@@ -925,6 +925,23 @@ def search(key, W, observed, features, active, *, priors: Priors, config: Search
     return SearchResult(ext, params, value, trace, iteration - 2)
 
 
+RUN_COPIES = 3
+"""Copies of a run's state that a search holds at once (loop carries in and out, and updates), for
+:func:`search_bytes`."""
+
+
+def search_bytes(n_obs: int, n_dims: int, n_clusters: int, config: SearchConfig) -> int:
+    """Estimated bytes of one run of :func:`search` on padded (N, D) data with K cluster slots, from its
+    float32 arrays: the extraction's (N, G = D) group summaries and nu (N, K) with the groups' (G, K)
+    parameters, and the ELBO trace of ``max_iter`` + 2 entries, :data:`RUN_COPIES` times; an iteration's
+    ``n_proposals`` merges, each with its group's (K,) parameters; and the (``n_candidates``, N) merged
+    features that rank candidate pairs."""
+    state = 2 * n_obs * n_dims + 2 * n_obs * n_clusters + 4 * n_dims * n_clusters + config.max_iter + 2
+    proposals = config.n_proposals * (8 + 4 * n_clusters)
+    candidates = 2 * config.n_candidates * n_obs
+    return 4 * (RUN_COPIES * state + proposals + candidates)
+
+
 def search_batch(keys, W, observed, features, active, *, priors: Priors, config: SearchConfig) -> SearchResult:
     """``search`` for a batch of runs, vmapped: keys (B, 2) and active (B, K), one row per run (restarts, and
     numbers of clusters padded to one width K), on the data W (N, D) whose rows ``observed`` (N,) are

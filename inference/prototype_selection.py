@@ -259,6 +259,7 @@ def _check_cover_memory(estimate: set_cover.CoverEstimate, eps: float, method: s
         )
 
 
+@memory.honours_limit
 def select_prototypes(
     X=None,
     y=None,
@@ -270,6 +271,7 @@ def select_prototypes(
     candidates=None,
     metric: str = "l2",
     seed: int = 0,
+    memory_limit: int | None = None,
 ) -> PrototypeSelection:
     """Select prototypes for each class (Bien & Tibshirani 2011, integer program 3a-3b).
 
@@ -279,6 +281,8 @@ def select_prototypes(
     the ball radius (balls are strict: d < eps), ``lam`` the cost per prototype (default 1/n).
     ``method`` is "greedy" (sec. 3.2, the authors' semantics) or "lp" (per-class LP relaxation solved by
     HiGHS, then randomized rounding of sec. 3.1 drawn from ``seed``).
+    ``memory_limit``: the bytes the fit's memory estimate may reach (None: the memory available); settings
+    whose estimate exceeds it are refused before any work, naming them.
 
     Example:
         >>> data = iz.datasets.make_gaussian_mixture(20, seed=0)  # 60 points of three classes in the plane

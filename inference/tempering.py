@@ -77,7 +77,11 @@ class TargetKernel(NamedTuple):
     groups of chains (``inference.brl_mh.LEARNING_GROUPS``). A path's reference may follow it (BRL's, one
     for all chains, draws by the groups' weights averaged, so that a group's finds reach every chain; then
     ``step`` re-evaluates ``log_reference`` of the states it is given, which an earlier round's data
-    evaluated)."""
+    evaluated).
+
+    ``scratch(static) -> (bytes, what, setting)``, optional: the memory one replica's ``step`` needs beyond
+    its state, what it is, and the fit's setting that sizes it (or None), for the run's memory estimate
+    (:func:`~interpretable_zoo.inference.convergence.check_run_memory`)."""
 
     init: Callable
     step: Callable
@@ -85,6 +89,7 @@ class TargetKernel(NamedTuple):
     record: Callable
     learn_proposal: Callable | None = None
     with_proposal: Callable | None = None
+    scratch: Callable | None = None
 
 
 class Ladder(NamedTuple):
@@ -221,11 +226,13 @@ def _initial_ladder(kernel, static, data, rng_keys, n_rungs):
     return Ladder(states, order, order, jnp.zeros((n_chains, n_rungs), jnp.int8), keys[:, 0], jnp.zeros((), jnp.int32))
 
 
-def run_scans(kernel: TargetKernel, static, data, ladder: Ladder, schedule, n_scans: int, *, capacity: int | None = None):
+def run_scans(kernel: TargetKernel, static, data, ladder: Ladder, schedule, n_scans: int, *, capacity: int | None = None,
+              statistics: SwapStatistics | None = None):
     """``n_scans`` scans (local moves, then one even or odd swap round). Returns the new ladder, the
     chunk's :class:`SwapStatistics` and, per scan, the posterior rung's record, its summaries with
     ``log_joint`` added, and ``swap_accept`` (C,): the mean alpha of the swaps attempted in that scan
-    (NumPy arrays, scan first).
+    (NumPy arrays, scan first). ``statistics``: those of the scans run before in the same chunk, which
+    the new scans add to one by one (a chunk run in parts sums exactly as one run whole).
 
     A swap round tries the pairs (k, k + 1) with k even on even scans and k odd on odd scans (the
     deterministic even-odd scheme that makes the index process non-reversible, Syed et al. sec. 3). A
@@ -241,15 +248,45 @@ def run_scans(kernel: TargetKernel, static, data, ladder: Ladder, schedule, n_sc
     if not 0 < n_scans <= capacity:
         raise ValueError(f"n_scans: expected 1..{capacity}, got {n_scans}")
     schedule, n_scans_array = jax.device_put((np.asarray(schedule), np.int32(n_scans)))
-    ladder, statistics, outputs = ladder_scans(kernel, static, data, ladder, schedule, n_scans_array, capacity)
+    if statistics is None:
+        statistics = no_statistics(kernel, static, data, ladder)
+    ladder, statistics, outputs = ladder_scans(kernel, static, data, ladder, schedule, n_scans_array, capacity,
+                                               statistics)
     return ladder, statistics, jax.tree.map(lambda x: to_host(x)[:n_scans], outputs)
 
 
+def _move_shapes(kernel, static, data, ladder):
+    """The shapes of ``move_info`` of a step of the ladder's replicas (traced, not run)."""
+    n_replicas = ladder.rung_of_slot.size
+    keys = jax.vmap(lambda key: random.split(key, n_replicas // len(ladder.rng_key)))(ladder.rng_key)
+    betas = jnp.zeros(n_replicas)
+    return jax.eval_shape(lambda states, keys: move_info(kernel.step(static, data, states, keys, betas)[1]),
+                          ladder.states, keys.reshape(-1, *keys.shape[2:]))
+
+
+@partial(jax.jit, static_argnames=("kernel", "static"))
+def no_statistics(kernel, static, data, ladder) -> SwapStatistics:
+    """The :class:`SwapStatistics` of no scan, the start of a chunk's sums."""
+    n_chains, n_rungs = ladder.slot_of_rung.shape
+    moves = _move_shapes(kernel, static, data, ladder)
+    return SwapStatistics(
+        rejection=jnp.zeros((n_chains, n_rungs - 1)),
+        attempts=jnp.zeros(n_rungs - 1),
+        log_stepping_stone=jnp.full((n_chains, n_rungs - 1), -jnp.inf),
+        n_scans=jnp.zeros(()),
+        round_trips=jnp.zeros(n_chains, jnp.int32),
+        move_sums={name: jnp.zeros((n_chains, n_rungs)) for name in moves},
+        move_attempts={name: jnp.zeros((n_chains, n_rungs)) for name in moves},
+    )
+
+
 @partial(jax.jit, static_argnames=("kernel", "static", "capacity"))
-def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity):
+def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity, statistics=None):
     """:func:`run_scans` as a traceable function (e.g. under ``jax.vmap`` over data sets): ``n_scans`` a
     traced count <= the static ``capacity``; the outputs keep all ``capacity`` rows (rows from
-    ``n_scans`` on are zeros)."""
+    ``n_scans`` on are zeros); ``statistics`` the sums the scans add to (None: :func:`no_statistics`)."""
+    if statistics is None:
+        statistics = no_statistics(kernel, static, data, ladder)
     n_chains, n_rungs = ladder.slot_of_rung.shape
     chain_offset = (jnp.arange(n_chains) * n_rungs)[:, None]
     pairs = jnp.arange(n_rungs - 1)
@@ -269,15 +306,6 @@ def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity):
         return keys, states, move_info(info)
 
     moves = jax.eval_shape(lambda ladder: local_moves(ladder)[2], ladder)
-    statistics = SwapStatistics(
-        rejection=jnp.zeros((n_chains, n_rungs - 1)),
-        attempts=jnp.zeros(n_rungs - 1),
-        log_stepping_stone=jnp.full((n_chains, n_rungs - 1), -jnp.inf),
-        n_scans=jnp.zeros(()),
-        round_trips=jnp.zeros(n_chains, jnp.int32),
-        move_sums={name: jnp.zeros((n_chains, n_rungs)) for name in moves},
-        move_attempts={name: jnp.zeros((n_chains, n_rungs)) for name in moves},
-    )
 
     def after_step(ladder, statistics, keys, states, moves):
         """The scan's work after the local moves (``states``, and ``moves`` what they did per replica):

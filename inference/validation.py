@@ -334,14 +334,14 @@ def _integral(series: pd.Series) -> bool:
 
 def check_category_memory(n_values, feature_names, needed_bytes: float, name: str = "X") -> None:
     """ValueError naming the feature with the most categories when ``needed_bytes`` (an estimate of the
-    memory of tables padded to that number of categories) exceeds the available memory."""
-    available = memory.available_bytes()
+    memory of tables padded to that number of categories) exceeds the available memory (or ``memory_limit``)."""
+    available = memory.allowed_bytes()
     if available is None or needed_bytes <= available:
         return
     j = int(np.argmax(n_values))
-    needed, available = memory.format_bytes(needed_bytes), memory.format_bytes(available)
     raise ValueError(
         f"{name}: feature {feature_names[j]!r} has {int(n_values[j])} categories, the most of any feature; the "
-        f"tables are padded to that number and grow with its square, needing at least {needed}, more than the "
-        f"{available} available; merge or bin its categories, or leave the feature out"
+        f"tables are padded to that number and grow with its square, needing at least "
+        f"{memory.format_bytes(needed_bytes)}, more than {memory.bound_text(available)}; merge or bin its "
+        "categories, or leave the feature out"
     )

@@ -37,3 +37,16 @@ def data_home() -> Path:
     if not path.is_dir():
         pytest.skip(f"{DATA_ENV}={value} is not a folder; real-data tests need the shared datasets folder")
     return path
+
+
+@pytest.fixture
+def whole_chunks():
+    """Tempered runs cut into chunks of ``scans_per_chunk`` scans whatever their pace (by default a run's
+    first chunk is one scan and a chunk runs at most ``convergence.CHUNK_SECONDS``), for tests that
+    count chunks; a patch of its own, which the test's ``monkeypatch.undo()`` leaves in place."""
+    from interpretable_zoo.inference import convergence
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(convergence, "FIRST_CHUNK_SCANS", 1 << 62)
+        patch.setattr(convergence, "CHUNK_SECONDS", float("inf"))
+        yield

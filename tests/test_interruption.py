@@ -1,18 +1,28 @@
 """Ctrl-C during a tempered run keeps the draws of the chunks that finished (tests/toy_tempering.py's
-lattice target): KeyboardInterrupt raised from inside the chunk loop, at a chosen call of ``run_scans``."""
+lattice target): KeyboardInterrupt raised from inside the chunk loop, at a chosen call of ``run_scans``;
+checkpoints; chunks cut short in time; and SIGINT sent to a process in a fit."""
 
+import os
 import pickle
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
 
 import numpy as np
 import pytest
 import toy_tempering as toy
 
+import interpretable_zoo as iz
 from interpretable_zoo.inference import convergence, tempering
 from interpretable_zoo.inference.checkpoint import Checkpoint
 
 STATIC, DATA = toy.bimodal()[:2]
 CHUNK = 32
 OPTIONS = dict(num_chains=2, n_temperatures=4, scans_per_chunk=CHUNK, progress_bar=False)
+pytestmark = pytest.mark.usefixtures("whole_chunks")  # the tests interrupt at a chosen chunk
 
 
 def raise_at_call(monkeypatch, n: int, exception) -> None:
@@ -193,3 +203,110 @@ def test_a_run_stopped_between_a_checkpoint_and_its_convergence_test_resumes_to_
     assert calls == [] and resumed.converged and resumed.n_scans == whole.n_scans
     np.testing.assert_array_equal(resumed.records["x"], whole.records["x"])
     assert not path.exists()
+
+
+# ---------------------------------------------------------------- chunks bounded in time
+
+
+@pytest.mark.parametrize("fixed", [True, False], ids=["num_samples", "until-converged"])
+def test_chunks_cut_to_single_scans_give_the_draws_of_whole_chunks(monkeypatch, fixed):
+    """A chunk runs at most ``CHUNK_SECONDS`` at the measured pace, so that Ctrl-C is prompt; with that
+    bound at 0 every chunk is one scan, and the run (tuning, sampling and, until converged, its tests)
+    gives the draws, schedule and ladder of the run in whole chunks: chunk sizes change no decision."""
+    target = convergence.ConvergenceTarget(target_rhat=1.05, min_ess=100, max_seconds=None)
+    options = dict(OPTIONS, tuning_rounds=2, seed=8, **({"num_samples": 3 * CHUNK} if fixed else {"target": target}))
+    whole = convergence.sample(toy.KERNEL, STATIC, DATA, **options)
+    monkeypatch.setattr(convergence, "FIRST_CHUNK_SCANS", 1)
+    monkeypatch.setattr(convergence, "CHUNK_SECONDS", 0.0)
+    sizes = []
+    run_scans = tempering.run_scans
+    monkeypatch.setattr(tempering, "run_scans", lambda *a, **k: sizes.append(a[5]) or run_scans(*a, **k))
+    cut = convergence.sample(toy.KERNEL, STATIC, DATA, **options)
+    assert set(sizes) == {1} and len(sizes) == whole.n_scans
+    np.testing.assert_array_equal(cut.records["x"], whole.records["x"])
+    np.testing.assert_array_equal(cut.schedule, whole.schedule)
+    np.testing.assert_array_equal(cut.ladder.rng_key, whole.ladder.rng_key)
+    np.testing.assert_array_equal(cut.round_trip_rate, whole.round_trip_rate)
+    assert (cut.barrier, cut.log_evidence, cut.log_evidence_se) == (whole.barrier, whole.log_evidence,
+                                                                    whole.log_evidence_se)
+    assert cut.converged == whole.converged and (fixed or whole.converged)
+
+
+# ---------------------------------------------------------------- Ctrl-C delivered to a process
+
+INTERRUPTED_FIT = """
+import signal, sys, warnings
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, also where SIGINT was ignored
+import numpy as np
+import interpretable_zoo as iz
+from interpretable_zoo.datasets.planted_rule_lists import planted_rule_lists
+
+model, num_samples = sys.argv[1], None if sys.argv[2] == "converged" else int(sys.argv[2])
+if model == "brl":
+    data = planted_rule_lists(seed=0)
+    # untempered scans of 20,000 steps: about 0.1 s each, so that a whole chunk (128 scans) lasts over 5 s
+    fit = lambda **options: iz.fit_brl(data.X, data.y, antecedents=data.extras["antecedents"], num_chains=2,
+                                       n_temperatures=1, num_warmup=0, steps_per_scan=20000, progress_bar=False,
+                                       **options)
+else:
+    X = np.random.default_rng(0).integers(0, 3, size=(40, 8))
+    fit = lambda **options: iz.fit_bcm(X, 3, num_chains=2, progress_bar=False, **options)
+fit(num_samples=4)  # compiles the programs of the fit below (the same seed tunes the same ladders)
+print("sampling", flush=True)
+with warnings.catch_warnings(record=True):
+    result = fit(num_samples=num_samples, max_seconds=10**6)
+print("kept", result.run.summaries["log_joint"].shape[1], "draws per chain", flush=True)
+"""
+
+
+def run_and_interrupt(argv: list[str], ready: str, seconds_after: float = 3.0):
+    """Start ``argv``, wait until its output matches ``ready`` (at most 300 s), send SIGINT ``seconds_after``
+    later; returns (seconds from SIGINT to exit, exit status, stdout and stderr)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    output = []
+    reader = threading.Thread(target=lambda: output.extend(iter(lambda: process.stdout.read(1), "")), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 300
+    while not re.search(ready, "".join(output)) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert process.poll() is None, "".join(output)
+    time.sleep(seconds_after)
+    sent = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    try:
+        status = process.wait(timeout=60)
+    finally:
+        process.kill()
+    elapsed = time.monotonic() - sent
+    reader.join(timeout=10)
+    return elapsed, status, "".join(output)
+
+
+@pytest.mark.parametrize("model, num_samples", [("brl", "1000000"), ("bcm", "1000000"), ("bcm", "converged")])
+def test_ctrl_c_ends_a_fit_within_seconds_with_the_draws_so_far(model, num_samples):
+    """SIGINT to a process in a fit of a million scans (or until converged, with a budget of days): the fit
+    returns the draws run so far and the process ends within 5 s. BRL's scans of 20,000 steps make a whole
+    chunk of 128 scans last longer than that, so only chunks cut short in time pass."""
+    elapsed, status, output = run_and_interrupt([sys.executable, "-c", INTERRUPTED_FIT, model, num_samples],
+                                                ready="sampling")
+    kept = re.search(r"kept (\d+) draws per chain", output)
+    assert status == 0 and kept and int(kept[1]) > 0, output
+    assert elapsed < 5, (elapsed, output)
+
+
+def test_ctrl_c_ends_izoo_fit_within_seconds_and_writes_the_draws_so_far(tmp_path):
+    """`izoo fit` with --num-samples of a million: SIGINT once the progress bar counts scans ends it within 5 s,
+    with the result of the draws so far saved."""
+    data = tmp_path / "table.csv"
+    rows = np.random.default_rng(0).integers(0, 3, size=(40, 8))
+    data.write_text("\n".join([",".join(f"f{j}" for j in range(8))] + [",".join(map(str, row)) for row in rows]))
+    out = tmp_path / "fit.pkl"
+    cli = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); " \
+          "import sys; from interpretable_zoo.cli import main; sys.exit(main())"
+    argv = [sys.executable, "-c", cli, "fit", "bcm", "--data", str(data), "--n-clusters", "3", "--num-chains", "2",
+            "--num-samples", "1000000", "--progress", "--out", str(out)]
+    elapsed, status, output = run_and_interrupt(argv, ready=r"[1-9]\d* scans")
+    assert status == 0 and out.exists(), output
+    assert elapsed < 5, (elapsed, output)
+    assert iz.load_result(out).run.summaries["log_joint"].shape[1] > 0

@@ -261,8 +261,8 @@ def test_extend_continues_from_the_last_state(bimodal):
     np.testing.assert_array_equal(longer.records["x"], np.swapaxes(np.asarray(direct[2][0]["x"]), 0, 1))
 
 
-def test_a_learned_proposal_reaches_the_kernel_keeps_the_posterior_exact_and_is_carried_to_extend(bimodal,
-                                                                                                    monkeypatch):
+def test_a_learned_proposal_reaches_the_kernel_keeps_the_posterior_exact_and_is_carried_to_extend(bimodal, monkeypatch,
+                                                                                                    whole_chunks):
     """A kernel whose proposal the engine adapts from round to round (toy LEARNING_KERNEL: the share of
     two-site jumps): every round runs with what the rounds before it taught, extend continues with the
     run's last one, and the posterior rung still matches the exact posterior."""
