@@ -33,14 +33,13 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax, random
-from numpyro.infer.mcmc import MCMCKernel
-from scipy.special import gammaln, logsumexp
-
-from interpretable_zoo.inference import hyperpriors
+from interpretable_zoo.inference import hyperpriors, memory
 from interpretable_zoo.inference.shapes import size_bucket
 from interpretable_zoo.inference.validation import check_positive_int
 from interpretable_zoo.models import brl
+from jax import lax, random
+from numpyro.infer.mcmc import MCMCKernel
+from scipy.special import gammaln, logsumexp
 
 INSERT, DELETE, SWAP, REPLACE, NEIGHBOUR, STAY = 0, 1, 2, 3, 4, 5
 MOVES = (INSERT, DELETE, SWAP, REPLACE, NEIGHBOUR)
@@ -353,7 +352,13 @@ def per_chain(data: BRLData, n_chains: int) -> BRLData:
     """``data`` with the shared proposal and reference tables repeated for each of ``n_chains`` chains, the
     shapes that :func:`with_proposal` gives learned per-chain weights (so every round of a run shares one
     compiled program)."""
-    tables = {name: np.repeat(np.asarray(getattr(data, name))[None], n_chains, axis=0) for name in PER_CHAIN_FIELDS}
+    shared = {name: np.asarray(getattr(data, name)) for name in PER_CHAIN_FIELDS}
+    memory.check_memory(
+        2 * n_chains * sum(table.nbytes for table in shared.values()),  # on the host, then on the device
+        f"num_chains: the proposal tables of {n_chains} chains (each chain learns its own)",
+        "lower num_chains",
+    )
+    tables = {name: np.repeat(table[None], n_chains, axis=0) for name, table in shared.items()}
     return data._replace(**jax.device_put(tables))
 
 

@@ -8,6 +8,7 @@ import contextvars
 import functools
 import inspect
 import os
+import resource
 from pathlib import Path
 
 _MEMINFO = Path("/proc/meminfo")
@@ -23,14 +24,15 @@ class InsufficientMemoryError(MemoryError):
 
 def available_bytes() -> int | None:
     """Memory available to new allocations: ``MemAvailable`` of /proc/meminfo (else the free physical
-    pages, ``os.sysconf``), lowered to what a container's cgroup limit leaves; None where nothing can be read."""
+    pages, ``os.sysconf``), lowered to what a container's cgroup limit and the process's address-space limit
+    (``ulimit -v``) leave; None where nothing can be read."""
     system = _meminfo_available()
     if system is None:
         try:
             system = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         except (AttributeError, OSError, ValueError):
             pass
-    limits = [value for value in (system, _cgroup_available()) if value is not None]
+    limits = [value for value in (system, _cgroup_available(), _address_space_available()) if value is not None]
     return min(limits) if limits else None
 
 
@@ -39,6 +41,23 @@ def _meminfo_available() -> int | None:
         for line in _MEMINFO.read_text().splitlines():
             if line.startswith("MemAvailable:"):
                 return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+_STATUS = Path("/proc/self/status")
+
+
+def _address_space_available() -> int | None:
+    """RLIMIT_AS minus the process's virtual size (``VmSize``); None without a limit or where unreadable."""
+    try:
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if limit == resource.RLIM_INFINITY:
+            return None
+        for line in _STATUS.read_text().splitlines():
+            if line.startswith("VmSize:"):
+                return max(limit - int(line.split()[1]) * 1024, 0)
     except (OSError, ValueError, IndexError):
         pass
     return None

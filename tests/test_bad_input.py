@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import gzip
 import itertools
+import os
 import re
+import time
 import types
 from pathlib import Path
 
@@ -24,21 +26,32 @@ import pytest
 import scipy.io
 import scipy.sparse
 import xarray
-from sklearn.exceptions import NotFittedError
-
-from interpretable_zoo import cli
-from interpretable_zoo import datasets as ds
 from interpretable_zoo.inference import memory
-from interpretable_zoo.inference.bayesian_sets import BayesianSets, estimate_membership_rate, precision_at_k
+from interpretable_zoo.inference.bayesian_sets import (
+    BayesianSets,
+    estimate_membership_rate,
+    precision_at_k,
+)
 from interpretable_zoo.inference.bcm import BCMClusterer, fit_bcm
 from interpretable_zoo.inference.brl import BayesianRuleListClassifier, fit_brl
 from interpretable_zoo.inference.memory import InsufficientMemoryError
 from interpretable_zoo.inference.mgm import MGMClusterer, fit_mgm, fit_mgm_sweep
-from interpretable_zoo.inference.prototype_selection import PrototypeClassifier, select_prototypes
+from interpretable_zoo.inference.prototype_selection import (
+    PrototypeClassifier,
+    select_prototypes,
+)
 from interpretable_zoo.inference.rule_mining import fit_item_encoder
-from interpretable_zoo.inference.set_cover import dissimilarity_quantile, dissimilarity_quantiles
+from interpretable_zoo.inference.set_cover import (
+    dissimilarity_quantile,
+    dissimilarity_quantiles,
+)
 from interpretable_zoo.models import bcm, brl, mgm
 from interpretable_zoo.models.bayesian_sets import Priors
+from isolated import IsolatedCases
+from sklearn.exceptions import NotFittedError
+
+from interpretable_zoo import cli
+from interpretable_zoo import datasets as ds
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(12, 3))
@@ -534,9 +547,16 @@ RULE_LISTS = [
     (
         lambda mp: fit_brl(XB, YB, num_chains=10**7),
         InsufficientMemoryError,
-        r"^num_chains, max_temperatures: 10000000 chains x 32 rungs = 320000000 replicas of .* needs about .*, "
-        r"more than the .* available; lower num_chains, max_temperatures or num_samples",
+        r"^num_chains: the proposal tables of 10000000 chains \(each chain learns its own\) needs about .*, "
+        r"more than the .* available; lower num_chains",
         "num-chains-beyond-memory",
+    ),
+    (
+        lambda mp: fit_brl(XB, YB, num_chains=10**4, memory_limit=300 << 20),
+        InsufficientMemoryError,
+        r"^num_chains, max_temperatures: 10000 chains x 32 rungs = 320000 replicas of .* needs about .*, "
+        r"more than the 300 MiB of memory_limit; lower num_chains, max_temperatures or num_samples",
+        "replicas-beyond-memory-limit",
     ),
     (
         lambda mp: fit_brl(XB, YB, steps_per_scan=10**9),
@@ -766,13 +786,57 @@ ENTRY_POINTS = {"ps": PROTOTYPE_SELECTION, "bs": BAYESIAN_SETS, "brl": RULE_LIST
                 "bcm": CASE_MODEL}
 
 
-@pytest.mark.parametrize(
-    "call, error, message", [case for prefix, cases in ENTRY_POINTS.items() for case in numbered(prefix, cases)]
-)
-def test_entry_point_rejects_bad_input(call, error, message, monkeypatch):
-    with pytest.raises(error, match=message) as raised:
-        call(monkeypatch)
-    assert type(raised.value) is error
+def entry_point_cases() -> dict[str, tuple]:
+    """{case id: (call, error, message)} of every entry point's catalogue."""
+    return {case.id: case.values for prefix, cases in ENTRY_POINTS.items() for case in numbered(prefix, cases)}
+
+
+CASE_MEMORY_BYTES = 6 << 30
+CASE_SECONDS = 240
+
+
+@pytest.fixture(scope="module")
+def isolated_cases():
+    runner = IsolatedCases("test_bad_input", "entry_point_cases", memory_bytes=CASE_MEMORY_BYTES, seconds=CASE_SECONDS)
+    yield runner
+    runner.close()
+
+
+@pytest.mark.parametrize("case_id", list(entry_point_cases()))
+def test_entry_point_rejects_bad_input(case_id, isolated_cases):
+    """Each case in a worker process limited to 6 GiB of address space and 240 s: it must raise its error with
+    its message; a crash, a memory exhaustion or a hang fails this case only."""
+    failure = isolated_cases.run(case_id)
+    assert failure is None, failure
+
+
+def test_an_isolated_case_that_crashes_hangs_or_raises_otherwise_fails_alone():
+    """The worker's negative controls: a case that kills its process, one that outlasts the time limit and one
+    that raises another error each fail with what happened, and the next case runs in a new worker."""
+    runner = IsolatedCases("test_bad_input", "control_cases", memory_bytes=CASE_MEMORY_BYTES, seconds=20)
+    try:
+        assert runner.run("crash") == "the worker died with exit status -6"
+        assert runner.run("refused") is None
+        assert runner.run("hang") == "still running after 20 s, killed"
+        assert runner.run("other-error") == "raised ValueError: not the one expected"
+        assert runner.run("nothing") == "raised nothing"
+        assert runner.run("memory").startswith("raised MemoryError")  # 8 GiB asked of a 6 GiB address space
+    finally:
+        runner.close()
+
+
+def control_cases() -> dict[str, tuple]:
+    def other_error(mp):
+        raise ValueError("not the one expected")
+
+    return {
+        "crash": (lambda mp: os.abort(), ValueError, ""),
+        "refused": (lambda mp: fit_brl(XB, YB, num_chains=0), ValueError, r"^num_chains: must be at least 1"),
+        "hang": (lambda mp: time.sleep(3600), ValueError, ""),
+        "other-error": (other_error, TypeError, ""),
+        "nothing": (lambda mp: None, ValueError, ""),
+        "memory": (lambda mp: np.ones(8 << 30, np.uint8), ValueError, ""),
+    }
 
 
 def test_a_masked_array_without_masked_cells_is_read_as_its_data():
@@ -1261,7 +1325,7 @@ def test_command_prints_one_line_naming_the_option(argv, status, message, tmp_pa
         assert fake_model.calls == [] and not (tmp_path / "run.nc").exists()  # refused before fitting
 
 
-CATALOGUE_SIZE = {"ps": 53, "bs": 25, "brl": 43, "mgm": 34, "bcm": 39, "ds": 34, "cli": 21}
+CATALOGUE_SIZE = {"ps": 53, "bs": 25, "brl": 44, "mgm": 34, "bcm": 39, "ds": 34, "cli": 21}
 """Cases per group when the catalogue was written; a group may grow past these, never shrink below."""
 
 
@@ -1281,11 +1345,20 @@ def test_catalogue_only_grows():
         assert len(cases) >= CATALOGUE_SIZE[prefix], prefix
 
 
-def test_available_memory_is_the_smaller_of_the_system_and_the_cgroup_limit(tmp_path, monkeypatch):
+def test_available_memory_is_the_smaller_of_the_system_the_cgroup_and_the_address_space_limit(tmp_path, monkeypatch):
     meminfo, limit, usage = tmp_path / "meminfo", tmp_path / "memory.max", tmp_path / "memory.current"
     meminfo.write_text("MemTotal:       33554432 kB\nMemAvailable:    8388608 kB\n")
     monkeypatch.setattr(memory, "_MEMINFO", meminfo)
     monkeypatch.setattr(memory, "_CGROUP_FILES", ((limit, usage),))
+    status = tmp_path / "status"
+    status.write_text("Name:\tpython\nVmSize:\t 3145728 kB\n")  # 3 GiB of address space in use
+    monkeypatch.setattr(memory, "_STATUS", status)
+    address_space = [memory.resource.RLIM_INFINITY]
+    monkeypatch.setattr(memory.resource, "getrlimit", lambda which: (address_space[0], memory.resource.RLIM_INFINITY))
+    assert memory.available_bytes() == 8 << 30  # no address-space limit (ulimit -v unlimited)
+    address_space[0] = 7 << 30
+    assert memory.available_bytes() == 4 << 30  # the limit less the process's virtual size
+    address_space[0] = memory.resource.RLIM_INFINITY
     assert memory.available_bytes() == 8 << 30  # no cgroup files: the system's MemAvailable
     limit.write_text("max\n")
     usage.write_text(str(1 << 30))
