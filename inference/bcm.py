@@ -489,9 +489,9 @@ def fit_bcm(
             raise ValueError(f"init: expected 'random' or integer clusters of shape {shapes}, got {init_labels.shape}")
         if init_labels.min() < 0 or init_labels.max() >= n_clusters:
             raise ValueError(f"init: initial clusters must lie in 0..{n_clusters - 1}")
-    # one replica per chain (untempered): a lower bound of the tempered run's memory
+    # the tables and one replica's step, which the categories size; the sampler's estimate counts the replicas
     sampled = hyperpriors.hyperpriors_of(priors)  # hyperparameters sampled within the chain; hooks checked first
-    needed = bcm_gibbs.memory_bytes(n_obs, data.n_values, n_clusters, n_replicas=num_chains,
+    needed = bcm_gibbs.memory_bytes(n_obs, data.n_values, n_clusters, n_replicas=1,
                                     tables_per_replica=bool({"lam", "c"} & sampled.keys()))
     check_category_memory(data.n_values, data.feature_names, needed)
     inner_target = bcm_gibbs.make_target(data.codes, n_clusters, hyperpriors.at_point(priors), data.n_values)

@@ -121,14 +121,14 @@ def _nbytes(tree) -> int:
     return sum(math.prod(leaf.shape) * np.dtype(leaf.dtype).itemsize for leaf in jax.tree.leaves(tree))
 
 
-def check_run_memory(kernel: tempering.TargetKernel, static, data, *, num_chains: int, n_rungs: int, rungs_setting: str,
+def check_run_memory(kernel: tempering.TargetKernel, static, data, *, num_chains: int, n_rungs: int, auto_rungs: bool,
                      largest_round: int, chunk: int) -> None:
     """InsufficientMemoryError, before anything is compiled or allocated, when the run would not fit: the
     replicas' states (``num_chains`` x ``n_rungs``, :data:`STATE_COPIES` copies, and the kernel's
     ``scratch`` per replica) on the device, and the records and summaries of a ``chunk`` on the device and
     of the ``largest_round`` on the host (twice: the round's chunks, and their concatenation). The shapes
     come from tracing ``init``, ``record`` and ``summaries`` abstractly (``jax.eval_shape``), not from
-    running them. ``rungs_setting`` names the setting that fixed ``n_rungs``."""
+    running them. ``auto_rungs``: ``n_rungs`` is the most that ``n_temperatures="auto"`` may choose."""
     state = jax.eval_shape(lambda data: kernel.init(static, data, jax.random.PRNGKey(0)), data)
     batch = jax.tree.map(lambda x: jax.ShapeDtypeStruct((1, *x.shape), x.dtype), state)
     per_scan = jax.eval_shape(
@@ -141,10 +141,12 @@ def check_run_memory(kernel: tempering.TargetKernel, static, data, *, num_chains
     replicas = num_chains * n_rungs
     needed = replicas * replica_bytes + num_chains * (chunk + 2 * largest_round) * scan_bytes
     named = scratch_bytes > states_bytes  # the kernel's work is named where it outweighs the states
-    settings = ["num_chains", rungs_setting, *([scratch_setting] if named and scratch_setting else []), "num_samples"]
+    settings = ["num_chains", "n_temperatures", *([scratch_setting] if named and scratch_setting else []),
+                "num_samples"]
+    rungs = f"{n_rungs} rungs" + (' (the most that n_temperatures="auto" may choose)' if auto_rungs else "")
     memory.check_memory(
         needed,
-        f"{', '.join(settings[:-1])}: {num_chains} chains x {n_rungs} rungs = {replicas} replicas of "
+        f"{', '.join(settings[:-1])}: {num_chains} chains x {rungs} = {replicas} replicas of "
         f"{memory.format_bytes(replica_bytes)} each{f' (with {scratch_what})' if named else ''}, and the "
         f"records of {largest_round} scans of every chain",
         f"lower {', '.join(settings[:-1])} or {settings[-1]}",
@@ -363,16 +365,12 @@ def sample(
     }
     if not isinstance(target, ConvergenceTarget):
         raise ValueError(f"target: expected a ConvergenceTarget, got {type(target).__name__}")
-    fixed_rungs = settings["n_temperatures"] != "auto"
-    if fixed_rungs and settings["n_temperatures"] > settings["max_temperatures"]:
-        raise ValueError(f"n_temperatures: {n_temperatures} rungs exceed max_temperatures ({max_temperatures}); "
-                         "raise max_temperatures to run that many")
+    auto_rungs = settings["n_temperatures"] == "auto"
     auto_rounds = settings["tuning_rounds"] == "auto"
     max_rounds = DEFAULT_TUNING_ROUNDS if auto_rounds else settings["tuning_rounds"]
     check_run_memory(
         kernel, static, data, num_chains=settings["num_chains"], chunk=settings["scans_per_chunk"],
-        n_rungs=settings["n_temperatures"] if fixed_rungs else settings["max_temperatures"],
-        rungs_setting="n_temperatures" if fixed_rungs else "max_temperatures",
+        n_rungs=settings["max_temperatures"] if auto_rungs else settings["n_temperatures"], auto_rungs=auto_rungs,
         largest_round=max(settings["num_samples"] or 0, settings["scans_per_chunk"] * 2 ** max(max_rounds - 1, 0)),
     )
     checkpoint = as_checkpoint(checkpoint)
@@ -481,7 +479,7 @@ def extend(run: TemperedRun, kernel: tempering.TargetKernel, static, data, *, nu
     mesh = tempering.chain_mesh(settings["num_chains"], settings["devices"])
     data = _with_proposal(kernel, static, data, run.proposal, mesh)
     check_run_memory(kernel, static, data, num_chains=settings["num_chains"], n_rungs=len(run.schedule),
-                     rungs_setting="n_temperatures", largest_round=num_samples or 0, chunk=settings["scans_per_chunk"])
+                     auto_rungs=False, largest_round=num_samples or 0, chunk=settings["scans_per_chunk"])
     start, compile_start = time.perf_counter(), compile_seconds()
     bar = progress.bar(settings["progress_bar"], settings["description"], unit=" scans")
     try:

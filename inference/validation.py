@@ -128,10 +128,11 @@ def check_real_matrix(value, name: str, *, nonnegative: bool = False) -> np.ndar
     array = _as_matrix(value, name)
     _check_size(array.shape, name, "one row and one column")
     array = array.astype(np.float64, copy=False)
-    if not np.all(np.isfinite(array)):
+    low, high = array.min(), array.max()  # reductions: no temporary as large as the matrix
+    if not (np.isfinite(low) and np.isfinite(high)):
         raise ValueError(f"{name}: contains NaN or infinite values")
-    if nonnegative and array.min() < 0:
-        raise ValueError(f"{name}: a dissimilarity is never negative, got values down to {array.min():.6g}")
+    if nonnegative and low < 0:
+        raise ValueError(f"{name}: a dissimilarity is never negative, got values down to {low:.6g}")
     return array
 
 
