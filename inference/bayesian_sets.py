@@ -287,7 +287,7 @@ class BayesianSets:
             if names is not None and (isinstance(names, (str, bytes)) or not isinstance(names, Iterable)):
                 raise ValueError(f"{argument}: expected a sequence of names, got {type(names).__name__}")
         self.item_names = resolve_names(
-            item_names, self.n_items, argument="item_names", default_prefix="item_", counted="items"
+            item_names, self.n_items, argument="item_names", default_prefix="item_", counted="items", distinct=False
         )
         self.feature_names = resolve_names(
             feature_names, self.n_features, argument="feature_names", default_prefix="feature_", counted="features"

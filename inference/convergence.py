@@ -507,11 +507,11 @@ def _retuned(ladder, schedule, statistics, settings):
 
 
 CHUNK_SECONDS = 2.0
-"""The longest a compiled chunk should run at the measured pace: a KeyboardInterrupt waits for the chunk
-in flight, so this bounds how long Ctrl-C takes (a chunk is at least one scan)."""
+"""The longest a compiled chunk should run at the measured pace. A KeyboardInterrupt waits for the chunk in
+flight, so this bounds how long Ctrl-C takes (a chunk is at least one scan)."""
 
 FIRST_CHUNK_SCANS = 1
-"""Scans of a run's first chunk, before any pace is measured: one scan of a run too large for
+"""Scans of a run's first chunk, run before any pace is measured. One scan of a run too large for
 :data:`CHUNK_SECONDS` keeps Ctrl-C prompt (and the chunk's program, compiled then, serves every size)."""
 
 

@@ -51,6 +51,7 @@ class IsolatedCases:
         self.seconds = seconds
         self.process = None
         self.lines: queue.Queue = queue.Queue()
+        self.timed_out = False
 
     def _start(self) -> None:
         tests = str(Path(__file__).parent)
@@ -64,12 +65,14 @@ class IsolatedCases:
             raise RuntimeError(f"the worker did not start: {self._ended()}")
 
     def _next_line(self, prefix: str, seconds: float) -> str | None:
-        """The next line of the worker's output that starts with ``prefix`` (without it); None when the worker
-        ends or ``seconds`` pass first."""
+        """The next line of the worker's output that starts with ``prefix`` (without it); None when the worker's
+        output ends (it died) or ``seconds`` pass first (``self.timed_out``)."""
+        self.timed_out = False
         while True:
             try:
                 line = self.lines.get(timeout=seconds)
             except queue.Empty:
+                self.timed_out = True
                 return None
             if line is None:
                 return None
@@ -79,11 +82,12 @@ class IsolatedCases:
     def _ended(self) -> str:
         """Stop the worker; what became of it, for a failure message."""
         process, self.process = self.process, None
-        if process.poll() is None:
+        if self.timed_out:
             process.kill()
             process.wait()
             return f"still running after {self.seconds} s, killed"
-        return f"the worker died with exit status {process.returncode}"
+        # its output ended: it is exiting (the pipe closes a moment before the process is reaped)
+        return f"the worker died with exit status {process.wait(timeout=60)}"
 
     def run(self, case_id: str) -> str | None:
         """None when the case raised what it must; else what went wrong (a wrong or missing exception, a

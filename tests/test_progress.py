@@ -51,6 +51,7 @@ def test_mgm_sweep_bar_counts_the_numbers_of_clusters_searched(monkeypatch):
 
     monkeypatch.setattr(mgm.mgm_vi, "search_batch", search_batch)
     recorder = Recorder()
-    results = mgm._search(np.zeros((6, 2)), [2, 3, 4], 4, 2, restarts=2, seed=0, priors=None, config=None, bar=recorder)
+    results = mgm._search(np.zeros((6, 2)), [2, 3, 4], 4, 2, restarts=2, seed=0, priors=None,
+                          config=mgm.mgm_vi.SearchConfig(), bar=recorder)
     assert sorted(results) == [2, 3, 4] and results[4]["elbo"].shape == (2,)
     assert recorder.updates == [2, 1] and recorder.labels == ["2 clusters", "4 clusters"]
