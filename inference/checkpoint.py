@@ -24,12 +24,13 @@ import hashlib
 import math
 import os
 import pickle
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import jax
 import numpy as np
+
+from interpretable_zoo.inference import tempering
 
 CHECKPOINT_FORMAT = ("interpretable-zoo checkpoint", 3)
 RESULT_FORMAT = ("interpretable-zoo result", 4)
@@ -133,7 +134,7 @@ class CheckpointWriter:
         self.path = Path(checkpoint.path)
         self.every_seconds = checkpoint.every_seconds
         self.digest = digest
-        self.last_write = time.perf_counter()
+        self.last_write = tempering.now()
 
     def load(self) -> dict | None:
         """The saved position, or None when there is no checkpoint file; ValueError when it belongs to
@@ -149,16 +150,15 @@ class CheckpointWriter:
         return saved
 
     def maybe_write(self, position: dict, elapsed: float) -> None:
-        """Write ``position`` (stage, round, ladder, schedule, chunks) when ``every_seconds`` have passed."""
-        if time.perf_counter() - self.last_write < self.every_seconds:
+        """Write ``position`` (stage, round, ladder, schedule, chunks) when ``every_seconds`` have passed (on
+        the clock that every process reads alike, ``tempering.now``: gathering the state is a collective)."""
+        if tempering.now() - self.last_write < self.every_seconds:
             return
-        from interpretable_zoo.inference.tempering import to_host  # gathers chains split over several hosts
-
         state = {"fingerprint": self.digest, "elapsed": elapsed,
-                 **jax.tree.map(lambda x: to_host(x) if hasattr(x, "shape") else x, position)}
+                 **jax.tree.map(lambda x: tempering.to_host(x) if hasattr(x, "shape") else x, position)}
         if jax.process_index() == 0:  # every process holds the whole state; one writes it
             _write_atomically(self.path, CHECKPOINT_FORMAT, state)
-        self.last_write = time.perf_counter()
+        self.last_write = tempering.now()
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -332,7 +331,7 @@ def sample(
     )
     auto_rounds = settings["tuning_rounds"] == "auto"
     max_rounds = DEFAULT_TUNING_ROUNDS if auto_rounds else settings["tuning_rounds"]
-    start, compile_start = time.perf_counter(), compile_seconds()
+    start, compile_start = tempering.now(), compile_seconds()
     saved = None if writer is None else writer.load()
     if saved is None:
         n_rungs = 8 if settings["n_temperatures"] == "auto" else settings["n_temperatures"]
@@ -360,7 +359,7 @@ def sample(
                 _saver(writer, start, stage="tuning", round_index=round_index, schedule=schedule, proposal=proposal),
                 pace=pace,
             )
-            out_of_time = deadline is not None and time.perf_counter() > deadline
+            out_of_time = deadline is not None and tempering.now() > deadline
             if interrupted or out_of_time:
                 if statistics is None:
                     raise KeyboardInterrupt  # before the first chunk ended: no draws to keep
@@ -413,7 +412,7 @@ def _saver(writer, start, **position):
 
     def save(ladder, chunk_statistics, outputs):
         writer.maybe_write({**position, "ladder": tuple(ladder), "chunk_statistics": [tuple(c) for c in chunk_statistics],
-                            "outputs": outputs}, time.perf_counter() - start)
+                            "outputs": outputs}, tempering.now() - start)
 
     return save
 
@@ -431,7 +430,7 @@ def extend(run: TemperedRun, kernel: tempering.TargetKernel, static, data, *, nu
         settings["progress_bar"] = progress_bar
     mesh = tempering.chain_mesh(settings["num_chains"], settings["devices"])
     data = _with_proposal(kernel, static, data, run.proposal, mesh)
-    start, compile_start = time.perf_counter(), compile_seconds()
+    start, compile_start = tempering.now(), compile_seconds()
     bar = progress.bar(settings["progress_bar"], settings["description"], unit=" scans")
     try:
         return _sampling_rounds(kernel, static, data, run.ladder, run.schedule, settings, start, compile_start, bar,
@@ -471,13 +470,13 @@ class _Pace:
         """``size``, or fewer when a chunk of that size would end past ``deadline`` at this pace; at least 1."""
         if deadline is None or self.seconds_per_rung_scan is None:
             return size
-        left = deadline - time.perf_counter()
+        left = deadline - tempering.now()
         return max(1, min(size, math.floor(left / (self.seconds_per_rung_scan * n_rungs))))
 
 
 def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline=None, partial=None,
                on_chunk=None, finished=None, *, pace: _Pace):
-    """Up to ``n_scans`` scans in chunks, stopping early at ``deadline`` (a perf_counter time) or at a
+    """Up to ``n_scans`` scans in chunks, stopping early at ``deadline`` (a time of ``tempering.now``) or at a
     KeyboardInterrupt (the chunk it cuts is dropped, the ladder stays after the last whole chunk); returns
     the ladder, the round's statistics (None when no chunk ran), the chunks' outputs and whether it was
     interrupted. A chunk that would end past the deadline at the ``pace`` (updated here) of the chunk
@@ -499,13 +498,13 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
             break
         # up to the next whole number of chunks: a chunk shortened at the deadline leaves the rest aligned
         size = pace.scans_that_fit(min(chunk - done % chunk, n_scans - done), deadline, len(schedule))
-        began = time.perf_counter()
+        began = tempering.now()
         try:
             ladder, statistics, output = tempering.run_scans(kernel, static, data, ladder, schedule, size, capacity=chunk)
         except KeyboardInterrupt:
             interrupted = True
             break
-        pace.record(time.perf_counter() - began, size, len(schedule))
+        pace.record(tempering.now() - began, size, len(schedule))
         chunk_statistics.append(statistics)
         outputs.append(output)
         done += size
@@ -513,7 +512,7 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
             on_chunk(ladder, chunk_statistics, outputs)
         if bar is not None:
             bar.update(size)
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline is not None and tempering.now() > deadline:
             break
     statistics = tempering.combine(chunk_statistics) if chunk_statistics else None
     return ladder, statistics, outputs, interrupted
@@ -631,7 +630,7 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
                 raise KeyboardInterrupt
             (statistics, outputs), previous = previous, None
         scans_run = statistics.n_scans
-        out_of_time = deadline is not None and time.perf_counter() > deadline
+        out_of_time = deadline is not None and tempering.now() > deadline
         # the draws judged (and kept): this round joined to the one before it, else this round alone; a
         # round cut short (converged after a chunk, or by the budget or an interruption) is always joined
         # to the one before it
@@ -652,7 +651,7 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
         previous, n_scans = (statistics, outputs), 2 * n_scans
     barrier = tempering.communication_barrier(statistics) if len(schedule) > 1 else 0.0
     evidence, evidence_se = tempering.log_evidence(statistics)
-    total = time.perf_counter() - start
+    total = tempering.now() - start
     compiling = compile_seconds() - compile_start
     run = TemperedRun(
         records=records,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import time
 from functools import partial
 from typing import Any, Callable, NamedTuple
 
@@ -193,6 +194,25 @@ def to_host(x) -> np.ndarray:
     return np.asarray(x)
 
 
+_CLOCK_ORIGIN = time.perf_counter()
+
+
+def now() -> float:
+    """Seconds on a clock that every process reads alike: ``time.perf_counter()`` in a single process; with
+    several (``jax.distributed``), process 0's seconds since it imported this module, sent to all.
+
+    Every decision a run takes from the clock (the ``max_seconds`` cut, a chunk shortened to fit it, when
+    to write a checkpoint) reads it here, so every process takes it alike: the processes run the same
+    compiled programs and gathers, and one that stopped or checkpointed alone would leave the others
+    waiting in a collective that never comes, or pair their collectives wrongly."""
+    if jax.process_count() == 1:
+        return time.perf_counter()
+    from jax.experimental import multihost_utils
+
+    # float32 (JAX's default precision) keeps the seconds to a few milliseconds within a day
+    return float(multihost_utils.broadcast_one_to_all(np.float32(time.perf_counter() - _CLOCK_ORIGIN)))
+
+
 def initial_ladder(kernel: TargetKernel, static, data, rng_keys, n_rungs: int, initial_states=None) -> Ladder:
     """K independently initialised replicas per chain (``rng_keys`` (C,)), slot k at rung k; or, with
     ``initial_states`` (a state with leading axis C), every replica of chain c starting there."""
@@ -205,7 +225,7 @@ def initial_ladder(kernel: TargetKernel, static, data, rng_keys, n_rungs: int, i
 def posterior_states(ladder: Ladder):
     """The state of each chain's posterior rung (leading axis C), as NumPy arrays (indexed on the host: on
     the device every operation would compile a program of its own)."""
-    slot_of_rung, states = jax.device_get((ladder.slot_of_rung, ladder.states))
+    slot_of_rung, states = jax.tree.map(to_host, (ladder.slot_of_rung, ladder.states))
     n_chains, n_rungs = slot_of_rung.shape
     slots = slot_of_rung[:, -1] + np.arange(n_chains) * n_rungs
     return jax.tree.map(lambda x: np.asarray(x)[slots], states)
