@@ -66,7 +66,8 @@ def _record(static, data, states):
     return {"rules": states.rules, "length": states.length}
 
 
-KERNEL = TargetKernel(brl_mh.init, brl_mh.step, brl_mh.summaries, _record, brl_mh.learn_proposal, brl_mh.with_proposal)
+KERNEL = TargetKernel(brl_mh.init, brl_mh.step, brl_mh.summaries, _record, brl_mh.learn_proposal, brl_mh.with_proposal,
+                      brl_mh.chain_rows)
 """The list Metropolis-Hastings kernel as the tempering engine runs it."""
 
 

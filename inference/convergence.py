@@ -382,10 +382,10 @@ def sample(
 
 def _with_proposal(kernel, static, data, proposal, mesh):
     """The kernel's data with a learned ``proposal`` in place of the one it holds (None: ``data`` as
-    given), copied to every device."""
+    given), on the devices of ``mesh`` (``tempering.place_data``)."""
     if proposal is not None:
         data = kernel.with_proposal(static, data, proposal)
-    return tempering.replicate_data(data, mesh)
+    return tempering.place_data(kernel, static, data, mesh)
 
 
 def _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh):

@@ -78,7 +78,13 @@ class TargetKernel(NamedTuple):
     groups of chains (``inference.brl_mh.LEARNING_GROUPS``). A path's reference may follow it (BRL's, one
     for all chains, draws by the groups' weights averaged, so that a group's finds reach every chain; then
     ``step`` re-evaluates ``log_reference`` of the states it is given, which an earlier round's data
-    evaluated)."""
+    evaluated).
+
+    ``chain_rows(static, data)``: a pytree like ``data`` that is True at the leaves holding one row per
+    chain (first axis, chain order; a ``step`` then reads chain c's row for the replicas of chain c, which
+    come chain-major), such as BRL's per-chain proposal tables; None: every leaf serves every chain. A run
+    over several devices gives each device the rows of its own chains (:func:`place_data`): each device
+    steps its own chains only, so a ``step`` must treat its chains independently (:func:`ladder_scans`)."""
 
     init: Callable
     step: Callable
@@ -86,6 +92,7 @@ class TargetKernel(NamedTuple):
     record: Callable
     learn_proposal: Callable | None = None
     with_proposal: Callable | None = None
+    chain_rows: Callable | None = None
 
 
 class Ladder(NamedTuple):
@@ -177,11 +184,22 @@ def shard_ladder(ladder: Ladder, mesh: Mesh | None) -> Ladder:
                   split(ladder.phase), split(ladder.rng_key), jax.device_put(ladder.scan, whole))
 
 
-def replicate_data(data, mesh: Mesh | None):
-    """The kernel's data copied to every device of ``mesh`` (unchanged for None)."""
+def data_specs(kernel: TargetKernel, static, data):
+    """How the kernel's data lie over a chain mesh: a pytree of ``PartitionSpec``, ``("chains")`` for the
+    leaves with a row per chain (``kernel.chain_rows``), ``()`` (a copy on every device) for the others."""
+    if kernel.chain_rows is None:
+        return PartitionSpec()
+    return jax.tree.map(lambda by_chain: PartitionSpec("chains") if by_chain else PartitionSpec(),
+                        kernel.chain_rows(static, data))
+
+
+def place_data(kernel: TargetKernel, static, data, mesh: Mesh | None):
+    """The kernel's data on the devices of ``mesh`` (:func:`data_specs`: the rows of each device's chains
+    there, every other leaf copied to every device); unchanged for None."""
     if mesh is None:
         return data
-    return jax.device_put(data, NamedSharding(mesh, PartitionSpec()))
+    specs = data_specs(kernel, static, data)
+    return jax.device_put(data, jax.tree.map(lambda spec: NamedSharding(mesh, spec), specs))
 
 
 def to_host(x) -> np.ndarray:
@@ -261,15 +279,41 @@ def run_scans(kernel: TargetKernel, static, data, ladder: Ladder, schedule, n_sc
     if not 0 < n_scans <= capacity:
         raise ValueError(f"n_scans: expected 1..{capacity}, got {n_scans}")
     schedule, n_scans_array = jax.device_put((np.asarray(schedule), np.int32(n_scans)))
-    ladder, statistics, outputs = ladder_scans(kernel, static, data, ladder, schedule, n_scans_array, capacity)
+    sharding = getattr(ladder.rng_key, "sharding", None)  # a ladder restored from a checkpoint holds NumPy arrays
+    mesh = sharding.mesh if isinstance(sharding, NamedSharding) and sharding.mesh.size > 1 else None
+    ladder, statistics, outputs = ladder_scans(kernel, static, data, ladder, schedule, n_scans_array, capacity, mesh)
     return ladder, statistics, jax.tree.map(lambda x: to_host(x)[:n_scans], outputs)
 
 
-@partial(jax.jit, static_argnames=("kernel", "static", "capacity"))
-def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity):
+@partial(jax.jit, static_argnames=("kernel", "static", "capacity", "mesh"))
+def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity, mesh=None):
     """:func:`run_scans` as a traceable function (e.g. under ``jax.vmap`` over data sets): ``n_scans`` a
     traced count <= the static ``capacity``; the outputs keep all ``capacity`` rows (rows from
-    ``n_scans`` on are zeros)."""
+    ``n_scans`` on are zeros).
+
+    ``mesh``: the chain mesh that the ladder (:func:`shard_ladder`) and the data (:func:`place_data`) are
+    split over, or None. Each device then runs the scans of its own chains as a program of its own
+    (``jax.shard_map``), with no communication between devices until the chunk ends: a swap involves
+    the replicas of one chain only, and compiled as one program over all chains, the kernel's indexing
+    would exchange data between the devices at every step (between hosts too, with ``jax.distributed``)."""
+    if mesh is None:
+        return _ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity, n_devices=1)
+    chains, copied = PartitionSpec("chains"), PartitionSpec()
+    ladder_specs = Ladder(chains, chains, chains, chains, chains, copied)
+    statistics_specs = SwapStatistics(chains, copied, chains, copied, chains, chains, chains)
+    per_device = jax.shard_map(
+        partial(_ladder_scans, kernel, static, capacity=capacity, n_devices=mesh.size),
+        mesh=mesh,
+        in_specs=(data_specs(kernel, static, data), ladder_specs, copied, copied),
+        out_specs=(ladder_specs, statistics_specs, PartitionSpec(None, "chains")),
+        check_vma=False,  # the kernels' loops carry constants that become per-device values; the copied outputs
+        # (the scan count, the swap attempts) are computed from copied inputs alone
+    )
+    return per_device(data, ladder, schedule, n_scans)
+
+
+def _ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity, n_devices):
+    """:func:`ladder_scans` of the chains of one device, one of ``n_devices`` that hold as many chains each."""
     n_chains, n_rungs = ladder.slot_of_rung.shape
     chain_offset = (jnp.arange(n_chains) * n_rungs)[:, None]
     pairs = jnp.arange(n_rungs - 1)
@@ -327,7 +371,7 @@ def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity):
 
         statistics = SwapStatistics(
             rejection=statistics.rejection + jnp.where(attempted, 1.0 - alpha, 0.0),
-            attempts=statistics.attempts + n_chains * attempted,
+            attempts=statistics.attempts + n_devices * n_chains * attempted,
             log_stepping_stone=jnp.logaddexp(statistics.log_stepping_stone, gap * at_rung[:, :-1]),
             n_scans=statistics.n_scans + 1,
             round_trips=statistics.round_trips + completed.sum(1),
