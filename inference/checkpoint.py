@@ -7,7 +7,9 @@ when sampling, of the round before it). A later call with the same checkpoint, k
 resumes there: the chunks from then on are the ones the uninterrupted run computes, so the same seed gives
 the same draws whether a run went in one go or was stopped (Ctrl-C, a killed process) and resumed. A
 finished run removes its checkpoint. A checkpoint of another kernel, data set or settings is refused
-(ValueError), never silently continued.
+(ValueError), never silently continued. With several processes (``jax.distributed``), process 0 writes it,
+on the clock every process reads alike (``tempering.now``), and it must lie where every process sees it. It
+holds the whole run on the host, so it resumes on any number of devices or processes, with the same draws.
 
 Files are Python pickles (a checkpoint holds NumPy arrays; a saved result, the result object with its
 trace, kernel tables and final ladder, so a loaded result predicts, explains and ``extend``s as before)
@@ -138,8 +140,17 @@ class CheckpointWriter:
 
     def load(self) -> dict | None:
         """The saved position, or None when there is no checkpoint file; ValueError when it belongs to
-        another run."""
-        if not self.path.exists():
+        another run, or when only some processes of a ``jax.distributed`` run see it (they would start from
+        different places: every process must resume, or none)."""
+        exists = self.path.exists()
+        if jax.process_count() > 1:
+            from jax.experimental import multihost_utils
+
+            seen = np.asarray(multihost_utils.process_allgather(np.int32(exists)))
+            if seen.min() != seen.max():
+                raise ValueError(f"checkpoint: {self.path} is seen by processes {np.flatnonzero(seen).tolist()} of "
+                                 f"{len(seen)} only; give a path on a file system that every process sees")
+        if not exists:
             return None
         saved = _read_checked(self.path, CHECKPOINT_FORMAT, "checkpoint", "a checkpoint of this package")
         if saved["fingerprint"] != self.digest:
