@@ -154,8 +154,9 @@ def chain_mesh(num_chains: int, devices=None) -> Mesh | None:
     every cross-chain sum is taken on the host.
 
     With several devices the chains, and each chain's replicas with them, are split over the mesh, the
-    data are copied to every device, and every sum over chains is taken on the host in one order, so 1, 2
-    or 4 devices give the same draws. With ``jax.distributed`` the mesh spans the devices of every host
+    data are copied to every device (rows per chain go with their chains, :func:`place_data`), each device
+    scans its own chains (:func:`ladder_scans`), and every sum over chains is taken on the host in one
+    order, so 1, 2 or 4 devices give the same draws. With ``jax.distributed`` the mesh spans the devices of every host
     (one process per host) and the draws are gathered on each host (:func:`to_host`)."""
     available = jax.devices()
     if devices is None:
