@@ -348,6 +348,12 @@ def with_proposal(static: BRLStatic, data: BRLData, weights) -> BRLData:
                          reference_ticket_bounds=jax.device_put(reference_rule_tables(pooled, n_antecedents, slots)))
 
 
+def chain_rows(static: BRLStatic, data: BRLData) -> BRLData:
+    """True at the fields of ``data`` that hold a row per chain (:data:`PER_CHAIN_FIELDS`, after
+    :func:`per_chain` or a per-chain :func:`with_proposal`): ``inference.tempering.TargetKernel.chain_rows``."""
+    return BRLData(*(name in PER_CHAIN_FIELDS and data.ticket_bounds.ndim == 2 for name in BRLData._fields))
+
+
 def per_chain(data: BRLData, n_chains: int) -> BRLData:
     """``data`` with the shared proposal and reference tables repeated for each of ``n_chains`` chains, the
     shapes that :func:`with_proposal` gives learned per-chain weights (so every round of a run shares one

@@ -7,7 +7,9 @@ when sampling, of the round before it). A later call with the same checkpoint, k
 resumes there: the chunks from then on are the ones the uninterrupted run computes, so the same seed gives
 the same draws whether a run went in one go or was stopped (Ctrl-C, a killed process) and resumed. A
 finished run removes its checkpoint. A checkpoint of another kernel, data set or settings is refused
-(ValueError), never silently continued.
+(ValueError), never silently continued. With several processes (``jax.distributed``), process 0 writes it,
+on the clock every process reads alike (``tempering.now``), and it must lie where every process sees it. It
+holds the whole run on the host, so it resumes on any number of devices or processes, with the same draws.
 
 Files are Python pickles (a checkpoint holds NumPy arrays; a saved result, the result object with its
 trace, kernel tables and final ladder, so a loaded result predicts, explains and ``extend``s as before)
@@ -24,12 +26,13 @@ import hashlib
 import math
 import os
 import pickle
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import jax
 import numpy as np
+
+from interpretable_zoo.inference import tempering
 
 CHECKPOINT_FORMAT = ("interpretable-zoo checkpoint", 3)
 RESULT_FORMAT = ("interpretable-zoo result", 4)
@@ -133,12 +136,21 @@ class CheckpointWriter:
         self.path = Path(checkpoint.path)
         self.every_seconds = checkpoint.every_seconds
         self.digest = digest
-        self.last_write = time.perf_counter()
+        self.last_write = tempering.now()
 
     def load(self) -> dict | None:
         """The saved position, or None when there is no checkpoint file; ValueError when it belongs to
-        another run."""
-        if not self.path.exists():
+        another run, or when only some processes of a ``jax.distributed`` run see it (they would start from
+        different places: every process must resume, or none)."""
+        exists = self.path.exists()
+        if jax.process_count() > 1:
+            from jax.experimental import multihost_utils
+
+            seen = np.asarray(multihost_utils.process_allgather(np.int32(exists)))
+            if seen.min() != seen.max():
+                raise ValueError(f"checkpoint: {self.path} is seen by processes {np.flatnonzero(seen).tolist()} of "
+                                 f"{len(seen)} only; give a path on a file system that every process sees")
+        if not exists:
             return None
         saved = _read_checked(self.path, CHECKPOINT_FORMAT, "checkpoint", "a checkpoint of this package")
         if saved["fingerprint"] != self.digest:
@@ -149,16 +161,15 @@ class CheckpointWriter:
         return saved
 
     def maybe_write(self, position: dict, elapsed: float) -> None:
-        """Write ``position`` (stage, round, ladder, schedule, chunks) when ``every_seconds`` have passed."""
-        if time.perf_counter() - self.last_write < self.every_seconds:
+        """Write ``position`` (stage, round, ladder, schedule, chunks) when ``every_seconds`` have passed (on
+        the clock that every process reads alike, ``tempering.now``: gathering the state is a collective)."""
+        if tempering.now() - self.last_write < self.every_seconds:
             return
-        from interpretable_zoo.inference.tempering import to_host  # gathers chains split over several hosts
-
         state = {"fingerprint": self.digest, "elapsed": elapsed,
-                 **jax.tree.map(lambda x: to_host(x) if hasattr(x, "shape") else x, position)}
+                 **jax.tree.map(lambda x: tempering.to_host(x) if hasattr(x, "shape") else x, position)}
         if jax.process_index() == 0:  # every process holds the whole state; one writes it
             _write_atomically(self.path, CHECKPOINT_FORMAT, state)
-        self.last_write = time.perf_counter()
+        self.last_write = tempering.now()
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -379,7 +378,7 @@ def sample(
     writer = None if checkpoint is None else CheckpointWriter(
         checkpoint, fingerprint(kernel, static, data, settings, initial_states)  # of the data on this host
     )
-    start, compile_start = time.perf_counter(), compile_seconds()
+    start, compile_start = tempering.now(), compile_seconds()
     saved = None if writer is None else writer.load()
     if saved is None:
         n_rungs = 8 if settings["n_temperatures"] == "auto" else settings["n_temperatures"]
@@ -397,6 +396,8 @@ def sample(
     bar = progress.bar(progress_bar, description, unit=" scans")
     deadline = None if num_samples is not None or target.max_seconds is None else start + target.max_seconds
     cut = None  # (statistics, outputs, budget cut or None for an interruption) of a tuning round that ended the run
+    last_tuning = None  # (statistics, outputs) of the last tuning round run whole: the draws of a run interrupted
+    # before a later round's first chunk ended
     pace = _Pace()
     try:
         for round_index in range(first_round, max_rounds):
@@ -407,13 +408,15 @@ def sample(
                 _saver(writer, start, stage="tuning", round_index=round_index, schedule=schedule, proposal=proposal),
                 pace=pace,
             )
-            out_of_time = deadline is not None and time.perf_counter() > deadline
+            out_of_time = deadline is not None and tempering.now() > deadline
             if interrupted or out_of_time:
-                if statistics is None:
-                    raise KeyboardInterrupt  # before the first chunk ended: no draws to keep
+                if statistics is None and last_tuning is None:
+                    raise KeyboardInterrupt  # before the run's first chunk ended: no draws to keep
                 # the tuning draws so far are the result
+                statistics, outputs = (statistics, outputs) if statistics is not None else last_tuning
                 cut = (statistics, outputs, None if interrupted else ("tuning", round_index + 1))
                 break
+            last_tuning = statistics, outputs
             proposal, data = _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh)
             tuned, ladder = _retuned(ladder, schedule, statistics, settings)
             settled = auto_rounds and round_index >= 1 and len(tuned) == len(schedule)
@@ -422,7 +425,7 @@ def sample(
                 break
         resume = saved if saved is not None and saved["stage"] == "sampling" else None
         return _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut,
-                                resume=resume, writer=writer, pace=pace, proposal=proposal)
+                                resume=resume, writer=writer, pace=pace, proposal=proposal, last_tuning=last_tuning)
     finally:
         if bar is not None:
             bar.close()
@@ -430,10 +433,10 @@ def sample(
 
 def _with_proposal(kernel, static, data, proposal, mesh):
     """The kernel's data with a learned ``proposal`` in place of the one it holds (None: ``data`` as
-    given), copied to every device."""
+    given), on the devices of ``mesh`` (``tempering.place_data``)."""
     if proposal is not None:
         data = kernel.with_proposal(static, data, proposal)
-    return tempering.replicate_data(data, mesh)
+    return tempering.place_data(kernel, static, data, mesh)
 
 
 def _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh):
@@ -460,7 +463,7 @@ def _saver(writer, start, **position):
 
     def save(ladder, chunk_statistics, outputs):
         writer.maybe_write({**position, "ladder": tuple(ladder), "chunk_statistics": [tuple(c) for c in chunk_statistics],
-                            "outputs": outputs}, time.perf_counter() - start)
+                            "outputs": outputs}, tempering.now() - start)
 
     return save
 
@@ -480,7 +483,7 @@ def extend(run: TemperedRun, kernel: tempering.TargetKernel, static, data, *, nu
     data = _with_proposal(kernel, static, data, run.proposal, mesh)
     check_run_memory(kernel, static, data, num_chains=settings["num_chains"], n_rungs=len(run.schedule),
                      auto_rungs=False, largest_round=num_samples or 0, chunk=settings["scans_per_chunk"])
-    start, compile_start = time.perf_counter(), compile_seconds()
+    start, compile_start = tempering.now(), compile_seconds()
     bar = progress.bar(settings["progress_bar"], settings["description"], unit=" scans")
     try:
         return _sampling_rounds(kernel, static, data, run.ladder, run.schedule, settings, start, compile_start, bar,
@@ -528,17 +531,18 @@ class _Pace:
     def scans_that_fit(self, size: int, deadline, n_rungs: int) -> int:
         """``size``, or fewer when a chunk of that size would run longer than :data:`CHUNK_SECONDS` or end
         past ``deadline`` at this pace; at least 1. Before any pace is measured, at most
-        :data:`FIRST_CHUNK_SCANS`."""
+        :data:`FIRST_CHUNK_SCANS`. Every process of a ``jax.distributed`` run reads one clock
+        (``tempering.now``), so all of them run chunks of the same sizes."""
         if self.seconds_per_rung_scan is None:
             return min(size, FIRST_CHUNK_SCANS)
-        left = CHUNK_SECONDS if deadline is None else min(CHUNK_SECONDS, deadline - time.perf_counter())
+        left = CHUNK_SECONDS if deadline is None else min(CHUNK_SECONDS, deadline - tempering.now())
         per_scan = self.seconds_per_rung_scan * n_rungs
         return size if left >= size * per_scan else max(1, math.floor(left / per_scan))
 
 
 def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline=None, partial=None,
                on_chunk=None, finished=None, *, pace: _Pace):
-    """Up to ``n_scans`` scans in chunks, stopping early at ``deadline`` (a perf_counter time) or at a
+    """Up to ``n_scans`` scans in chunks, stopping early at ``deadline`` (a time of ``tempering.now``) or at a
     KeyboardInterrupt (the chunk it cuts is dropped, the ladder stays after the last whole chunk); returns
     the ladder, the round's statistics (None when no chunk ran), the chunks' outputs and whether it was
     interrupted. A chunk that would end past the deadline, or run longer than :data:`CHUNK_SECONDS`, at the
@@ -563,14 +567,14 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
         # up to the next whole number of chunks: a chunk run in parts (at the deadline, or to keep each part
         # within CHUNK_SECONDS) leaves the rest aligned
         size = pace.scans_that_fit(min(chunk - done % chunk, n_scans - done), deadline, len(schedule))
-        began = time.perf_counter()
+        began = tempering.now()
         try:
             ladder, in_progress, output = tempering.run_scans(kernel, static, data, ladder, schedule, size,
                                                               capacity=chunk, statistics=in_progress)
         except KeyboardInterrupt:
             interrupted = True
             break
-        pace.record(time.perf_counter() - began, size, len(schedule))
+        pace.record(tempering.now() - began, size, len(schedule))
         outputs.append(output)
         done += size
         if done % chunk == 0 or done == n_scans:
@@ -580,7 +584,7 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
                 on_chunk(ladder, chunk_statistics, outputs)
         if bar is not None:
             bar.update(size)
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline is not None and tempering.now() > deadline:
             break
     if in_progress is not None:  # a chunk that the deadline or an interruption cut: its parts run so far
         chunk_statistics.append(in_progress)
@@ -660,13 +664,15 @@ def _rhat_hint(rhat: float, num_chains: int, target: ConvergenceTarget) -> str:
 
 
 def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut=None,
-                     resume=None, writer=None, pace=None, proposal=None):
+                     resume=None, writer=None, pace=None, proposal=None, last_tuning=None):
     """Sampling rounds until converged, out of time or interrupted; ``cut``: (statistics, outputs, budget
     cut) of a tuning round that the budget (budget cut ("tuning", round)) or an interruption (None) ended,
     whose draws then are the result; ``resume``: a checkpoint saved while sampling,
     ``writer``: the run's checkpoint writer (None: no checkpoints); ``pace``: the ``_Pace`` of the
     tuning rounds (None, as for :func:`extend`: measured from the first chunk, which then
-    runs whole); ``proposal``: the kernel's learned proposal, which ``data`` already holds."""
+    runs whole); ``proposal``: the kernel's learned proposal, which ``data`` already holds; ``last_tuning``:
+    (statistics, outputs) of the last tuning round, the result of a run interrupted before its first sampling
+    chunk ended."""
     pace = _Pace() if pace is None else pace
     mesh = tempering.chain_mesh(settings["num_chains"], settings["devices"])
     target: ConvergenceTarget = settings["target"]
@@ -696,11 +702,14 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
             statistics, outputs, budget_cut = cut
             interrupted, passed = budget_cut is None, []
         if statistics is None:  # interrupted before this round's first chunk ended: keep the round before
-            if previous is None:
+            if previous is None and last_tuning is None:
                 raise KeyboardInterrupt
-            (statistics, outputs), previous = previous, None
+            if previous is None:
+                (statistics, outputs), cut = last_tuning, (*last_tuning, None)  # tuning draws
+            else:
+                (statistics, outputs), previous = previous, None
         scans_run = statistics.n_scans
-        out_of_time = deadline is not None and time.perf_counter() > deadline
+        out_of_time = deadline is not None and tempering.now() > deadline
         # the draws judged (and kept): this round joined to the one before it, else this round alone; a
         # round cut short (converged after a chunk, or by the budget or an interruption) is always joined
         # to the one before it
@@ -721,7 +730,7 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
         previous, n_scans = (statistics, outputs), 2 * n_scans
     barrier = tempering.communication_barrier(statistics) if len(schedule) > 1 else 0.0
     evidence, evidence_se = tempering.log_evidence(statistics)
-    total = time.perf_counter() - start
+    total = tempering.now() - start
     compiling = compile_seconds() - compile_start
     run = TemperedRun(
         records=records,

@@ -239,7 +239,7 @@ def with_hyperpriors(kernel):
     kernel's step must compute its states' log terms from the tables it is given (BCM's does; BRL's model
     refreshes them first, ``HyperpriorModel.refresh``), so that the engine's swaps read log_prior and
     log_likelihood at the replica's new hyperparameters. A kernel's adapted proposal (``learn_proposal``,
-    ``with_proposal``) passes through to the kernel's data."""
+    ``with_proposal``) passes through to the kernel's data, and so do its rows per chain (``chain_rows``)."""
     from interpretable_zoo.inference.tempering import TargetKernel
 
     def init(static, data, key):
@@ -285,10 +285,14 @@ def with_hyperpriors(kernel):
     def with_proposal(static, data, proposal):
         return data._replace(inner=kernel.with_proposal(static.inner, data.inner, proposal))
 
-    scratch = None if kernel.scratch is None else (lambda static: kernel.scratch(static.inner))
-    if kernel.learn_proposal is None:
-        return TargetKernel(init, step, summaries, record, scratch=scratch)
-    return TargetKernel(init, step, summaries, record, learn_proposal, with_proposal, scratch)
+    def chain_rows(static, data):
+        shared = jax.tree.map(lambda _: False, (data.hyperpriors, data.fixed))
+        return HyperData(kernel.chain_rows(static.inner, data.inner), *shared)
+
+    proposal = (None, None) if kernel.learn_proposal is None else (learn_proposal, with_proposal)
+    return TargetKernel(init, step, summaries, record, *proposal,
+                        chain_rows=None if kernel.chain_rows is None else chain_rows,
+                        scratch=None if kernel.scratch is None else (lambda static: kernel.scratch(static.inner)))
 
 
 def target(model: HyperpriorModel, inner_target, priors):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import time
 from functools import partial
 from typing import Any, Callable, NamedTuple
 
@@ -79,6 +80,12 @@ class TargetKernel(NamedTuple):
     ``step`` re-evaluates ``log_reference`` of the states it is given, which an earlier round's data
     evaluated).
 
+    ``chain_rows(static, data)``: a pytree like ``data`` that is True at the leaves holding one row per
+    chain (first axis, chain order; a ``step`` then reads chain c's row for the replicas of chain c, which
+    come chain-major), such as BRL's per-chain proposal tables; None: every leaf serves every chain. A run
+    over several devices gives each device the rows of its own chains (:func:`place_data`): each device
+    steps its own chains only, so a ``step`` must treat its chains independently (:func:`ladder_scans`).
+
     ``scratch(static) -> (bytes, what, setting)``, optional: the memory one replica's ``step`` needs beyond
     its state, what it is, and the fit's setting that sizes it (or None), for the run's memory estimate
     (:func:`~interpretable_zoo.inference.convergence.check_run_memory`)."""
@@ -89,6 +96,7 @@ class TargetKernel(NamedTuple):
     record: Callable
     learn_proposal: Callable | None = None
     with_proposal: Callable | None = None
+    chain_rows: Callable | None = None
     scratch: Callable | None = None
 
 
@@ -151,8 +159,9 @@ def chain_mesh(num_chains: int, devices=None) -> Mesh | None:
     every cross-chain sum is taken on the host.
 
     With several devices the chains, and each chain's replicas with them, are split over the mesh, the
-    data are copied to every device, and every sum over chains is taken on the host in one order, so 1, 2
-    or 4 devices give the same draws. With ``jax.distributed`` the mesh spans the devices of every host
+    data are copied to every device (rows per chain go with their chains, :func:`place_data`), each device
+    scans its own chains (:func:`ladder_scans`), and every sum over chains is taken on the host in one
+    order, so 1, 2 or 4 devices give the same draws. With ``jax.distributed`` the mesh spans the devices of every host
     (one process per host) and the draws are gathered on each host (:func:`to_host`)."""
     available = jax.devices()
     if devices is None:
@@ -181,11 +190,22 @@ def shard_ladder(ladder: Ladder, mesh: Mesh | None) -> Ladder:
                   split(ladder.phase), split(ladder.rng_key), jax.device_put(ladder.scan, whole))
 
 
-def replicate_data(data, mesh: Mesh | None):
-    """The kernel's data copied to every device of ``mesh`` (unchanged for None)."""
+def data_specs(kernel: TargetKernel, static, data):
+    """How the kernel's data lie over a chain mesh: a pytree of ``PartitionSpec``, ``("chains")`` for the
+    leaves with a row per chain (``kernel.chain_rows``), ``()`` (a copy on every device) for the others."""
+    if kernel.chain_rows is None:
+        return PartitionSpec()
+    return jax.tree.map(lambda by_chain: PartitionSpec("chains") if by_chain else PartitionSpec(),
+                        kernel.chain_rows(static, data))
+
+
+def place_data(kernel: TargetKernel, static, data, mesh: Mesh | None):
+    """The kernel's data on the devices of ``mesh`` (:func:`data_specs`: the rows of each device's chains
+    there, every other leaf copied to every device); unchanged for None."""
     if mesh is None:
         return data
-    return jax.device_put(data, NamedSharding(mesh, PartitionSpec()))
+    specs = data_specs(kernel, static, data)
+    return jax.device_put(data, jax.tree.map(lambda spec: NamedSharding(mesh, spec), specs))
 
 
 def to_host(x) -> np.ndarray:
@@ -196,6 +216,25 @@ def to_host(x) -> np.ndarray:
 
         return np.asarray(multihost_utils.process_allgather(x, tiled=True))
     return np.asarray(x)
+
+
+_CLOCK_ORIGIN = time.perf_counter()
+
+
+def now() -> float:
+    """Seconds on a clock that every process reads alike: ``time.perf_counter()`` in a single process; with
+    several (``jax.distributed``), process 0's seconds since it imported this module, sent to all.
+
+    Every decision a run takes from the clock (the ``max_seconds`` cut, a chunk shortened to fit it, when
+    to write a checkpoint) reads it here, so every process takes it alike: the processes run the same
+    compiled programs and gathers, and one that stopped or checkpointed alone would leave the others
+    waiting in a collective that never comes, or pair their collectives wrongly."""
+    if jax.process_count() == 1:
+        return time.perf_counter()
+    from jax.experimental import multihost_utils
+
+    # float32 (JAX's default precision) keeps the seconds to a few milliseconds within a day
+    return float(multihost_utils.broadcast_one_to_all(np.float32(time.perf_counter() - _CLOCK_ORIGIN)))
 
 
 def initial_ladder(kernel: TargetKernel, static, data, rng_keys, n_rungs: int, initial_states=None) -> Ladder:
@@ -210,7 +249,7 @@ def initial_ladder(kernel: TargetKernel, static, data, rng_keys, n_rungs: int, i
 def posterior_states(ladder: Ladder):
     """The state of each chain's posterior rung (leading axis C), as NumPy arrays (indexed on the host: on
     the device every operation would compile a program of its own)."""
-    slot_of_rung, states = jax.device_get((ladder.slot_of_rung, ladder.states))
+    slot_of_rung, states = jax.tree.map(to_host, (ladder.slot_of_rung, ladder.states))
     n_chains, n_rungs = slot_of_rung.shape
     slots = slot_of_rung[:, -1] + np.arange(n_chains) * n_rungs
     return jax.tree.map(lambda x: np.asarray(x)[slots], states)
@@ -248,10 +287,12 @@ def run_scans(kernel: TargetKernel, static, data, ladder: Ladder, schedule, n_sc
     if not 0 < n_scans <= capacity:
         raise ValueError(f"n_scans: expected 1..{capacity}, got {n_scans}")
     schedule, n_scans_array = jax.device_put((np.asarray(schedule), np.int32(n_scans)))
+    sharding = getattr(ladder.rng_key, "sharding", None)  # a ladder restored from a checkpoint holds NumPy arrays
+    mesh = sharding.mesh if isinstance(sharding, NamedSharding) and sharding.mesh.size > 1 else None
     if statistics is None:
         statistics = no_statistics(kernel, static, data, ladder)
     ladder, statistics, outputs = ladder_scans(kernel, static, data, ladder, schedule, n_scans_array, capacity,
-                                               statistics)
+                                               statistics, mesh)
     return ladder, statistics, jax.tree.map(lambda x: to_host(x)[:n_scans], outputs)
 
 
@@ -280,13 +321,39 @@ def no_statistics(kernel, static, data, ladder) -> SwapStatistics:
     )
 
 
-@partial(jax.jit, static_argnames=("kernel", "static", "capacity"))
-def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity, statistics=None):
+@partial(jax.jit, static_argnames=("kernel", "static", "capacity", "mesh"))
+def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity, statistics=None, mesh=None):
     """:func:`run_scans` as a traceable function (e.g. under ``jax.vmap`` over data sets): ``n_scans`` a
     traced count <= the static ``capacity``; the outputs keep all ``capacity`` rows (rows from
-    ``n_scans`` on are zeros); ``statistics`` the sums the scans add to (None: :func:`no_statistics`)."""
+    ``n_scans`` on are zeros); ``statistics`` the sums the scans add to (None: :func:`no_statistics`).
+
+    ``mesh``: the chain mesh that the ladder (:func:`shard_ladder`) and the data (:func:`place_data`) are
+    split over, or None. Each device then runs the scans of its own chains as a program of its own
+    (``jax.shard_map``), with no communication between devices until the chunk ends: a swap involves
+    the replicas of one chain only, and compiled as one program over all chains, the kernel's indexing
+    would exchange data between the devices at every step (between hosts too, with ``jax.distributed``)."""
     if statistics is None:
         statistics = no_statistics(kernel, static, data, ladder)
+    if mesh is None:
+        return _ladder_scans(kernel, static, data, ladder, schedule, n_scans, statistics, capacity=capacity,
+                             n_devices=1)
+    chains, copied = PartitionSpec("chains"), PartitionSpec()
+    ladder_specs = Ladder(chains, chains, chains, chains, chains, copied)
+    statistics_specs = SwapStatistics(chains, copied, chains, copied, chains, chains, chains)
+    per_device = jax.shard_map(
+        partial(_ladder_scans, kernel, static, capacity=capacity, n_devices=mesh.size),
+        mesh=mesh,
+        in_specs=(data_specs(kernel, static, data), ladder_specs, copied, copied, statistics_specs),
+        out_specs=(ladder_specs, statistics_specs, PartitionSpec(None, "chains")),
+        check_vma=False,  # the kernels' loops carry constants that become per-device values; the copied outputs
+        # (the scan count, the swap attempts) are computed from copied inputs alone
+    )
+    return per_device(data, ladder, schedule, n_scans, statistics)
+
+
+def _ladder_scans(kernel, static, data, ladder, schedule, n_scans, statistics, capacity, n_devices):
+    """:func:`ladder_scans` of the chains of one device, one of ``n_devices`` that hold as many chains each,
+    adding to ``statistics`` (those chains' rows)."""
     n_chains, n_rungs = ladder.slot_of_rung.shape
     chain_offset = (jnp.arange(n_chains) * n_rungs)[:, None]
     pairs = jnp.arange(n_rungs - 1)
@@ -335,7 +402,7 @@ def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity, stat
 
         statistics = SwapStatistics(
             rejection=statistics.rejection + jnp.where(attempted, 1.0 - alpha, 0.0),
-            attempts=statistics.attempts + n_chains * attempted,
+            attempts=statistics.attempts + n_devices * n_chains * attempted,
             log_stepping_stone=jnp.logaddexp(statistics.log_stepping_stone, gap * at_rung[:, :-1]),
             n_scans=statistics.n_scans + 1,
             round_trips=statistics.round_trips + completed.sum(1),

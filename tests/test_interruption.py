@@ -78,6 +78,18 @@ def test_interrupt_while_tuning_returns_the_tuning_draws(monkeypatch):
     assert cut.records["x"].shape == (2, CHUNK) and not cut.converged
 
 
+@pytest.mark.parametrize("call, kept", [(2, CHUNK), (4, 2 * CHUNK)], ids=["second-tuning-round", "first-sampling-chunk"])
+def test_interrupt_in_the_first_chunk_of_a_round_returns_the_last_tuning_round(monkeypatch, call, kept):
+    """Two tuning rounds (calls 1 and 2-3), then sampling (call 4 on): Ctrl-C before the first chunk of the
+    second tuning round, or of the sampling, ends keeps the tuning round run whole before it."""
+    whole = convergence.sample(toy.KERNEL, STATIC, DATA, tuning_rounds=2, num_samples=CHUNK, seed=5, **OPTIONS)
+    interrupt_at_call(monkeypatch, call)
+    with pytest.warns(UserWarning, match=rf"kept the {kept} draws per chain run so far \(tuning draws\)"):
+        cut = convergence.sample(toy.KERNEL, STATIC, DATA, tuning_rounds=2, num_samples=CHUNK, seed=5, **OPTIONS)
+    assert cut.records["x"].shape == (2, kept) and not cut.converged
+    assert cut.n_scans == CHUNK * (call - 1) and whole.n_scans == 4 * CHUNK
+
+
 def test_interrupt_before_any_chunk_ends_propagates(monkeypatch):
     interrupt_at_call(monkeypatch, 1)
     with pytest.raises(KeyboardInterrupt):
