@@ -112,7 +112,8 @@ def bayesian_sets(n_queries: int, peer: bool) -> dict:
             for query in queries:
                 scores = model.query(query)
                 scores[query] = -np.inf
-                tops.append(np.argsort(-scores, kind="stable")[:TOP_K])
+                top = np.argpartition(-scores, TOP_K)[:TOP_K]  # the top k unordered, then only they are sorted
+                tops.append(top[np.argsort(-scores[top], kind="stable")])
             return tops
     else:
         model = BayesianSets(X, item_names=dataset.sample_names)
