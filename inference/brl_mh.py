@@ -33,13 +33,14 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax, random
+from numpyro.infer.mcmc import MCMCKernel
+from scipy.special import gammaln, logsumexp
+
 from interpretable_zoo.inference import hyperpriors, memory
 from interpretable_zoo.inference.shapes import size_bucket
 from interpretable_zoo.inference.validation import check_positive_int
 from interpretable_zoo.models import brl
-from jax import lax, random
-from numpyro.infer.mcmc import MCMCKernel
-from scipy.special import gammaln, logsumexp
 
 INSERT, DELETE, SWAP, REPLACE, NEIGHBOUR, STAY = 0, 1, 2, 3, 4, 5
 MOVES = (INSERT, DELETE, SWAP, REPLACE, NEIGHBOUR)

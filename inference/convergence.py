@@ -347,7 +347,8 @@ def sample(
     round or a sampling round. A chunk that would end past the budget runs only the scans that fit at the
     pace measured so far, so a run ends within about a scan of ``max_seconds``. When the budget ends a
     tuning round, the run ends there with that round's draws (not converged); the result says where the
-    budget cut in (``TemperedRun.budget_cut``).
+    budget cut in (``TemperedRun.budget_cut``). The clock also sizes the compiled chunks (at most
+    :data:`CHUNK_SECONDS` each, so that Ctrl-C is prompt), which changes no draw.
     """
     settings = {
         "num_chains": check_positive_int(num_chains, "num_chains"),
@@ -543,7 +544,7 @@ class _Pace:
 def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline=None, partial=None,
                on_chunk=None, finished=None, *, pace: _Pace):
     """Up to ``n_scans`` scans in chunks, stopping early at ``deadline`` (a time of ``tempering.now``) or at a
-    KeyboardInterrupt (the chunk it cuts is dropped, the ladder stays after the last whole chunk); returns
+    KeyboardInterrupt (the compiled call it cuts is dropped, the ladder stays after the last call run); returns
     the ladder, the round's statistics (None when no chunk ran), the chunks' outputs and whether it was
     interrupted. A chunk that would end past the deadline, or run longer than :data:`CHUNK_SECONDS`, at the
     ``pace`` (updated here) of the chunk before it, in this round or an earlier one, runs only the scans
@@ -669,8 +670,8 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
     cut) of a tuning round that the budget (budget cut ("tuning", round)) or an interruption (None) ended,
     whose draws then are the result; ``resume``: a checkpoint saved while sampling,
     ``writer``: the run's checkpoint writer (None: no checkpoints); ``pace``: the ``_Pace`` of the
-    tuning rounds (None, as for :func:`extend`: measured from the first chunk, which then
-    runs whole); ``proposal``: the kernel's learned proposal, which ``data`` already holds; ``last_tuning``:
+    tuning rounds (None, as for :func:`extend`: measured from a first chunk of :data:`FIRST_CHUNK_SCANS`
+    scans); ``proposal``: the kernel's learned proposal, which ``data`` already holds; ``last_tuning``:
     (statistics, outputs) of the last tuning round, the result of a run interrupted before its first sampling
     chunk ended."""
     pace = _Pace() if pace is None else pace

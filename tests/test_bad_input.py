@@ -20,38 +20,28 @@ from pathlib import Path
 
 import arviz as az
 import h5py
+from isolated import IsolatedCases
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.io
 import scipy.sparse
 import xarray
-from interpretable_zoo.inference import memory
-from interpretable_zoo.inference.bayesian_sets import (
-    BayesianSets,
-    estimate_membership_rate,
-    precision_at_k,
-)
-from interpretable_zoo.inference.bcm import BCMClusterer, fit_bcm
-from interpretable_zoo.inference.brl import BayesianRuleListClassifier, fit_brl
-from interpretable_zoo.inference.memory import InsufficientMemoryError
-from interpretable_zoo.inference.mgm import MGMClusterer, fit_mgm, fit_mgm_sweep
-from interpretable_zoo.inference.prototype_selection import (
-    PrototypeClassifier,
-    select_prototypes,
-)
-from interpretable_zoo.inference.rule_mining import fit_item_encoder
-from interpretable_zoo.inference.set_cover import (
-    dissimilarity_quantile,
-    dissimilarity_quantiles,
-)
-from interpretable_zoo.models import bcm, brl, mgm
-from interpretable_zoo.models.bayesian_sets import Priors
-from isolated import IsolatedCases
 from sklearn.exceptions import NotFittedError
 
 from interpretable_zoo import cli
 from interpretable_zoo import datasets as ds
+from interpretable_zoo.inference import memory
+from interpretable_zoo.inference.bayesian_sets import BayesianSets, estimate_membership_rate, precision_at_k
+from interpretable_zoo.inference.bcm import BCMClusterer, fit_bcm
+from interpretable_zoo.inference.brl import BayesianRuleListClassifier, fit_brl
+from interpretable_zoo.inference.memory import InsufficientMemoryError
+from interpretable_zoo.inference.mgm import MGMClusterer, fit_mgm, fit_mgm_sweep
+from interpretable_zoo.inference.prototype_selection import PrototypeClassifier, select_prototypes
+from interpretable_zoo.inference.rule_mining import fit_item_encoder
+from interpretable_zoo.inference.set_cover import dissimilarity_quantile, dissimilarity_quantiles
+from interpretable_zoo.models import bcm, brl, mgm
+from interpretable_zoo.models.bayesian_sets import Priors
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(12, 3))
