@@ -551,7 +551,7 @@ def _check_assembly_memory(n_pairs: int, rows_done: int, n_rows: int, eps: float
         _ASSEMBLY_BYTES_PER_PAIR * n_pairs,
         f"eps: the eps-ball cover (eps = {eps:.6g}) stopped fitting while being built (larger than estimated, or "
         f"memory taken meanwhile): assembling the {n_pairs} pairs found in the first {rows_done} of {n_rows} rows",
-        "use a smaller eps (fewer pairs within it), fewer candidates (candidates=, e.g. set_cover.kmeans_candidates) "
+        "use a smaller eps (fewer pairs within it), fewer candidates (candidates=, e.g. a sample of the training points) "
         "or a subsample of the training points",
     )
 
