@@ -15,6 +15,8 @@ LONGEST_FILES = (
     "test_bcm_exact.py",
     "test_mgm_vi.py",
     "test_notebooks.py",
+    "test_multiprocess.py",
+    "test_interruption.py",
 )
 """The files that take longest (a minute to five on 2 cores), longest first. `make test`'s workers take
 whole files in collection order, so a long file collected late (alphabetically) would run alone at the
