@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 
 def resolve_names(names, count: int, *, argument: str, default_prefix: str = "x", counted: str = "columns of X",
                   distinct: bool = True) -> tuple[str, ...]:
@@ -17,7 +19,6 @@ def resolve_names(names, count: int, *, argument: str, default_prefix: str = "x"
     if len(names) != count:
         raise ValueError(f"{argument}: has {len(names)} names for {count} {counted}")
     if distinct and len(set(names)) < len(names):
-        repeated = next(name for name in names if names.count(name) > 1)
-        raise ValueError(f"{argument}: {repeated!r} names {names.count(repeated)} of the {counted}; give each a name "
-                         "of its own")
+        repeated, count = Counter(names).most_common(1)[0]
+        raise ValueError(f"{argument}: {repeated!r} names {count} of the {counted}; give each a name of its own")
     return names

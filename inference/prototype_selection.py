@@ -247,8 +247,7 @@ def _check_cover_memory(estimate: set_cover.CoverEstimate, eps: float, method: s
     memory.check_memory(
         needed,
         what,
-        "use a smaller eps (fewer pairs within it), fewer candidates (candidates=, e.g. a sample of the training points) "
-        "or a subsample of the training points",
+        set_cover.COVER_MEMORY_REMEDY,
     )
     if estimate.fraction >= 1.0 and needed >= _LARGE_COVER_BYTES:
         warnings.warn(

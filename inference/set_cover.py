@@ -541,6 +541,10 @@ def ball_cover(X: np.ndarray, Z: np.ndarray | None, eps: float, metric: str = "l
     return BallCover(n, m, offsets, candidates, *_transpose_lists(offsets, candidates, m))
 
 
+COVER_MEMORY_REMEDY = ("use a smaller eps (fewer pairs within it), fewer candidates (candidates=) or a subsample "
+                       "of the training points")
+"""What to change when an eps-ball cover would not fit in memory."""
+
 _ASSEMBLY_BYTES_PER_PAIR = 8
 """Bytes per pair found that assembling the cover still allocates: a symmetric cover's mirrored half (4 bytes
 per pair, twice), or the candidate-major copy of a rectangular one (int32 indices and their sort order)."""
@@ -551,8 +555,7 @@ def _check_assembly_memory(n_pairs: int, rows_done: int, n_rows: int, eps: float
         _ASSEMBLY_BYTES_PER_PAIR * n_pairs,
         f"eps: the eps-ball cover (eps = {eps:.6g}) stopped fitting while being built (larger than estimated, or "
         f"memory taken meanwhile): assembling the {n_pairs} pairs found in the first {rows_done} of {n_rows} rows",
-        "use a smaller eps (fewer pairs within it), fewer candidates (candidates=, e.g. a sample of the training points) "
-        "or a subsample of the training points",
+        COVER_MEMORY_REMEDY,
     )
 
 

@@ -372,7 +372,7 @@ def _ladder_scans(kernel, static, data, ladder, schedule, n_scans, statistics, c
         states, info = kernel_step(static, data, ladder.states, replica_keys, betas)
         return keys, states, move_info(info)
 
-    moves = jax.eval_shape(lambda ladder: local_moves(ladder)[2], ladder)
+    moves = _move_shapes(kernel, static, data, ladder)
 
     def after_step(ladder, statistics, keys, states, moves):
         """The scan's work after the local moves (``states``, and ``moves`` what they did per replica):
