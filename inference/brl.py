@@ -57,8 +57,17 @@ exploration that non-reversible parallel tempering relies on; with one step per 
 their lists across swaps and stuck chains are not rescued)."""
 
 SCANS_PER_CHUNK = 128
-"""Tempering scans per compiled call (each ``steps_per_scan`` Metropolis-Hastings steps of every replica
-and a swap round)."""
+"""Tempering scans per compiled call at :data:`STEPS_PER_SCAN` steps a scan (each ``steps_per_scan``
+Metropolis-Hastings steps of every replica and a swap round); see :func:`scans_per_chunk`."""
+
+
+def scans_per_chunk(steps_per_scan: int) -> int:
+    """Scans per chunk: :data:`SCANS_PER_CHUNK`, times as many as make up for fewer steps a scan than the
+    default, so that a chunk (and a tuning round, a convergence test) spans at least the default's
+    Metropolis-Hastings steps. At one step a scan, a chunk of 128 scans runs a few milliseconds, and the
+    host's work per chunk (dispatch, transfers) would cost as much again (benchmarks/RESULTS.md,
+    brl_mh_speed)."""
+    return SCANS_PER_CHUNK * max(1, STEPS_PER_SCAN // steps_per_scan)
 
 
 def _record(static, data, states):
@@ -581,8 +590,8 @@ def fit_brl(
         seed=seed,
         n_temperatures=n_temperatures,
         num_samples=num_samples,
-        tuning_rounds=convergence.tuning_rounds_for(num_warmup, SCANS_PER_CHUNK),
-        scans_per_chunk=SCANS_PER_CHUNK,
+        tuning_rounds=convergence.tuning_rounds_for(num_warmup, scans_per_chunk(steps_per_scan)),
+        scans_per_chunk=scans_per_chunk(steps_per_scan),
         max_draws=num_samples or convergence.MAX_DRAWS,
         target=target,
         progress_bar=progress_bar,

@@ -281,8 +281,8 @@ def run_scans(kernel: TargetKernel, static, data, ladder: Ladder, schedule, n_sc
 
     and exchanges the replicas' rungs, not their states (a replica's state never moves in memory).
 
-    The compiled program runs ``capacity`` (default ``n_scans``) iterations of which the first
-    ``n_scans`` scan and the others do nothing, so one program serves every ``n_scans <= capacity``."""
+    The compiled program's outputs have ``capacity`` (default ``n_scans``) rows, of which the first
+    ``n_scans`` are written, so one program serves every ``n_scans <= capacity``."""
     capacity = n_scans if capacity is None else capacity
     if not 0 < n_scans <= capacity:
         raise ValueError(f"n_scans: expected 1..{capacity}, got {n_scans}")
@@ -374,19 +374,18 @@ def _ladder_scans(kernel, static, data, ladder, schedule, n_scans, statistics, c
 
     moves = _move_shapes(kernel, static, data, ladder)
 
-    def after_step(ladder, statistics, keys, states, moves):
-        """The scan's work after the local moves (``states``, and ``moves`` what they did per replica):
-        swap round, statistics, posterior record."""
-        # each move's value per chain and rung
-        at_rungs = {name: jnp.take_along_axis(value.reshape(n_chains, n_rungs), ladder.slot_of_rung, axis=1)
-                    for name, value in moves.items()}  # fmt: skip
-
-        # swaps between rungs k and k + 1 for k of this scan's parity
+    def swap_round(ladder, states, keys):
+        """Swaps between rungs k and k + 1 for k of this scan's parity: (log L at each rung (C, K), alpha
+        (C, K - 1), attempted (K - 1,), the new slot_of_rung and rung_of_slot). With one rung there is no
+        pair, and no round in the program (at one step a scan, it would cost a tenth of the scan)."""
+        if n_rungs == 1:
+            no_pairs = jnp.zeros((n_chains, 0))
+            return jnp.zeros((n_chains, 1)), no_pairs, jnp.zeros(0, bool), ladder.slot_of_rung, ladder.rung_of_slot
         log_likelihood = path_log_likelihood(states).reshape(n_chains, n_rungs)
         at_rung = jnp.take_along_axis(log_likelihood, ladder.slot_of_rung, axis=1)  # (C, K)
         alpha = jnp.exp(jnp.minimum(0.0, gap * (at_rung[:, :-1] - at_rung[:, 1:])))  # (C, K - 1)
         attempted = pairs % 2 == ladder.scan % 2
-        uniforms = jax.vmap(lambda key: random.uniform(key, (max(n_rungs - 1, 1),)))(keys[:, 2])[:, : n_rungs - 1]
+        uniforms = jax.vmap(lambda key: random.uniform(key, (n_rungs - 1,)))(keys[:, 2])
         accept = attempted & (uniforms < alpha)
         no_pair = jnp.zeros((n_chains, 1), bool)
         source = jnp.arange(n_rungs) + jnp.concatenate([accept, no_pair], 1) - jnp.concatenate([no_pair, accept], 1)
@@ -394,6 +393,15 @@ def _ladder_scans(kernel, static, data, ladder, schedule, n_scans, statistics, c
         rung_of_slot = jnp.zeros_like(slot_of_rung).at[jnp.arange(n_chains)[:, None], slot_of_rung].set(
             jnp.arange(n_rungs, dtype=slot_of_rung.dtype)
         )
+        return at_rung, alpha, attempted, slot_of_rung, rung_of_slot
+
+    def after_step(ladder, statistics, keys, states, moves):
+        """The scan's work after the local moves (``states``, and ``moves`` what they did per replica):
+        swap round, statistics, posterior record."""
+        # each move's value per chain and rung
+        at_rungs = {name: jnp.take_along_axis(value.reshape(n_chains, n_rungs), ladder.slot_of_rung, axis=1)
+                    for name, value in moves.items()}  # fmt: skip
+        at_rung, alpha, attempted, slot_of_rung, rung_of_slot = swap_round(ladder, states, keys)
 
         # round trips of the replicas' rung (index) processes
         at_prior, at_posterior = rung_of_slot == 0, rung_of_slot == n_rungs - 1
@@ -421,7 +429,7 @@ def _ladder_scans(kernel, static, data, ladder, schedule, n_scans, statistics, c
         swap_accept = jnp.where(attempted, alpha, 0.0).sum(1) / jnp.maximum(attempted.sum(), 1)
         return (ladder, statistics), (kernel.record(static, data, posterior), summaries, swap_accept)
 
-    def one_scan(carry, _):
+    def one_scan(carry):
         ladder, statistics = carry
         return after_step(ladder, statistics, *local_moves(ladder))
 
@@ -433,12 +441,16 @@ def _ladder_scans(kernel, static, data, ladder, schedule, n_scans, statistics, c
         )[1],
         *carry,
     )
-    idle_outputs = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), output_shapes)
+    outputs = jax.tree.map(lambda x: jnp.zeros((capacity, *x.shape), x.dtype), output_shapes)
 
-    def scan_or_idle(carry, index):
-        return jax.lax.cond(index < n_scans, one_scan, lambda carry, _: (carry, idle_outputs), carry, None)
+    def scan_into_row(index, carry_outputs):
+        carry, outputs = carry_outputs
+        carry, row = one_scan(carry)
+        return carry, jax.tree.map(lambda rows, value: rows.at[index].set(value), outputs, row)
 
-    (ladder, statistics), outputs = jax.lax.scan(scan_or_idle, carry, jnp.arange(capacity))
+    # a loop of n_scans (traced) iterations writing into rows of buffers preallocated for all capacity rows:
+    # one program for every n_scans <= capacity, with no work for the rows left zero
+    (ladder, statistics), outputs = jax.lax.fori_loop(0, n_scans, scan_into_row, (carry, outputs))
     return ladder, statistics, outputs
 
 

@@ -84,15 +84,17 @@ def reports(tmp_path_factory):
 def assert_same_draws(first: dict, second: dict, *, same_devices: bool = True) -> None:
     """Every draw of every chain equal, the log joint of runs on different numbers of devices to float32
     rounding (each device's replicas are a batch of another size, whose terms XLA may sum in another
-    order); the chains differ from each other (so equal draws are the same chains, not a constant)."""
+    order); the 8 chains are not all one (so equal draws are the same chains, not a constant). Two chains
+    alone may share their draws: a fit that a budget cut after a scan or two has one draw a chain, and a
+    discrete posterior's chains can sit in the same state."""
     assert first.keys() == second.keys()
     for key in first:
         if key == "log_joint" and not same_devices:
             np.testing.assert_allclose(first[key], second[key], rtol=1e-6, err_msg=key)
         else:
             np.testing.assert_array_equal(first[key], second[key], err_msg=key)
-    log_joint = first["log_joint"]
-    assert log_joint.shape[0] == 8 and not np.array_equal(log_joint[0], log_joint[1])
+    chains = [np.concatenate([np.ravel(first[key][chain]) for key in sorted(first)]) for chain in range(8)]
+    assert first["log_joint"].shape[0] == 8 and len({chain.tobytes() for chain in chains}) > 1
 
 
 @pytest.mark.parametrize("run", ["default", "fixed", "budget"])
