@@ -572,7 +572,7 @@ def fit_brl(
     cardinalities = np.array([len(a) for a in antecedents], dtype=np.int32)
     kernel_target = brl_mh.make_target(table, cardinalities, len(classes), codes, hyperpriors.at_point(priors),
                                        capacity, steps_per_call=steps_per_scan,
-                                       neighbours=antecedent_neighbours(antecedents))
+                                       neighbours=antecedent_neighbours(antecedents), tempered=n_temperatures != 1)
     if hyperpriors.hyperpriors_of(priors):  # hyperparameters sampled within the chain; hooks checked first
         kernel_target = hyperpriors.target(hyperpriors.BRL, kernel_target, priors)
     target_check.check_brl(cardinalities, len(classes), priors, capacity)

@@ -81,7 +81,9 @@ class BRLStatic(NamedTuple):
     cardinalities_can_run_out: :func:`~interpretable_zoo.models.brl.cardinalities_can_run_out` (when False the log prior
     sums over cardinality counts instead of position by position); steps_per_call: Metropolis-Hastings
     iterations per call of :func:`step`; neighbour_moves: whether the neighbour move is drawn (the
-    antecedents have neighbours, :func:`neighbour_tables`).
+    antecedents have neighbours, :func:`neighbour_tables`); tempered: whether replicas may run below beta = 1
+    (False: every replica targets the posterior, so the tempering reference is never evaluated and a
+    state's ``log_reference`` stays 0; an untempered step is then about a tenth cheaper).
     """
 
     antecedent_slots: int
@@ -92,6 +94,7 @@ class BRLStatic(NamedTuple):
     cardinalities_can_run_out: bool
     steps_per_call: int = 1
     neighbour_moves: bool = False
+    tempered: bool = True
 
 
 class BRLData(NamedTuple):
@@ -430,7 +433,10 @@ def log_reference_density(static: BRLStatic, data: BRLData, rules, length):
     lists of the eight lines of three o's (predicting the loss) and of the eight lines of x's (the win)
     hold different chains, and moving between them passes through lists of some 16 rules, which the length
     prior (mean 3) alone makes e^-15 times less likely than 8 rules at every rung when only the likelihood
-    is tempered. The rungs near the reference hold long lists, where both kinds meet."""
+    is tempered. The rungs near the reference hold long lists, where both kinds meet. 0 for an untempered
+    target (``static.tempered`` False), whose replicas all run at beta = 1, where r has no weight."""
+    if not static.tempered:
+        return jnp.zeros((), jnp.float32)
     listed = jnp.arange(static.capacity) < length
     tickets = jnp.where(listed, _reference_tickets(data, rules), 0)
     left = data.reference_ticket_bounds[-1] - (jnp.cumsum(tickets) - tickets)  # exact in int32
@@ -475,6 +481,7 @@ def make_target(
     steps_per_call: int = 1,
     merge_duplicates: bool = True,
     neighbours=None,
+    tempered: bool = True,
 ):
     """(static, data) of the BRL posterior (:func:`~interpretable_zoo.models.brl.collapsed_model` with ``max_length =
     capacity``) for a (n, ``|A|``) truth table, antecedent cardinalities, labels 0..n_classes-1 and
@@ -482,7 +489,8 @@ def make_target(
     ``merge_duplicates``: merge equal samples (:func:`distinct_samples`) when P planes of the merged words are
     fewer words than the samples'; False keeps one bit per sample. ``neighbours``: for each antecedent the
     indices of its neighbours, a symmetric relation (for itemsets, those that differ in one item:
-    ``rule_mining.antecedent_neighbours``), which the neighbour move draws from; None: no neighbour move."""
+    ``rule_mining.antecedent_neighbours``), which the neighbour move draws from; None: no neighbour move.
+    ``tempered``: False for a target whose replicas all run at beta = 1 (:class:`BRLStatic`)."""
     table, cardinalities, n_classes, y, capacity = _check_target(truth_table, cardinalities, n_classes, y, capacity)
     n_samples, n_antecedents = table.shape
     if neighbours is not None and len(neighbours) != n_antecedents:
@@ -500,6 +508,7 @@ def make_target(
         max_cardinality=int(cardinalities.max()),
         cardinalities_can_run_out=brl.cardinalities_can_run_out(cardinalities, capacity),
         steps_per_call=check_positive_int(steps_per_call, "steps_per_call"),
+        tempered=bool(tempered),
     )
     slots, n_words = static.antecedent_slots, static.n_words
     neighbour_starts, neighbour_list, log_neighbour_choice = neighbour_tables(neighbours or [[]] * n_antecedents, slots)
@@ -880,21 +889,23 @@ def step(static: BRLStatic, data: BRLData, states: BRLState, keys, betas) -> tup
     tables) is replaced by an independent draw from r, as Pigeons.jl does: a replica that reaches the
     reference leaves it with a list unrelated to the one it came with, and a round trip regenerates the
     chain; at the reference a Metropolis-Hastings step changes one rule of a list of some capacity / 2.
-    A batch with no replica at the reference (an untempered run) skips the redraw as a whole: vmapped over
-    the chains, the redraw's test would become a select that draws from r for every chain and discards it
-    (at one step per scan, most of a scan's cost). The iterations are one scan over the batch, traced
-    and compiled once."""
-    states, keys = lax.cond(
-        jnp.any(betas == 0),
-        lambda states_keys: _by_chain(partial(_redraw_at_reference, static), data, *states_keys, betas),
-        lambda states_keys: states_keys,
-        (states, keys),
-    )
+    A batch with no replica at the reference skips the redraw as a whole: vmapped over the chains, the
+    redraw's test would become a select that draws from r for every chain and discards it (at one step per
+    scan, most of a scan's cost); an untempered target (``static.tempered`` False) has neither the redraw
+    nor r in its program. The iterations are one scan over the batch, traced and compiled once."""
+    if static.tempered:
+        states, keys = lax.cond(
+            jnp.any(betas == 0),
+            lambda states_keys: _by_chain(partial(_redraw_at_reference, static), data, *states_keys, betas),
+            lambda states_keys: states_keys,
+            (states, keys),
+        )
+        # the reference of data, which may have changed since the states were evaluated (a new round's weights)
+        refresh = jax.vmap(lambda data, state: log_reference_density(static, data, state.rules, state.length),
+                           (None, 0))
+        states = states._replace(log_reference=_by_chain(refresh, data, states))
     uniforms = jax.vmap(lambda key: random.uniform(key, (static.steps_per_call * UNIFORMS_PER_STEP,)))(keys)
     uniforms = uniforms.reshape(len(keys), static.steps_per_call, UNIFORMS_PER_STEP)
-    # the reference of data, which may have changed since the states were evaluated (a new round's weights)
-    refresh = jax.vmap(lambda data, state: log_reference_density(static, data, state.rules, state.length), (None, 0))
-    states = states._replace(log_reference=_by_chain(refresh, data, states))
     update = jax.vmap(partial(mh_update, static), in_axes=(None, 0, 0, 0))
 
     def one_iteration(states, uniforms):
@@ -987,7 +998,8 @@ class BRLMetropolisHastings(MCMCKernel):
         priors = model_kwargs.get("priors", brl.Priors())
         hyperpriors.refuse_hyperpriors(priors, "BRLMetropolisHastings (a NumPyro kernel)",
                                        "fit_brl samples lam, eta and alpha within the chain")
-        return make_target(truth_table, cardinalities, n_classes, y, priors, capacity, steps_per_call=self.steps_per_sample)
+        return make_target(truth_table, cardinalities, n_classes, y, priors, capacity, steps_per_call=self.steps_per_sample,
+                           tempered=False)
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
         """Chains' starts, after the fit-time check of ``fit_brl`` (``target_check.check_brl``): under an

@@ -260,6 +260,30 @@ def test_merging_duplicate_samples_changes_no_draw():
     assert (static.n_words, data.label_bits.shape[1]) == (10, 1)
 
 
+def test_an_untempered_target_draws_what_the_tempered_program_draws_at_beta_one():
+    """A target built untempered (``tempered=False``: no reference in the program, ``log_reference`` 0)
+    gives every replica at beta = 1 the chain that the tempered program gives it, bit for bit; below
+    beta = 1, where the reference has weight, the two differ (so the comparison can fail)."""
+    truth_table, y = tiny_problem(n=60, seed=5)
+    targets = [brl_mh.make_target(truth_table, CARDINALITIES, 2, y, brl.Priors(), 5, steps_per_call=7, tempered=tempered)
+               for tempered in (True, False)]  # fmt: skip
+
+    def chains(static, data, beta):
+        states = jax.vmap(functools.partial(brl_mh.init, static, data))(jax.random.split(jax.random.key(3), 6))
+        step = jax.jit(functools.partial(brl_mh.step, static))
+        for key in jax.random.split(jax.random.key(4), 50):
+            states, _ = step(data, states, jax.random.split(key, 6), jnp.full(6, beta))
+        return states
+
+    tempered, untempered = (chains(static, data, 1.0) for static, data in targets)
+    for field in ("rules", "length", "log_prior", "log_likelihood"):
+        np.testing.assert_array_equal(getattr(tempered, field), getattr(untempered, field), err_msg=field)
+    assert np.all(np.asarray(untempered.log_reference) == 0) and np.all(np.asarray(tempered.log_reference) < 0)
+    assert len({tuple(rules) for rules in np.asarray(untempered.rules)}) > 1  # the chains moved apart
+    warm, cold = (chains(static, data, 0.5) for static, data in targets)
+    assert not np.array_equal(warm.rules, cold.rules)
+
+
 def test_truth_table_and_distinct_samples_read_each_antecedent_contiguously(monkeypatch):
     """truth_table equals the per-antecedent definition (an empty antecedent holds everywhere), built in
     chunks of one or two antecedents here, and holds each antecedent's samples contiguously (what the kernel
