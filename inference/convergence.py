@@ -287,7 +287,8 @@ class TemperedResult:
 def _thinned(chunks: list, max_draws: int):
     """Concatenate chunk outputs over the draw axis (axis 1 after moving chains first) and thin them to
     at most ``max_draws`` draws per chain; returns (tree, thinning interval)."""
-    tree = jax.tree.map(lambda *xs: np.concatenate([np.swapaxes(tempering.to_host(x), 0, 1) for x in xs], axis=1), *chunks)
+    # joined along the leading draw axis (whole rows) and then viewed chains first, not copied axis by axis
+    tree = jax.tree.map(lambda *xs: np.swapaxes(np.concatenate([tempering.to_host(x) for x in xs]), 0, 1), *chunks)
     n_draws = jax.tree.leaves(tree)[0].shape[1]
     thin = max(1, math.ceil(n_draws / max_draws))
     return jax.tree.map(lambda x: x[:, thin - 1 :: thin], tree), thin
