@@ -708,7 +708,8 @@ block (benchmarks/RESULTS.md, brl_mh_speed)."""
 
 ROW_BY_ROW_WORDS = 256
 """Bit vectors of at least this many words get their label counts one rule after the other (blocks of one
-row): a row then costs more than the loop step, and its words stay in cache."""
+row): a row then costs more than the loop step, and its words stay in cache (benchmarks/RESULTS.md,
+brl_label_counts)."""
 
 
 def label_counts(data: BRLData, rules, length):
@@ -744,7 +745,8 @@ def label_counts(data: BRLData, rules, length):
         rows = first + jnp.arange(block_rows)
         rule_bits = jnp.where((rows == length)[:, None], ~jnp.uint32(0), truth) & uncaught & ~covered[:-1]
         counted = counts_and_totals(_popcount(rule_bits[:, None, None, :] & data.label_bits[None]) @ plane_weights)
-        return block + 1, uncaught & ~covered[-1], lax.dynamic_update_slice_in_dim(table, counted.astype(table.dtype), first, axis=0)
+        table = lax.dynamic_update_slice_in_dim(table, counted.astype(table.dtype), first, axis=0)
+        return block + 1, uncaught & ~covered[-1], table
 
     # padded samples are in no label set, so they may start uncaught
     start = (jnp.zeros((), jnp.int32), jnp.full((n_words,), ~jnp.uint32(0)),
