@@ -582,6 +582,7 @@ def fit_brl(
         data = data._replace(inner=brl_mh.per_chain(data.inner, num_chains))
     else:
         data = brl_mh.per_chain(data, num_chains)
+    chunk = scans_per_chunk(steps_per_scan)
     run = convergence.sample(
         hyperpriors.kernel_for(static, KERNEL),
         static,
@@ -590,8 +591,8 @@ def fit_brl(
         seed=seed,
         n_temperatures=n_temperatures,
         num_samples=num_samples,
-        tuning_rounds=convergence.tuning_rounds_for(num_warmup, scans_per_chunk(steps_per_scan)),
-        scans_per_chunk=scans_per_chunk(steps_per_scan),
+        tuning_rounds=convergence.tuning_rounds_for(num_warmup, chunk),
+        scans_per_chunk=chunk,
         max_draws=num_samples or convergence.MAX_DRAWS,
         target=target,
         progress_bar=progress_bar,

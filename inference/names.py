@@ -19,6 +19,6 @@ def resolve_names(names, count: int, *, argument: str, default_prefix: str = "x"
     if len(names) != count:
         raise ValueError(f"{argument}: has {len(names)} names for {count} {counted}")
     if distinct and len(set(names)) < len(names):
-        repeated, count = Counter(names).most_common(1)[0]
-        raise ValueError(f"{argument}: {repeated!r} names {count} of the {counted}; give each a name of its own")
+        repeated, times = Counter(names).most_common(1)[0]
+        raise ValueError(f"{argument}: {repeated!r} names {times} of the {counted}; give each a name of its own")
     return names
