@@ -17,6 +17,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, tempered_inference_data
+from interpretable_zoo.diagnostics import loo
 from interpretable_zoo.inference import brl_mh, convergence, hyperpriors, memory, target_check, tempering
 from interpretable_zoo.inference.checkpoint import as_checkpoint
 from interpretable_zoo.inference.explanation import html_card, mcmc_facts, mcmc_status, plain, records
@@ -197,6 +198,8 @@ class BRLResult(convergence.TemperedResult):
             observed_data={"y": (self.train_labels, ["observation"])},
         )
         idata.posterior.attrs["antecedent_names"] = list(self.antecedent_names)  # what the indices in rules mean
+        if not sampled_hyperparameters:  # a discrete posterior: diagnostics.discrete_loo applies
+            idata.posterior.attrs.update({loo.STATE_ATTR: ["rules", "length"], loo.LOG_JOINT_ATTR: "log_posterior"})
         idata.observed_data.attrs["classes"] = [str(label) for label in self.classes]  # what the codes in y mean
         if len(self.run.schedule) > 1:  # where rung 0 of the path stands (brl_mh.log_reference_density)
             capacity = self.target[0].capacity

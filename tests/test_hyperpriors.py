@@ -22,6 +22,7 @@ from numpyro.infer import Predictive
 from numpyro.infer.util import log_density
 
 from interpretable_zoo.diagnostics.exact import enumerate_posterior, exact_gof_test, state_index
+from interpretable_zoo.diagnostics.loo import discrete_loo
 from interpretable_zoo.inference import bcm_gibbs, brl_mh, convergence, hyperpriors
 from interpretable_zoo.inference.checkpoint import load_result, save_result
 from interpretable_zoo.inference.bcm import _kernel, fit_bcm
@@ -572,6 +573,8 @@ def check_alpha_in_the_explanations(result):
     truth_table, y = tiny_problem()
     expected = brl.loo_log_predictive(truth_table, y, jnp.full(2, draw_alpha, jnp.float32), draw_rules, draw_length)
     np.testing.assert_allclose(result.idata.log_likelihood["y"].values[0, -1], expected, atol=1e-5)
+    with pytest.raises(ValueError, match="declares no discrete state"):  # alpha is continuous: az.loo's case
+        discrete_loo(result)
 
 
 def _omega_varying_with_the_feature(priors, n_clusters, n_features):
