@@ -154,6 +154,12 @@ class BCMResult(convergence.TemperedResult):
     def _with_run(self, run) -> BCMResult:
         return BCMResult(run, self.target, self.data, self.n_clusters, self.priors, self.store_z)
 
+    def _posterior_name(self, name: str) -> str:
+        return f"sorted_cluster_size[{name.removeprefix('cluster_size_')}]" if name.startswith("cluster_size_") else name
+
+    def _summary_var_names(self) -> tuple[str, ...]:
+        return SUMMARY_VARS + hyperpriors.sampled_hyperparameters(bcm.Priors, self.run.summaries)
+
     @cached_property
     def idata(self) -> az.InferenceData:
         return _inference_data(self.run, self.data)
@@ -360,7 +366,7 @@ def _inference_data(run, data: CategoricalData) -> az.InferenceData:
     }
     if "z" in records:
         posterior["z"] = records["z"]
-    sampled_hyperparameters = tuple(name for name in hyperpriors.hyperparameter_names(bcm.Priors) if name in summaries)
+    sampled_hyperparameters = hyperpriors.sampled_hyperparameters(bcm.Priors, summaries)
     posterior.update({name: summaries[name] for name in sampled_hyperparameters})
     pointwise = {"x": records["log_likelihood"]} if log_likelihood_fits(*records["log_likelihood"].shape, "BCM") else None
     return tempered_inference_data(

@@ -168,6 +168,12 @@ class BRLResult(convergence.TemperedResult):
                        self.negations, self.train_table, self.train_labels, self.sample_names, self.encoder,
                        self.table_columns)
 
+    def _posterior_name(self, name: str) -> str:
+        return "log_posterior" if name == "log_joint" else name
+
+    def _summary_var_names(self) -> tuple[str, ...]:
+        return SUMMARY_VARIABLES + hyperpriors.sampled_hyperparameters(brl.Priors, self.run.summaries)
+
     @property
     def antecedent_names(self) -> tuple[str, ...]:
         return tuple(" and ".join(self.item_names[i] for i in antecedent) for antecedent in self.antecedents)
@@ -176,8 +182,7 @@ class BRLResult(convergence.TemperedResult):
     def idata(self):
         """``arviz.InferenceData`` of the run (see the class docstring)."""
         rules, lengths = self.run.records["rules"], self.run.records["length"]
-        sampled_hyperparameters = tuple(name for name in hyperpriors.hyperparameter_names(brl.Priors)
-                                        if name in self.run.summaries)
+        sampled_hyperparameters = hyperpriors.sampled_hyperparameters(brl.Priors, self.run.summaries)
         pointwise = None
         if log_likelihood_fits(*lengths.shape, len(self.train_labels), "BRL"):
             pointwise = {"y": _pointwise_log_likelihood(self._slots(self.train_table), self.train_labels,
@@ -191,7 +196,7 @@ class BRLResult(convergence.TemperedResult):
                 "log_posterior": self.run.summaries["log_joint"],
                 **{name: self.run.summaries[name] for name in sampled_hyperparameters},
             },
-            summary_var_names=SUMMARY_VARIABLES + sampled_hyperparameters,
+            summary_var_names=self._summary_var_names(),
             coords=None if self.sample_names is None else {"observation": list(self.sample_names)},
             dims={"rules": ["position"]},
             log_likelihood=pointwise,

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import jax
 import numpy as np
+import pandas as pd
 
 from interpretable_zoo.diagnostics import rank_statistics
 from interpretable_zoo.inference import memory, progress, tempering
@@ -258,9 +259,24 @@ class TemperedResult:
         return self.run.budget_cut
 
     @property
-    def diagnostics(self) -> dict:
-        """Label-free summary name -> (R-hat, bulk ESS) over the kept draws."""
-        return self.run.diagnostics
+    def diagnostics(self) -> pd.DataFrame:
+        """R-hat and bulk ESS (columns ``r_hat``, ``ess_bulk``, as in ``az.summary``) of each label-free
+        summary over the kept draws, one row per summary under its name in ``idata.posterior`` (an entry of
+        an array summary as ``name[i]``), as :func:`~interpretable_zoo.diagnostics.inference_data.summary`
+        names it. ``run.diagnostics`` holds the same under the engine's names."""
+        table = pd.DataFrame(list(self.run.diagnostics.values()), columns=["r_hat", "ess_bulk"],
+                             index=pd.Index([self._posterior_name(name) for name in self.run.diagnostics], name="summary"))
+        order = self._summary_var_names()
+        rank = [order.index(label.split("[")[0]) if label.split("[")[0] in order else len(order) for label in table.index]
+        return table.iloc[np.argsort(rank, kind="stable")]
+
+    def _posterior_name(self, name: str) -> str:
+        """The ``idata.posterior`` name of the engine's summary ``name`` (a subclass maps those it renames)."""
+        return name
+
+    def _summary_var_names(self) -> tuple[str, ...]:
+        """The label-free summaries in ``idata.posterior``, in the order ``diagnostics.summary`` lists them."""
+        return tuple(self.run.diagnostics)
 
     @property
     def log_evidence(self) -> float:

@@ -40,7 +40,7 @@ def mcmc_facts(result) -> dict:
     ``ess_bulk`` (``diagnostics``) and ``log_evidence``."""
     return {
         "converged": result.converged,
-        "diagnostics": {name: {"r_hat": r, "ess_bulk": e} for name, (r, e) in plain(result.diagnostics).items()},
+        "diagnostics": plain(result.diagnostics.to_dict(orient="index")),
         "log_evidence": plain(result.log_evidence),
     }
 

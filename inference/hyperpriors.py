@@ -55,6 +55,11 @@ def hyperparameter_names(priors_type) -> tuple:
     return tuple(f.name for f in dataclasses.fields(priors_type))
 
 
+def sampled_hyperparameters(priors_type, summaries) -> tuple:
+    """The fields of ``priors_type`` that a run sampled: those among its ``summaries``, in field order."""
+    return tuple(name for name in hyperparameter_names(priors_type) if name in summaries)
+
+
 def concrete_values(priors) -> dict:
     """Field name -> value of the fields of ``priors`` that hold a concrete number, each checked to be a
     finite real; a field holding a hyperprior (a scalar distribution) or a traced value (drawn inside a

@@ -137,6 +137,15 @@ def test_log_likelihood_group_names_every_dim_and_serves_loo(small_fit):
     assert np.isfinite(az.loo(small_fit.idata).elpd_loo)
 
 
+def test_diagnostics_table_names_its_rows_as_the_summary_does(small_fit):
+    table = small_fit.diagnostics
+    assert list(table.index) == list(summary(small_fit).index) == [
+        "log_joint", *(f"sorted_cluster_size[{s}]" for s in range(small_fit.n_clusters)), "n_subspace_features"]
+    engine = small_fit.run.diagnostics  # the same statistics under the engine's names
+    assert table.loc["sorted_cluster_size[1]"].tolist() == list(engine["cluster_size_1"])
+    assert list(table.columns) == ["r_hat", "ess_bulk"]
+
+
 def test_saved_result_loads_to_the_same_answers(small_fit, tmp_path):
     from interpretable_zoo import load_result, save_result
 

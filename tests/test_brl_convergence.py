@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from interpretable_zoo.datasets.planted_rule_lists import planted_rule_lists
-from interpretable_zoo.diagnostics import summary
+from interpretable_zoo.diagnostics import default_var_names, summary
 from interpretable_zoo.inference.brl import BayesianRuleListClassifier, fit_brl
 from interpretable_zoo.models import brl
 
@@ -24,9 +24,11 @@ def converged(planted):
 
 def test_default_fit_runs_until_the_label_free_summaries_agree(converged):
     assert converged.converged
-    assert set(converged.diagnostics) == {"log_joint", "length", "mean_cardinality"}
-    for rhat, ess in converged.diagnostics.values():
-        assert rhat <= 1.01 and ess >= 400
+    table = converged.diagnostics  # labelled as iz.diagnostics.summary labels the rows
+    assert list(table.index) == default_var_names(converged) == ["log_posterior", "length",
+                                                                               "mean_cardinality"]
+    assert list(table.columns) == ["r_hat", "ess_bulk"]
+    assert (table["r_hat"] <= 1.01).all() and (table["ess_bulk"] >= 400).all()
     # ArviZ, from the trace alone, agrees with the stopping rule
     table = summary(converged)
     assert (table["r_hat"] <= 1.01).all() and (table["ess_bulk"] >= 400).all()

@@ -535,7 +535,7 @@ def test_fit_brl_with_hyperpriors_on_lam_eta_and_alpha_matches_the_exact_posteri
                      num_warmup=300, seed=2, progress_bar=False)
     assert result.run.n_temperatures == 3 and 0 < result.run.swap_accept.mean() < 1
     values = {name: result.idata.posterior[name].values for name in GAMMAS}
-    assert all(name in result.diagnostics and v.shape == (8, 1500) for name, v in values.items())
+    assert all(name in result.diagnostics.index and v.shape == (8, 1500) for name, v in values.items())
     gof, ks = check_hyperparameters({"rules": result.run.records["rules"], "length": result.run.records["length"]},
                                     values, 1.0)
     assert gof.passed(alpha=1e-3), gof
