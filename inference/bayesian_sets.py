@@ -28,7 +28,7 @@ import scipy.sparse
 from scipy.special import expit
 
 from interpretable_zoo.inference import memory
-from interpretable_zoo.inference.explanation import html_card, plain, records
+from interpretable_zoo.inference.explanation import ExplainedResultMixin, plain, records
 from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.validation import check_binary_matrix, check_positive_int
 from interpretable_zoo.models import bayesian_sets as bs_model
@@ -89,8 +89,8 @@ def estimate_membership_rate(log_scores) -> float:
     return float(expit(scipy.optimize.brentq(excess_membership, low, high, xtol=1e-12)))
 
 
-@dataclass(frozen=True, eq=False)
-class BayesianSetsResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class BayesianSetsResult(ExplainedResultMixin):
     """The answer to one query: the ranked items with their scores, membership and reasons.
 
     Attributes:
@@ -174,10 +174,10 @@ class BayesianSetsResult:
             "items": records(self.explain_frame()),
         }
 
-    def _repr_html_(self) -> str:
+    def _card(self):
         facts = {"query": ", ".join(self.query_names), "completed set size": self.set_size,
                  "defining features": ", ".join(f for f, _ in self.defining_features)}
-        return html_card("Bayesian Sets", facts, self.explain_frame())
+        return "Bayesian Sets", facts, self.explain_frame(), None
 
 
 @dataclass(frozen=True, eq=False)

@@ -27,7 +27,7 @@ from interpretable_zoo.datasets.preprocessing import CategoricalData, encode_cat
 from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, summary, tempered_inference_data
 from interpretable_zoo.inference import bcm_gibbs, convergence, hyperpriors, memory, target_check, tempering
 from interpretable_zoo.inference.checkpoint import as_checkpoint
-from interpretable_zoo.inference.explanation import html_card, mcmc_facts, mcmc_status, plain, records
+from interpretable_zoo.inference.explanation import ExplainedResultMixin, mcmc_facts, mcmc_status, plain, records
 from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin, atomic_fit
 from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.tempering import TargetKernel
@@ -127,7 +127,7 @@ def corrupt_half_labels(labels, n_clusters: int, seed: int = 0) -> np.ndarray:
     return shifted
 
 
-class BCMResult(convergence.TemperedResult):
+class BCMResult(ExplainedResultMixin, convergence.TemperedResult):
     """A fitted BCM: ``idata`` (posterior ``omega`` (chain, draw, S, P), ``prototype`` (chain, draw, S),
     ``z`` (chain, draw, N, P) with ``store_z=True``, and the label-free summaries; ``sample_stats`` with
     the swap acceptance; ``observed_data`` ``x``, the category codes; the tempering facts in
@@ -236,11 +236,11 @@ class BCMResult(convergence.TemperedResult):
             "clusters": records(self.explain_frame(hide_value)),
         }
 
-    def _repr_html_(self) -> str:
+    def _card(self):
         frame = self.explain_frame().drop(columns=["subspace_features", "subspace_values", "subspace_weights"])
         facts = {"observations": self.data.codes.shape[0], "features": self.data.codes.shape[1],
                  "clusters": self.n_clusters}
-        return html_card("Bayesian Case Model", facts, frame, mcmc_status(self))
+        return "Bayesian Case Model", facts, frame, mcmc_status(self)
 
     def transform(self, X=None, seed: int = 0) -> np.ndarray:
         """Posterior-mean mixture weights pi (the features the paper feeds to an SVM), in the clusters of the

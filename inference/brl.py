@@ -20,7 +20,7 @@ from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, te
 from interpretable_zoo.diagnostics import loo
 from interpretable_zoo.inference import brl_mh, convergence, hyperpriors, memory, target_check, tempering
 from interpretable_zoo.inference.checkpoint import as_checkpoint
-from interpretable_zoo.inference.explanation import html_card, mcmc_facts, mcmc_status, plain, records
+from interpretable_zoo.inference.explanation import ExplainedResultMixin, mcmc_facts, mcmc_status, plain, records
 from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin, atomic_fit
 from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.inference.names import resolve_names
@@ -117,8 +117,8 @@ def _check_antecedents(antecedents, n_items: int) -> tuple[tuple[int, ...], ...]
     return tuple(checked)
 
 
-@dataclass
-class BRLResult(convergence.TemperedResult):
+@dataclass(repr=False)
+class BRLResult(ExplainedResultMixin, convergence.TemperedResult):
     """A BRL posterior: ``idata`` (posterior ``rules`` (chain, draw, position) padded with -1, ``length``,
     ``mean_cardinality``, ``log_posterior``; ``sample_stats`` ``lp`` and ``swap_accept``; the pointwise
     ``log_likelihood``; ``observed_data`` ``y``, the training labels as codes into ``attrs["classes"]``; the
@@ -388,10 +388,10 @@ class BRLResult(convergence.TemperedResult):
             "rules": records(frame),
         }
 
-    def _repr_html_(self) -> str:
+    def _card(self):
         facts = {"classes": ", ".join(map(str, self.classes)), "antecedents": len(self.antecedents),
                  "training points": len(self.train_labels)}
-        return html_card("Bayesian rule list (BRL-point)", facts, self.explain_frame(), mcmc_status(self))
+        return "Bayesian rule list (BRL-point)", facts, self.explain_frame(), mcmc_status(self)
 
 
 def _beta_mixture_quantile(q: float, weights, a, b) -> np.ndarray:

@@ -4,7 +4,8 @@ Each result has three renderings of one computation: ``explain(...)`` (printable
 ``explain_frame(...)`` (a pandas DataFrame, one row per rule, cluster, group, item or prototype, with the
 same keyword arguments as ``explain``) and ``to_dict(...)`` (the frame's rows and the result's facts as
 plain Python values, ready for ``json.dumps``). In a notebook a result displays as a compact HTML card
-(``_repr_html_``): the facts, the convergence status of an MCMC fit, and the frame.
+(``_repr_html_``): the facts, the convergence status of an MCMC fit, and the frame; ``print`` shows the
+facts, the status and ``explain()`` (:class:`ExplainedResultMixin`).
 """
 
 from __future__ import annotations
@@ -50,13 +51,36 @@ def mcmc_status(result) -> str:
     return result.run.message()
 
 
+class ExplainedResultMixin:
+    """A result's three displays from one :meth:`_card` (title, facts, frame, convergence status or None):
+    ``repr`` one line of the title and facts, ``str`` / ``print`` those with the status and then
+    ``explain()``, and the HTML card of a notebook."""
+
+    def _card(self) -> tuple[str, dict, pd.DataFrame, str | None]:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        title, facts, _, _ = self._card()
+        return f"<{title}: {_facts_line(facts)}>"
+
+    def __str__(self) -> str:
+        title, facts, _, status = self._card()
+        return "\n".join([f"{title}: {_facts_line(facts)}", *([status] if status else []), "", str(self.explain())])
+
+    def _repr_html_(self) -> str:
+        return html_card(*self._card())
+
+
+def _facts_line(facts: dict) -> str:
+    return "; ".join(f"{name}: {_fact(value)}" for name, value in facts.items())
+
+
 def html_card(title: str, facts: dict, frame: pd.DataFrame, status: str | None = None, max_rows: int = 20) -> str:
     """A compact HTML rendering: ``title``, a line of ``facts`` (name: value), an optional ``status`` line
     (green when it starts with "converged", else red) and the first ``max_rows`` rows of ``frame``."""
     parts = [f"<div><strong>{html.escape(title)}</strong>"]
     if facts:
-        shown = "; ".join(f"{html.escape(str(k))}: {html.escape(_fact(v))}" for k, v in facts.items())
-        parts.append(f"<div>{shown}</div>")
+        parts.append(f"<div>{html.escape(_facts_line(facts))}</div>")
     if status is not None:
         colour = "green" if status.startswith("converged") else "#b00"
         parts.append(f'<div style="color:{colour}">{html.escape(status)}</div>')

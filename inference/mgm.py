@@ -19,7 +19,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from interpretable_zoo.inference import memory, mgm_vi, progress, target_check
-from interpretable_zoo.inference.explanation import html_card, records
+from interpretable_zoo.inference.explanation import ExplainedResultMixin, records
 from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin, atomic_fit
 from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.shapes import size_bucket
@@ -36,8 +36,8 @@ from interpretable_zoo.inference.validation import (
 from interpretable_zoo.models.mgm import AND, FORMULA_NAMES, Priors
 
 
-@dataclass
-class MGMResult:
+@dataclass(repr=False)
+class MGMResult(ExplainedResultMixin):
     """A fitted MGM (best restart): extraction, selection and clustering, with the ELBO traces of all restarts.
 
     Attributes:
@@ -202,10 +202,10 @@ class MGMResult:
             "groups": records(self.explain_frame(cluster_names, threshold)),
         }
 
-    def _repr_html_(self) -> str:
+    def _card(self):
         facts = {"ELBO": self.elbo, "clusters": f"{len(self.occupied_clusters)} occupied of {self.n_clusters}",
                  "groups": len(self.groups), "restarts": len(self.elbo_traces)}
-        return html_card("Mind the Gap", facts, self.explain_frame().drop(columns="members"))
+        return "Mind the Gap", facts, self.explain_frame().drop(columns="members"), None
 
     def plot_heatmap(self, ax=None, cluster_names=None, threshold: float = 0.5, max_members: int = 4):
         """Heatmap of E[beta_gk] for the distinguishing groups: ``diagnostics.plots.plot_gap_heatmap``."""

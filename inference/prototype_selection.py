@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from interpretable_zoo.inference import memory, progress, set_cover
 from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin, atomic_fit
-from interpretable_zoo.inference.explanation import html_card, records
+from interpretable_zoo.inference.explanation import ExplainedResultMixin, records
 from interpretable_zoo.inference.validation import (
     check_estimator_input,
     check_flag,
@@ -34,7 +34,7 @@ METHODS = ("greedy", "lp")
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class PrototypeSelection:
+class PrototypeSelection(ExplainedResultMixin):
     """A selected prototype set.
 
     ``prototypes`` are candidate indices (rows of X, or of ``candidates`` when given; columns of the
@@ -71,12 +71,6 @@ class PrototypeSelection:
     n_candidates: int
     train_class_counts: np.ndarray
     candidate_points: np.ndarray | None
-
-    def __repr__(self) -> str:
-        return (
-            f"PrototypeSelection({self.method}, eps={self.eps:.6g}, {len(self.prototypes)} prototypes "
-            f"of {self.n_candidates} candidates, objective={self.objective:.4f})"
-        )
 
     @property
     def eps(self) -> float:
@@ -205,10 +199,10 @@ class PrototypeSelection:
             "prototypes": records(self.explain_frame(sample_names)),
         }
 
-    def _repr_html_(self) -> str:
-        facts = {"method": self.method, "eps": self.eps, "prototypes": len(self.prototypes),
+    def _card(self):
+        facts = {"method": self.method, "eps": self.eps, "prototypes": f"{len(self.prototypes)} of {self.n_candidates} candidates",
                  "objective": self.objective, **{f"class {k}": v for k, v in self.class_counts().items()}}
-        return html_card("Prototype selection", facts, self.explain_frame())
+        return "Prototype selection", facts, self.explain_frame(), None
 
 
 def _check_features(array, name: str, metric: str) -> np.ndarray:
@@ -287,7 +281,7 @@ def select_prototypes(
         >>> data = iz.datasets.make_gaussian_mixture(20, seed=0)  # 60 points of three classes in the plane
         >>> selection = iz.select_prototypes(data.X, data.y, eps=1.0)
         >>> selection
-        PrototypeSelection(greedy, eps=1, 11 prototypes of 60 candidates, objective=12.1833)
+        <Prototype selection: method: greedy; eps: 1; prototypes: 11 of 60 candidates; objective: 12.18; class 0: 3; class 1: 3; class 2: 5>
         >>> selection.explain_frame().head(3)  # in greedy order; covered: points of its class it newly covered
               candidate          name  class  ball_size  covered  wrong
         rank
@@ -396,7 +390,7 @@ class PrototypeClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimato
         >>> round(clf.eps_, 2), clf.selection_.class_counts()
         (1.98, {0: 1, 1: 1, 2: 3})
         >>> clf.selection_
-        PrototypeSelection(greedy, eps=1.97891, 5 prototypes of 60 candidates, objective=17.0833)
+        <Prototype selection: method: greedy; eps: 1.979; prototypes: 5 of 60 candidates; objective: 17.08; class 0: 1; class 1: 1; class 2: 3>
         >>> clf.score(data.X, data.y)
         0.85
     """

@@ -312,6 +312,7 @@ def test_query_ranks_explains_and_carries_names():
     assert [row["name"] for row in as_dict["items"]] == list(result.names) and as_dict["set_size"] == result.set_size
     assert as_dict["items"][0]["top_features"] == [f for f, _ in result.reasons[0]]
     assert "<table" in result._repr_html_()
+    assert str(result).endswith(result.explain()) and repr(result).startswith("<Bayesian Sets: query: ")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -88,6 +88,9 @@ def test_explain_frame_text_and_dict_agree(small_fit):
     as_dict = json.loads(json.dumps(small_fit.to_dict()))
     assert [c["prototype"] for c in as_dict["clusters"]] == frame["prototype"].tolist()
     assert "<table" in small_fit._repr_html_() and "converged" in small_fit._repr_html_()
+    assert str(small_fit).endswith(small_fit.explain()) and "converged: worst R-hat" in str(small_fit)
+    n_obs, n_features = small_fit.data.codes.shape
+    assert repr(small_fit) == f"<Bayesian Case Model: observations: {n_obs}; features: {n_features}; clusters: 3>"
 
 
 def test_prototype_images_outline_the_subspace(small_fit):

@@ -318,6 +318,8 @@ def test_explanation_frame_and_dict_hold_the_numbers_of_the_text(planted):
     assert as_dict["rules"][0]["p_1_high"] == pytest.approx(frame["p_1_high"].iloc[0])
     assert as_dict["rules"][-1]["antecedent"] is None and as_dict["rules"][0]["antecedent"] == frame["antecedent"].iloc[0]
     assert "<table" in result._repr_html_() and "converged" in result._repr_html_()
+    assert str(result).endswith(result.explain()) and "converged: worst R-hat" in str(result)
+    assert repr(result).startswith("<Bayesian rule list (BRL-point): classes: 0, 1; antecedents: ") and "\n" not in repr(result)
     with pytest.raises(ValueError, match="level"):
         result.explain_frame(level=1.0)
 

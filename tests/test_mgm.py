@@ -113,6 +113,7 @@ def test_explain_frame_is_the_fig3_table_and_its_dict_is_json(faces_fit):
     assert [g["members"] for g in as_dict["groups"]] == [[faces_fit.feature_names[d] for d in faces_fit.groups[g]]
                                                           for g in rows]
     assert "<table" in faces_fit._repr_html_()
+    assert str(faces_fit).endswith(faces_fit.explain()) and repr(faces_fit).startswith("<Mind the Gap: ELBO: ")
 
 
 def test_saved_result_loads_to_the_same_answers(faces, faces_fit, tmp_path):

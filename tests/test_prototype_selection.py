@@ -399,6 +399,7 @@ def test_explain_frame_and_dict_count_each_ball(method, tmp_path):
     assert [row["prototypes"] for row in as_dict["classes"]] == list(result.class_counts().values())
     assert [row["ball_size"] for row in as_dict["prototypes"]] == inside.sum(0).tolist()
     assert "<table" in result._repr_html_()
+    assert str(result).endswith(result.explain()) and repr(result).startswith("<Prototype selection: method: ")
     from interpretable_zoo import load_result, save_result
 
     save_result(result, tmp_path / "selection.pkl")
