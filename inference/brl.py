@@ -22,6 +22,7 @@ from interpretable_zoo.inference import brl_mh, convergence, hyperpriors, memory
 from interpretable_zoo.inference.checkpoint import as_checkpoint
 from interpretable_zoo.inference.explanation import ExplainedResultMixin, mcmc_facts, mcmc_status, plain, records
 from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin, atomic_fit
+from interpretable_zoo.inference.shapes import size_bucket
 from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.rule_mining import (
@@ -81,11 +82,10 @@ KERNEL = TargetKernel(brl_mh.init, brl_mh.step, brl_mh.summaries, _record, brl_m
 """The list Metropolis-Hastings kernel as the tempering engine runs it."""
 
 
-@functools.partial(jax.jit, static_argnums=2)
-def _capture_counts(by_antecedent, y, n_classes, rules, length):
-    """:func:`~interpretable_zoo.models.brl.capture_counts` of the truth table given as its (``|A|``, n) transpose (the layout of
-    :meth:`BRLResult._slots`: passed as is, no transposing copy on the way to the device)."""
-    return brl.capture_counts(by_antecedent.T, y, n_classes, rules, length)
+ROW_BUCKETS_PER_DOUBLING, MIN_ROWS = 8, 512
+"""Rows of the truth tables that :meth:`BRLResult._capture_positions` sends to the compiled program are
+rounded up to m 2^e with ROW_BUCKETS_PER_DOUBLING <= m < 2 ROW_BUCKETS_PER_DOUBLING (``shapes.size_bucket``),
+and to at least MIN_ROWS, so that all small predictions share one program."""
 
 
 @jax.jit
@@ -279,14 +279,23 @@ class BRLResult(ExplainedResultMixin, convergence.TemperedResult):
         capacity = self.run.records["rules"].shape[-1]
         return jax.device_put(np.array(list(rules) + [-1] * (capacity - len(rules)), dtype=np.int32))
 
+    def _capture_positions(self, table, rules) -> np.ndarray:
+        """For each row of the (n, ``|A|``) truth table ``table``, the position in ``rules`` of the rule that
+        captures it (len(rules) for the default rule). The table goes to the compiled program widened to the
+        kernel's antecedent slots and to a size bucket of rows (never-true rows, dropped after), so that fits
+        and predictions of nearby sizes, such as the folds of a cross-validation, share the program."""
+        slots = self._slots(table)
+        n_rows = slots.shape[1]
+        slots = np.pad(slots, ((0, 0), (0, size_bucket(max(n_rows, MIN_ROWS), ROW_BUCKETS_PER_DOUBLING) - n_rows)))
+        position = np.asarray(_capture_index(slots, self._padded(rules), len(rules)))[:n_rows]
+        return np.minimum(position, len(rules))
+
     def rule_counts(self, rules) -> np.ndarray:
         """N_j: (len(rules) + 1, L) training labels captured by each rule of a list, default rule last."""
         rules = tuple(int(r) for r in np.asarray(rules, dtype=np.int64).reshape(-1))
-        n_classes = len(self.classes)
-        counts, default_counts = _capture_counts(
-            self._slots(self.train_table), self.train_labels, n_classes, self._padded(rules), len(rules)
-        )
-        return np.vstack([np.asarray(counts)[: len(rules)], np.asarray(default_counts)[None]])
+        counts = np.zeros((len(rules) + 1, len(self.classes)), np.int32)
+        np.add.at(counts, (self._capture_positions(self.train_table, rules), self.train_labels), 1)
+        return counts
 
     def items(self, X) -> np.ndarray:
         """The binary items of ``X`` (same columns as in the fit; a table of categories if the fit had one)."""
@@ -303,12 +312,11 @@ class BRLResult(ExplainedResultMixin, convergence.TemperedResult):
         (:func:`~interpretable_zoo.models.brl.label_posterior_mean`); ``"post"`` (BRL-post) averages them over every posterior draw."""
         if estimate not in ("point", "post"):
             raise ValueError(f"estimate must be 'point' or 'post', got {estimate!r}")
-        table = self._slots(truth_table(self.items(X), self.antecedents))
+        table = truth_table(self.items(X), self.antecedents)
         if estimate == "point":
             rules = self.point_list()
-            probabilities = self.rule_probabilities(rules)
-            position = np.asarray(_capture_index(table, self._padded(rules), len(rules)))
-            return probabilities[np.minimum(position, len(rules))]  # the default rule after the last
+            return self.rule_probabilities(rules)[self._capture_positions(table, rules)]
+        table = self._slots(table)
         rules, lengths, _, _ = self._draws()
         rows = _draw_rows(rules, lengths, self._alpha_draws().reshape(-1, len(self.classes)))
         unique, inverse = np.unique(rows, axis=0, return_inverse=True)

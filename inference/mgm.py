@@ -233,17 +233,25 @@ class MGMResult(ExplainedResultMixin):
         return np.where(is_and, ones == sizes, ones > 0).astype(float)
 
     def predict_proba(self, X) -> np.ndarray:
-        """q(z_n) for new observations by (U6) with the fitted q(beta), q(pi)."""
-        return np.asarray(_responsibilities(self._phi, self._tau, self._present(X)))
+        """q(z_n) for new observations by (U6) with the fitted q(beta), q(pi). Rows and groups go to the
+        compiled program padded as the search pads observations and dimensions (padded groups masked out,
+        padded rows dropped after), so that the folds of a cross-validation share it."""
+        present = self._present(X)
+        n_rows, n_groups = present.shape
+        groups = _bucket(len(self.feature_names), MIN_COLUMNS)  # as many as the search's padded dimensions
+        present = np.pad(present, ((0, _bucket(n_rows, MIN_ROWS) - n_rows), (0, groups - n_groups)))
+        phi = np.pad(self._phi, ((0, groups - n_groups), (0, 0), (0, 0)), constant_values=1.0)  # a proper Beta
+        return np.asarray(_responsibilities(phi, self._tau, present, np.arange(groups) < n_groups))[:n_rows]
 
     def predict(self, X) -> np.ndarray:
         return self.predict_proba(X).argmax(1)
 
 
 @jax.jit
-def _responsibilities(phi, tau, present):
-    """q(z_n) (U6) of observations with group indicators ``present`` under the fitted q(beta), q(pi)."""
-    return jax.nn.softmax(mgm_vi.cluster_logits(phi, tau, present, jnp.ones(phi.shape[0], bool)), -1)
+def _responsibilities(phi, tau, present, groups):
+    """q(z_n) (U6) of observations with group indicators ``present`` under the fitted q(beta), q(pi), over
+    the groups where ``groups`` is True."""
+    return jax.nn.softmax(mgm_vi.cluster_logits(phi, tau, present, groups), -1)
 
 
 def _result_from(search: mgm_vi.SearchResult, n_clusters, names, priors, exact_or) -> MGMResult:

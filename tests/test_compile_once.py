@@ -96,3 +96,42 @@ def test_a_first_fit_compiles_no_program_of_a_single_operation(caplog):
     names = [message.split("jit(", 1)[1].split(")", 1)[0] for message in caplog.messages if message.startswith("Compiling jit(")]
     assert names, "no compile was logged: the check could not fail"
     assert not SINGLE_OPERATIONS & set(names), names
+
+
+def _cross_validation_estimators():
+    from interpretable_zoo.inference.brl import BayesianRuleListClassifier
+    from interpretable_zoo.inference.mgm import MGMClusterer
+    from interpretable_zoo.inference.prototype_selection import PrototypeClassifier
+
+    rng = np.random.default_rng(5)
+    binary = rng.integers(0, 2, (103, 6))
+    labels = binary[:, 0] ^ (rng.random(103) < 0.2)
+    return {
+        "brl": (BayesianRuleListClassifier(num_samples=50, num_warmup=10, num_chains=2, n_temperatures=1,
+                                           progress_bar=False), binary, labels),
+        "mgm": (MGMClusterer(n_clusters=3, restarts=2), binary, labels),
+        "prototypes": (PrototypeClassifier(cv=3), rng.normal(size=(103, 4)), rng.integers(0, 3, 103)),
+    }
+
+
+@pytest.mark.parametrize("name", ["brl", "mgm", "prototypes"])
+def test_cross_validation_folds_after_the_first_compile_nothing(name):
+    """5 folds of 103 rows train on 82 or 83 and predict 20 or 21: the fit and prediction programs pad
+    both to shared size buckets. The control: predicting 10 times as many rows needs another program."""
+    from sklearn.base import clone
+    from sklearn.model_selection import KFold
+
+    estimator, X, y = _cross_validation_estimators()[name]
+    folds = list(KFold(5, shuffle=True, random_state=0).split(X))
+    assert {len(train) for train, _ in folds} == {82, 83}
+    first_train, first_test = folds[0]
+    clone(estimator).fit(X[first_train], y[first_train]).predict(X[first_test])
+    with counted_compiles() as compiles:
+        for train, test in folds[1:]:
+            fitted = clone(estimator).fit(X[train], y[train])
+            fitted.predict(X[test])
+    assert compiles == []
+    if name != "prototypes":  # its prediction is a NumPy computation, which compiles nothing at any size
+        with counted_compiles() as compiles:
+            fitted.predict(np.tile(X, (10, 1)))
+        assert compiles
