@@ -55,8 +55,9 @@ folds = list(KFold(5, shuffle=True, random_state=0).split(X))
 first = time.perf_counter()
 train, test = folds[0]
 scorer = None if {scoring!r} is None else __import__("sklearn.metrics").metrics.get_scorer({scoring!r})
-fitted = clone(estimator).fit(X[train], y[train])
-(scorer(fitted, X[test], y[test]) if scorer else fitted.score(X[test], y[test]))
+rows = (lambda index: X.iloc[index]) if hasattr(X, "iloc") else (lambda index: X[index])
+fitted = clone(estimator).fit(rows(train), y[train])
+(scorer(fitted, rows(test), y[test]) if scorer else fitted.score(rows(test), y[test]))
 first = time.perf_counter() - first
 first_fold = counter.snapshot()["programs_compiled"]
 rest = time.perf_counter()
