@@ -38,6 +38,7 @@ from interpretable_zoo.inference.validation import (
     check_binary_matrix,
     check_estimator_input,
     check_sampling_options,
+    check_seed,
     encode_labels,
 )
 from interpretable_zoo.models import brl
@@ -212,6 +213,44 @@ class BRLResult(ExplainedResultMixin, convergence.TemperedResult):
                 f"list lengths Poisson({brl_mh.reference_mean_length(capacity):g}) truncated to 0..{capacity}, "
                 "rules drawn without replacement by the learned rule weights averaged over the chains"
             )
+        return idata
+
+    def add_posterior_predictive(self, seed: int = 0):
+        """``idata`` with a ``posterior_predictive`` group (replaced on a second call), returned: ``y``
+        (chain, draw, observation), replicated training labels as codes into ``observed_data.attrs["classes"]``.
+        For each draw's list d (and alpha), theta_j ~ Dirichlet(alpha + N_j) for every rule j, N_j the
+        training labels it captures, then y_rep_n ~ Categorical(theta of the rule capturing x_n) (Letham
+        eqs. 3-4 with theta drawn from its posterior given d). For ``az.plot_ppc``; ``seed`` fixes the draws."""
+        import arviz as az
+        import xarray as xr
+
+        rules, lengths = self.run.records["rules"], self.run.records["length"]
+        capacity, n_classes, labels = rules.shape[-1], len(self.classes), self.train_labels
+        lists, inverse = np.unique(np.concatenate([rules, lengths[..., None]], -1).reshape(-1, capacity + 1), axis=0,
+                                   return_inverse=True)  # fmt: skip
+        padded = np.pad(lists, ((0, -len(lists) % LISTS_PER_CALL), (0, 0)), mode="edge")
+        table = jax.device_put(self._slots(self.train_table))
+        positions = np.concatenate([
+            np.asarray(_capture_positions_per_list(table, jax.device_put(padded[start : start + LISTS_PER_CALL])))
+            for start in range(0, len(padded), LISTS_PER_CALL)
+        ])[: len(lists)]  # (lists, n): the capturing rule, capacity for the default  # fmt: skip
+        cell = (np.arange(len(lists))[:, None] * (capacity + 1) + positions) * n_classes + labels
+        counts = np.bincount(cell.ravel(), minlength=len(lists) * (capacity + 1) * n_classes).reshape(
+            len(lists), capacity + 1, n_classes)
+        alpha = self._alpha_draws().reshape(-1, n_classes)
+        rng = np.random.default_rng(check_seed(seed))
+        replicated = np.empty((len(alpha), len(labels)), np.int32)
+        for start in range(0, len(alpha), 64):  # 64 draws at a time: (64, n, L) probabilities
+            draw_lists = inverse.ravel()[start : start + 64]
+            theta = rng.standard_gamma(alpha[start : start + 64, None, :] + counts[draw_lists])
+            probabilities = np.take_along_axis(theta / theta.sum(-1, keepdims=True), positions[draw_lists][..., None], 1)
+            below = probabilities.cumsum(-1)[..., :-1] < rng.random((len(draw_lists), len(labels), 1))
+            replicated[start : start + 64] = below.sum(-1)
+        idata = self.idata
+        predictive = xr.Dataset({"y": (["chain", "draw", "observation"], replicated.reshape(*lengths.shape, -1))},
+                                coords={"chain": idata.posterior.chain, "draw": idata.posterior.draw,
+                                        "observation": idata.observed_data.observation})  # fmt: skip
+        idata.extend(az.InferenceData(posterior_predictive=predictive), join="right")
         return idata
 
     def _draws(self):
@@ -672,6 +711,14 @@ device for the pointwise log-likelihood) and the binary input; measured at 30,00
 
 LISTS_PER_CALL = 256
 """Distinct lists whose pointwise log-likelihood one compiled call computes."""
+
+
+@jax.jit
+def _capture_positions_per_list(by_antecedent, lists):
+    """(len(lists), n): the position of the rule capturing each sample under each list (rows of rules then
+    length; the capacity for the default rule), one list at a time; the truth table as its (slots, n)
+    transpose."""
+    return jax.lax.map(lambda row: brl.capture_index(by_antecedent.T, row[:-1], row[-1]), lists)
 
 
 @functools.partial(jax.jit, static_argnums=3)

@@ -428,3 +428,32 @@ def test_rule_list_and_trace_plots_draw_the_frame_and_the_swap_acceptance(plante
     axes = plot_trace(result)  # tempered (4 rungs): the label-free summaries and the swap acceptance
     assert axes.shape == (4, 2) and axes[-1, 0].get_title() == "swap_accept"
     assert plot_trace(result, swap_acceptance=False).shape == (3, 2)
+
+
+def test_posterior_predictive_replicates_labels_from_the_posterior_of_theta():
+    """Each observation's replicated label is 1 as often as BRL-post predicts it (its expectation over the
+    same draws), within 4 standard errors of the replication; the labels from theta's prior (counts left
+    out), the control, are not. The group serves az.plot_ppc; a seed fixes the draws."""
+    import arviz as az
+    import matplotlib
+
+    matplotlib.use("Agg")
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 2, (40, 3))
+    y = (X[:, 0] & X[:, 1]) ^ (rng.random(40) < 0.2)
+    priors = brl.Priors(alpha=(0.3, 3.0))
+    result = fit_brl(X, y, antecedents=[(0,), (1,), (2,), (0, 1)], priors=priors, num_samples=2000, num_chains=4,
+                     n_temperatures=1, seed=1, progress_bar=False)
+    idata = result.add_posterior_predictive(seed=0)
+    replicated = idata.posterior_predictive["y"]
+    assert replicated.dims == ("chain", "draw", "observation") and replicated.shape == (4, 2000, 40)
+    share = (replicated.values == 1).mean((0, 1))
+    expected = result.predict_proba(X, estimate="post")[:, 1]
+    error = 4 * np.sqrt(expected * (1 - expected) / 8000)
+    assert np.all(np.abs(share - expected) <= error), np.abs(share - expected) / error
+    from_prior = priors.alpha_vector(2)[1] / priors.alpha_vector(2).sum()
+    assert not np.all(np.abs(share - from_prior) <= error)
+    again = result.add_posterior_predictive(seed=0).posterior_predictive["y"].values
+    other = result.add_posterior_predictive(seed=1).posterior_predictive["y"].values
+    assert np.array_equal(again, replicated.values) and not np.array_equal(other, again)
+    az.plot_ppc(result.idata, num_pp_samples=20)
