@@ -19,6 +19,7 @@ __all__ = [
     "plot_prototypes",
     "plot_rule_list",
     "plot_set_completion",
+    "plot_subspaces",
     "plot_trace",
     "simulation_based_calibration",
     "state_index",
@@ -33,7 +34,7 @@ __getattr__, __dir__ = lazy_attributes(
         ".inference_data": ("add_posterior_variables", "default_var_names", "summary", "to_inference_data"),
         ".loo": ("discrete_loo",),
         ".plots": ("plot_elbo_sweep", "plot_gap_heatmap", "plot_prototype_images", "plot_prototypes", "plot_rule_list",
-                   "plot_set_completion", "plot_trace"),
+                   "plot_set_completion", "plot_subspaces", "plot_trace"),
         ".sbc": ("SBCResult", "simulation_based_calibration"),
     },
 )

@@ -25,7 +25,9 @@ def _axes(ax, n_rows: int = 1, n_cols: int = 1, figsize=None):
 def plot_trace(result_or_idata, var_names: Sequence[str] | None = None, *, swap_acceptance: bool = True, **kwargs):
     """``arviz.plot_trace`` of a result or InferenceData, by default over the label-free summaries; with
     ``swap_acceptance`` and a tempered run (more than one inverse temperature), the mean acceptance of the
-    swaps at each kept scan is drawn as one more row. Extra keyword arguments go to ArviZ.
+    swaps at each kept scan is drawn as one more row. Extra keyword arguments go to ArviZ. The figure is
+    laid out by matplotlib's constrained layout (titles clear of the tick labels, also when saved), and
+    the histograms of integer summaries such as cluster sizes get at most 6 ticks instead of one per bin.
 
     Example:
         >>> data = iz.datasets.load_titanic_table()
@@ -46,7 +48,14 @@ def plot_trace(result_or_idata, var_names: Sequence[str] | None = None, *, swap_
         posterior = posterior.assign(swap_accept=idata.sample_stats["swap_accept"])
         var_names = None if var_names is None else [*var_names, "swap_accept"]
         idata = az.InferenceData(posterior=posterior)
-    return az.plot_trace(idata, var_names=var_names, **kwargs)
+    if kwargs.get("axes") is None:
+        kwargs["backend_kwargs"] = {"layout": "constrained", **(kwargs.get("backend_kwargs") or {})}
+    axes = az.plot_trace(idata, var_names=var_names, **kwargs)
+    from matplotlib.ticker import MaxNLocator
+
+    for ax in np.atleast_2d(axes)[:, 0]:
+        ax.xaxis.set_major_locator(MaxNLocator(6))
+    return axes
 
 
 def plot_rule_list(result, *, outcome: str | None = None, level: float = 0.95, ax=None):
@@ -116,6 +125,42 @@ def plot_prototypes(result, image_shape: tuple[int, int], *, titles=None, value_
         ax.set_title(str(title), fontsize=9)
         ax.axis("off")
     return axes
+
+
+def plot_subspaces(result, *, threshold: float = 0.5, hide_value: str | None = None, ax=None):
+    """A BCM result's subspaces as a cluster x feature heatmap: the posterior probability that omega_sj = 1
+    (``BCMResult.subspace_probabilities``), one row per cluster of ``explain_frame`` (largest first, named
+    by its prototype and share), one column per feature that reaches ``threshold`` in some cluster; each
+    cell in a subspace (at least 1/2) shows the prototype's value there. ``hide_value`` leaves out the
+    features where every prototype has that value, as ``explain`` does (e.g. "0" for ingredient lists,
+    whose clusters all hold most absent ingredients in their subspaces).
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.repeat([[0, 0, 0, 0], [1, 1, 1, 1], [2, 2, 0, 1]], 10, axis=0)
+        >>> result = iz.fit_bcm(X, 3, num_samples=50, num_warmup=20, num_chains=2, n_temperatures=1, progress_bar=False)
+        >>> ax = iz.diagnostics.plot_subspaces(result)
+        >>> ax.images[0].get_array().shape  # 3 clusters x the features in some subspace
+        (3, 4)
+    """
+    if not 0 < threshold <= 1:
+        raise ValueError(f"threshold: expected a probability in (0, 1], got {threshold!r}")
+    frame = result.explain_frame()
+    inclusion = result.subspace_probabilities()[frame.index]  # (clusters in the frame's order, P)
+    codes = result.data.codes[frame["prototype"].to_numpy()]  # the prototypes' values
+    values = np.array([[result.data.value_names[j][code] for j, code in enumerate(row)] for row in codes], dtype=object)
+    shown = np.flatnonzero((inclusion >= threshold).any(0) & (values != hide_value).any(0))
+    names = np.asarray(result.data.feature_names, dtype=object)[shown]
+    ax = _axes(ax, figsize=(max(4.0, 0.32 * len(shown) + 2.5), 0.45 * len(frame) + 1.6))
+    image = ax.imshow(inclusion[:, shown], cmap="Blues", vmin=0, vmax=1, aspect="auto")
+    for row, column in zip(*np.nonzero(inclusion[:, shown] >= 0.5)):
+        ax.text(column, row, str(values[row, shown[column]]), ha="center", va="center", fontsize=7, color="white")
+    ax.set_xticks(range(len(shown)), names, rotation=90, fontsize=7)
+    ax.set_yticks(range(len(frame)), [f"{name} ({share:.0%})" for name, share in zip(frame["prototype_name"], frame["share"])],
+                  fontsize=8)  # fmt: skip
+    ax.set_xlabel("feature (cell: the prototype's value where in the subspace)")
+    ax.figure.colorbar(image, ax=ax, label="P(omega = 1)", fraction=0.03)
+    return ax
 
 
 def _outline(mask: np.ndarray) -> list:

@@ -112,6 +112,30 @@ def test_prototype_images_outline_the_subspace(small_fit):
         plot_prototypes(small_fit, (2, 3))
 
 
+def test_subspace_heatmap_holds_the_inclusion_probabilities_of_the_shown_features(small_fit):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from interpretable_zoo.diagnostics import plot_subspaces, plot_trace
+
+    frame = small_fit.explain_frame()
+    inclusion = small_fit.subspace_probabilities()[frame.index]
+    ax = plot_subspaces(small_fit, threshold=0.9)
+    shown = np.flatnonzero((inclusion >= 0.9).any(0))
+    np.testing.assert_allclose(ax.images[0].get_array(), inclusion[:, shown])
+    assert [label.get_text() for label in ax.get_xticklabels()] == [f"x{j}" for j in shown]
+    in_subspace = inclusion[:, shown] >= 0.5
+    assert len(ax.texts) == in_subspace.sum()  # each cell in a subspace shows the prototype's value
+    hidden = plot_subspaces(small_fit, threshold=0.9, hide_value="0")  # features where every prototype has 0 go
+    kept = shown[(X_SMALL[frame["prototype"].to_numpy()][:, shown] != 0).any(0)]
+    assert [label.get_text() for label in hidden.get_xticklabels()] == [f"x{j}" for j in kept]
+    with pytest.raises(ValueError, match="threshold"):
+        plot_subspaces(small_fit, threshold=0.0)
+    axes = plot_trace(small_fit)  # constrained layout; integer histograms with few ticks
+    assert axes[0, 0].figure.get_layout_engine().__class__.__name__ == "ConstrainedLayoutEngine"
+    assert all(len(ax.get_xticks()) <= 8 for ax in axes[:, 0])
+
+
 def test_pointwise_log_likelihood_is_the_chain_rule_term():
     """log p(x_i | z_i, rest) = log p(x | z, omega, p) - log p(x_-i | z_-i, omega, p): the collapsed likelihood
     with observation i's tokens taken out of the counts."""
