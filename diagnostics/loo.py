@@ -1,12 +1,12 @@
 """Leave-one-out cross-validation for discrete posteriors, without Pareto smoothing.
 
-PSIS-LOO (``az.loo``) smooths the importance ratios r_ns = 1 / p(y_n | state_s, y_-n) of the draws by
+PSIS-LOO (``az.loo``) smooths the importance ratios r_ns = 1 / p(y_n | state_s, y_{-n}) of the draws by
 fitting a generalised Pareto tail. On a discrete posterior such as BRL's, an observation's ratios take a
 handful of values (the lists visited capture it in few ways), the fit fails (k = inf) and the smoothing
 distorts an estimate that needs none: bounded ratios with few values have finite variance. So
 :func:`discrete_loo` keeps the plain importance-sampling identity
 
-    p(y_n | y_-n) = 1 / E[r_n | y]
+    p(y_n | y_{-n}) = 1 / E[r_n | y]
 
 and reports its Monte Carlo error from the draws' effective sample size instead of a Pareto k.
 ``method="exact"`` instead weights each distinct state visited by its exact posterior mass, for
@@ -36,23 +36,23 @@ MISSING_MASS_WARNING = 0.01
 def discrete_loo(result_or_idata, *, method: str = "frequency", var_name: str | None = None):
     """Leave-one-out predictive of a discrete posterior as ``arviz.ELPDData``, without Pareto smoothing.
 
-    l_ns = log p(y_n | state_s, y_-n) are the ``log_likelihood`` group's pointwise terms (for BRL the
+    l_ns = log p(y_n | state_s, y_{-n}) are the ``log_likelihood`` group's pointwise terms (for BRL the
     collapsed leave-one-out predictive, :func:`~interpretable_zoo.models.brl.loo_log_predictive`). Since
-    p(state | y_-n) is proportional to p(state | y) exp(-l_n),
+    p(state | y_{-n}) is proportional to p(state | y) exp(-l_n),
 
-        log p(y_n | y_-n) = -log E[exp(-l_n) | y].
+        log p(y_n | y_{-n}) = -log E[exp(-l_n) | y].
 
     ``method="frequency"`` (the default) takes the expectation over the draws, as PSIS-LOO does before
     smoothing; its Monte Carlo standard error per observation (``mcse_loo_i``) and for the sum
     (``mcse_elpd_loo``) come from ArviZ's effective sample size of the ratios, by the delta method.
-    ``warning`` is set when an observation's ratios vary with fewer than :data:`MIN_ESS` effective draws.
+    ``warning`` is set when an observation's ratios vary with fewer than ``MIN_ESS`` effective draws.
 
     ``method="exact"`` weights each distinct state visited by its exact posterior mass, normalised over
     the visited states (log p(state) + log p(y | state), declared by the fit in ``posterior.attrs``
-    :data:`LOG_JOINT_ATTR`, the state in :data:`STATE_ATTR`): exact wherever the unvisited states hold a
-    negligible share of the posterior, under y as under y_-n, and without Monte Carlo error. That share is
+    ``LOG_JOINT_ATTR``, the state in ``STATE_ATTR``): exact wherever the unvisited states hold a
+    negligible share of the posterior, under y as under y_{-n}, and without Monte Carlo error. That share is
     estimated as the fraction of draws in states drawn once (Good-Turing), ``missing_mass``; ``warning`` is
-    set above :data:`MISSING_MASS_WARNING`. A posterior that spreads over many equivalent states (BRL lists
+    set above ``MISSING_MASS_WARNING``. A posterior that spreads over many equivalent states (BRL lists
     that capture the same samples) needs the default.
 
     The result works with ``az.compare``, alone or beside ``az.loo`` of other fits. It holds ``elpd_loo``,
@@ -154,7 +154,7 @@ def _frequency_mcse(az, columns, inverse, multiplicity, n_chains: int, n_draws: 
     distinct ``columns`` of the terms (:func:`_distinct_columns`): per observation mcse(mean r_n) / mean r_n,
     and for the sum the standard error of the mean of sum_n r_ns / mean r_n (the delta method); both from
     ArviZ's ESS of the mean over the chains. Returns them and whether an observation's varying ratios have
-    fewer than :data:`MIN_ESS` effective draws."""
+    fewer than ``MIN_ESS`` effective draws."""
     log_ratios = -columns
     ratios = np.exp(log_ratios - log_ratios.max(axis=0))  # scaled per observation; relative errors ignore it
     relative = ratios / ratios.mean(axis=0)

@@ -5,7 +5,7 @@ Each result has three renderings of one computation: ``explain(...)`` (printable
 same keyword arguments as ``explain``) and ``to_dict(...)`` (the frame's rows and the result's facts as
 plain Python values, ready for ``json.dumps``). In a notebook a result displays as a compact HTML card
 (``_repr_html_``): the facts, the convergence status of an MCMC fit, and the frame; ``print`` shows the
-facts, the status and ``explain()`` (:class:`ExplainedResultMixin`).
+facts, the status and ``explain()`` (``ExplainedResultMixin``).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def mcmc_status(result) -> str:
 
 
 class ExplainedResultMixin:
-    """A result's three displays from one :meth:`_card` (title, facts, frame, convergence status or None):
+    """A result's three displays from one ``_card()`` (title, facts, frame, convergence status or None):
     ``repr`` one line of the title and facts, ``str`` / ``print`` those with the status and then
     ``explain()``, and the HTML card of a notebook."""
 
