@@ -279,6 +279,14 @@ class TemperedResult:
         return tuple(self.run.diagnostics)
 
     @property
+    def move_rates(self) -> pd.DataFrame:
+        """What the kernel reported for each move (columns: the re-split or split-merge acceptance and the
+        like) on each rung of the last round (rows: the inverse temperatures, prior first), the per-rung
+        facts that ``idata.posterior.attrs["move_rate_<move>"]`` also holds."""
+        return pd.DataFrame({name: np.asarray(rates, float) for name, rates in self.run.move_rates.items()},
+                            index=pd.Index(np.asarray(self.run.schedule, float), name="inverse_temperature"))
+
+    @property
     def log_evidence(self) -> float:
         """Stepping-stone log marginal likelihood (NaN when run untempered); ``log_evidence_se`` its error."""
         return self.run.log_evidence

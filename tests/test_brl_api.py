@@ -428,6 +428,9 @@ def test_rule_list_and_trace_plots_draw_the_frame_and_the_swap_acceptance(plante
     axes = plot_trace(result)  # tempered (4 rungs): the label-free summaries and the swap acceptance
     assert axes.shape == (4, 2) and axes[-1, 0].get_title() == "swap_accept"
     assert plot_trace(result, swap_acceptance=False).shape == (3, 2)
+    rates = result.move_rates  # a rung per row, prior first, as the trace's attributes hold them
+    assert list(rates.index) == list(result.idata.posterior.attrs["inverse_temperatures"]) and len(rates) == 4
+    np.testing.assert_allclose(rates["accept_prob"], result.idata.posterior.attrs["move_rate_accept_prob"])
 
 
 def test_posterior_predictive_replicates_labels_from_the_posterior_of_theta():
