@@ -280,9 +280,9 @@ class TemperedResult:
 
     @property
     def move_rates(self) -> pd.DataFrame:
-        """What the kernel reported for each move (columns: the re-split or split-merge acceptance and the
-        like) on each rung of the last round (rows: the inverse temperatures, prior first), the per-rung
-        facts that ``idata.posterior.attrs["move_rate_<move>"]`` also holds."""
+        """The moves' acceptance per rung, as a table with a column per move (what the kernel reported for
+        it, such as the re-split or split-merge acceptance) and a row per inverse temperature of the last
+        round, prior first; ``idata.posterior.attrs["move_rate_<move>"]`` holds the same."""
         return pd.DataFrame({name: np.asarray(rates, float) for name, rates in self.run.move_rates.items()},
                             index=pd.Index(np.asarray(self.run.schedule, float), name="inverse_temperature"))
 
