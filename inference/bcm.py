@@ -162,7 +162,7 @@ class BCMResult(ExplainedResultMixin, convergence.TemperedResult):
 
     @cached_property
     def idata(self) -> az.InferenceData:
-        return _inference_data(self.run, self.data)
+        return _inference_data(self.run, self.data, self._summary_var_names())
 
     def _draw(self, name):
         return self.run.records[name][self.best_chain, self.best_draw]
@@ -354,7 +354,7 @@ def _kernel(store_z: bool) -> TargetKernel:
     return TargetKernel(bcm_gibbs.init, bcm_gibbs.step, bcm_gibbs.summaries, record, scratch=bcm_gibbs.scratch)
 
 
-def _inference_data(run, data: CategoricalData) -> az.InferenceData:
+def _inference_data(run, data: CategoricalData, summary_var_names) -> az.InferenceData:
     records, summaries = run.records, run.summaries
     n_clusters = records["prototype"].shape[-1]
     posterior = {
@@ -366,13 +366,12 @@ def _inference_data(run, data: CategoricalData) -> az.InferenceData:
     }
     if "z" in records:
         posterior["z"] = records["z"]
-    sampled_hyperparameters = hyperpriors.sampled_hyperparameters(bcm.Priors, summaries)
-    posterior.update({name: summaries[name] for name in sampled_hyperparameters})
+    posterior.update({name: summaries[name] for name in summary_var_names if name not in posterior})  # hyperparameters
     pointwise = {"x": records["log_likelihood"]} if log_likelihood_fits(*records["log_likelihood"].shape, "BCM") else None
     return tempered_inference_data(
         run,
         posterior,
-        summary_var_names=SUMMARY_VARS + sampled_hyperparameters,
+        summary_var_names=summary_var_names,
         coords={"feature": list(data.feature_names), "observation": list(data.sample_names)},
         dims={"omega": ["cluster", "feature"], "prototype": ["cluster"], "z": ["observation", "feature"],
               "sorted_cluster_size": ["rank"]},

@@ -228,12 +228,9 @@ class BRLResult(ExplainedResultMixin, convergence.TemperedResult):
         capacity, n_classes, labels = rules.shape[-1], len(self.classes), self.train_labels
         lists, inverse = np.unique(np.concatenate([rules, lengths[..., None]], -1).reshape(-1, capacity + 1), axis=0,
                                    return_inverse=True)  # fmt: skip
-        padded = np.pad(lists, ((0, -len(lists) % LISTS_PER_CALL), (0, 0)), mode="edge")
         table = jax.device_put(self._slots(self.train_table))
-        positions = np.concatenate([
-            np.asarray(_capture_positions_per_list(table, jax.device_put(padded[start : start + LISTS_PER_CALL])))
-            for start in range(0, len(padded), LISTS_PER_CALL)
-        ])[: len(lists)]  # (lists, n): the capturing rule, capacity for the default  # fmt: skip
+        # (lists, n): the capturing rule, the capacity for the default
+        positions = _in_list_batches(lambda batch: _capture_positions_per_list(table, batch), lists)
         cell = (np.arange(len(lists))[:, None] * (capacity + 1) + positions) * n_classes + labels
         counts = np.bincount(cell.ravel(), minlength=len(lists) * (capacity + 1) * n_classes).reshape(
             len(lists), capacity + 1, n_classes)
@@ -695,14 +692,17 @@ def _pointwise_log_likelihood(by_antecedent, labels, alpha, rules, lengths) -> n
     _, first, inverse_changed = np.unique(changes.view(np.dtype((np.void, changes.itemsize * changes.shape[-1])))[:, 0],
                                           return_index=True, return_inverse=True)  # fmt: skip
     unique, inverse = changes[first], inverse_changed[np.cumsum(changed) - 1]
-    padded = np.pad(unique, ((0, -len(unique) % LISTS_PER_CALL), (0, 0)), mode="edge")
     by_antecedent, labels = jax.device_put((by_antecedent, labels))
-    per_list = np.concatenate([
-        np.asarray(_loo_per_list(by_antecedent, labels, jax.device_put(padded[start : start + LISTS_PER_CALL]),
-                                 alpha.shape[-1]))
-        for start in range(0, len(padded), LISTS_PER_CALL)
-    ])  # fmt: skip
+    per_list = _in_list_batches(lambda batch: _loo_per_list(by_antecedent, labels, batch, alpha.shape[-1]), unique)
     return per_list[inverse.ravel()].reshape(*lengths.shape, -1)
+
+
+def _in_list_batches(compiled, rows) -> np.ndarray:
+    """``compiled(batch)`` over the ``rows`` (one per list) in batches of :data:`LISTS_PER_CALL`, the last
+    padded with repeats so that every call shares one compiled program; one result per row."""
+    padded = np.pad(rows, ((0, -len(rows) % LISTS_PER_CALL), (0, 0)), mode="edge")
+    return np.concatenate([np.asarray(compiled(jax.device_put(padded[start : start + LISTS_PER_CALL])))
+                           for start in range(0, len(padded), LISTS_PER_CALL)])[: len(rows)]  # fmt: skip
 
 
 TRUTH_TABLE_BYTES_PER_CELL = 9

@@ -267,8 +267,8 @@ class TemperedResult:
         table = pd.DataFrame(list(self.run.diagnostics.values()), columns=["r_hat", "ess_bulk"],
                              index=pd.Index([self._posterior_name(name) for name in self.run.diagnostics], name="summary"))
         order = self._summary_var_names()
-        rank = [order.index(label.split("[")[0]) if label.split("[")[0] in order else len(order) for label in table.index]
-        return table.iloc[np.argsort(rank, kind="stable")]
+        bases = [label.split("[")[0] for label in table.index]  # an array summary's entries share its place
+        return table.iloc[np.argsort([order.index(b) if b in order else len(order) for b in bases], kind="stable")]
 
     def _posterior_name(self, name: str) -> str:
         """The ``idata.posterior`` name of the engine's summary ``name`` (a subclass maps those it renames)."""
