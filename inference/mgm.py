@@ -354,11 +354,13 @@ def _padded_data(array):
     return W, (np.arange(W.shape[0]) < n_obs).astype(np.float32), (np.arange(W.shape[1]) < n_dims).astype(np.float32)
 
 
-def _search(array, cluster_numbers, width, per_batch, *, restarts, seed, priors, config, bar=None) -> dict:
+def _search(array, cluster_numbers, width, per_batch, *, restarts, seed, priors, config, bar=None,
+            on_merges=None) -> dict:
     """Every restart for every number of clusters, ``per_batch`` numbers of clusters per vmapped call (the last
     call padded with repeats, so that all calls share one compiled program), all padded to the bucket of
     ``width`` clusters, and the data to its buckets (``_padded_data``); returns {number of clusters: its
-    restarts' ``SearchResult``, stacked}. ``bar`` counts the numbers done."""
+    restarts' ``SearchResult``, stacked}. ``bar`` counts the numbers done; ``on_merges`` is called with the
+    merge iterations of each compiled call (``mgm_vi.search_batch``)."""
     padded = _padded_data(np.asarray(array))
     width = _bucket(width, MIN_CLUSTERS)
     runs = per_batch * restarts
@@ -380,7 +382,7 @@ def _search(array, cluster_numbers, width, per_batch, *, restarts, seed, priors,
         active = np.repeat(np.arange(width)[None, :] < np.array(padded)[:, None], restarts, axis=0)
         # on the host at once: slicing device arrays would compile one small program per operation
         batch = jax.device_get(mgm_vi.search_batch(keys, W, observed, features, jnp.asarray(active), priors=priors,
-                                                       config=config))
+                                                       config=config, on_merges=on_merges))
         for c, k in enumerate(chunk):
             rows = slice(c * restarts, (c + 1) * restarts)
             results[k] = jax.tree.map(lambda leaf, rows=rows: leaf[rows], batch)
@@ -403,6 +405,7 @@ def fit_mgm(
     rel_tol: float = 0.1,
     exact_or: bool = False,
     max_clusters: int | None = None,
+    progress_bar: bool | None = None,
     memory_limit: int | None = None,
 ) -> MGMResult:
     """Fit MGM with ``n_clusters`` clusters: agglomerative extraction + coordinate-ascent ELBO, best of ``restarts``.
@@ -415,7 +418,8 @@ def fit_mgm(
     the relaxed one of eq. 3. The search is compiled for ``max_clusters`` clusters (default ``n_clusters``),
     observations and dimensions, each rounded up to a size bucket (at most a quarter more; at least 4 clusters,
     128 observations and 16 dimensions), the padding masked out: fits whose sizes share buckets, with the same
-    ``restarts``, share one compiled program whatever the data, prior values and seed.
+    ``restarts``, share its compiled programs whatever the data, prior values and seed. ``progress_bar``
+    counts the merge iterations, at most ``max_iter`` (None: a bar outside CI).
     ``memory_limit``: the bytes the fit's memory estimate may reach (None: the memory available); settings
     whose estimate exceeds it are refused before any work, naming them.
 
@@ -440,7 +444,13 @@ def fit_mgm(
     width = n_clusters if max_clusters is None else check_n_clusters(max_clusters, array.shape[0], "max_clusters")
     if width < n_clusters:
         raise ValueError(f"max_clusters: {max_clusters} is below n_clusters ({n_clusters})")
-    searches = _search(array, [n_clusters], width, 1, restarts=restarts, seed=seed, priors=priors, config=config)
+    bar = progress.bar(progress_bar, "MGM search", total=config.max_iter, unit=" merge iterations")
+    try:
+        searches = _search(array, [n_clusters], width, 1, restarts=restarts, seed=seed, priors=priors, config=config,
+                           on_merges=None if bar is None else bar.update)  # fmt: skip
+    finally:
+        if bar is not None:
+            bar.close()
     return _result_from(searches[n_clusters], n_clusters, names, priors, config.exact_or)
 
 
@@ -556,7 +566,7 @@ class MGMClusterer(ExplainedEstimatorMixin, ClusterMixin, BaseEstimator):
     def fit(self, X, y=None):
         X = self._binary(X, reset=True)
         self.result_ = fit_mgm(X, self.n_clusters, priors=self.priors, restarts=self.restarts, max_iter=self.max_iter,
-                               seed=self.seed, rel_tol=self.rel_tol,
+                               seed=self.seed, rel_tol=self.rel_tol, progress_bar=False,
                                feature_names=getattr(self, "feature_names_in_", None))  # fmt: skip
         self.labels_ = self.result_.labels
         self.n_iter_ = self.result_.n_iterations

@@ -10,7 +10,7 @@ updates each block to the exact maximiser of the ELBO in it, all others fixed: (
 annealing (Ueda & Nakano 1998; Katahira, Watanabe & Okada 2008) climbs the annealed objective F_b
 (:func:`annealed_objective`) for inverse temperatures b rising to 1, with (U6b) in place of (U6).
 
-Search, one restart (sec. 3, :func:`search`): every dimension its own OR group, a k-means clustering as
+Search, one restart (sec. 3, :func:`search_batch`): every dimension its own OR group, a k-means clustering as
 q(z) (the paper's "vanilla k-means" behind the data-driven proposals), U1-U5 fitted to it, then annealing
 over a geometric schedule of b. Then cluster moves, split-merge rounds (Ueda, Nakano, Ghahramani & Hinton
 2000) at a fixed number of clusters (:func:`cluster_moves`); merge iterations, each scoring
@@ -19,13 +19,14 @@ non-overlapping set (:func:`select_merges`), until ``max_iter`` or until an iter
 below ``rel_tol`` (the paper's 0.1) times the first iteration's gain (:class:`SearchConfig`); and cluster
 moves on the final extraction. From the end of the annealing on, every step raises the ELBO. A data set
 padded to size buckets with rows that are not observations and columns that are not dimensions has the
-ELBO of its observations and dimensions alone (:func:`search`), so fits of nearby sizes share one
-compiled program.
+ELBO of its observations and dimensions alone (:func:`begin`), so fits of nearby sizes share the
+compiled programs. The merge iterations run in compiled calls bounded in time, so that Ctrl-C is prompt.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from functools import partial
 from typing import NamedTuple
 
@@ -865,16 +866,69 @@ def kmeans_start(key, W, observed, active, config: SearchConfig):
     return kmeans(jax.random.fold_in(key, 0), W, observed, active, config.kmeans_iterations)
 
 
-def merge_iterations(key, ext, params, value, trace, first, kmeans_onehot, priors, config: SearchConfig, enabled=True):
-    """Merge iterations (proposals, the best non-overlapping set, coordinate ascent) from trace index ``first``
-    until ``config.max_iter`` or the stopping rule; returns (ext, params, ELBO, trace, next trace index)."""
+class SearchState(NamedTuple):
+    """One restart between the compiled calls of :func:`search_batch`: the extraction and variational
+    parameters, the ELBO ``value`` now, the ``trace`` of ELBOs up to index ``iteration`` (exclusive), the
+    trace index ``first`` of the first merge iteration and that iteration's gain (the stopping rule's unit),
+    whether the stopping rule ended the merges (``done``), and the k-means start the proposals rank by."""
 
-    def cond(carry):
-        iteration, done = carry[-2:]
-        return enabled & (iteration < first + config.max_iter) & ~done
+    ext: Extraction
+    params: VariationalParams
+    value: jax.Array
+    first_gain: jax.Array
+    trace: jax.Array
+    iteration: jax.Array
+    first: jax.Array
+    done: jax.Array
+    kmeans_onehot: jax.Array
 
-    def body(carry):
-        ext, params, value, first_gain, trace, iteration, _ = carry
+
+def merging_finished(state: SearchState, config: SearchConfig):
+    """Whether a run's merge iterations are over: the stopping rule, or ``config.max_iter`` of them."""
+    return state.done | (state.iteration >= state.first + config.max_iter)
+
+
+def begin(key, W, observed, features, active, *, priors: Priors, config: SearchConfig) -> SearchState:
+    """The start of a restart (sec. 3): every dimension its own OR group, :func:`kmeans_start`, U1-U5 fitted
+    to it and deterministic annealing up to b = 1. One dimension has nothing to merge (``done``).
+
+    ``observed`` (N,) and ``features`` (D,) mark the rows of W that are observations and its columns that are
+    dimensions (the others are padding); ``active`` (K,) bool marks the clusters in use (the number of
+    clusters is ``active.sum()``). A row that is not an observation has nu = 0, adds nothing to any sum over
+    observations and is never a k-means centre; a column that is not a dimension (zeros) belongs to no
+    group, and the structure prior counts the dimensions (G = D) from the group sizes. A data set padded
+    with such rows and columns to size buckets has the ELBO of its observations and dimensions alone, and
+    fits of nearby sizes share compiled programs (the random draws of the search, e.g. k-means++'s, depend
+    on the padded sizes)."""
+    ext = singleton_extraction(W, observed, features)
+    kmeans_onehot = kmeans_start(key, W, ext.observed, active, config)
+    params = initial_params(soft_responsibilities(kmeans_onehot, ext.observed, active), W.shape[1], priors, active)
+    params = fit_groups_given_clusters(params, ext, priors)
+    params = anneal(params, ext, priors, jnp.asarray(config.anneal_schedule(), W.dtype), config.anneal_sweeps)
+    zero = jnp.zeros((), W.dtype)
+    trace = jnp.full(config.max_iter + 2, jnp.nan, W.dtype)
+    start = jnp.zeros((), jnp.int32)
+    return SearchState(ext, params, zero, zero, trace, start, start, ~(n_dimensions(ext) > 1), kmeans_onehot)
+
+
+def moves_phase(key, state: SearchState, phase, priors, config: SearchConfig) -> SearchState:
+    """Cluster moves (:func:`cluster_moves`) of phase 0 (after the start) or 1 (after the merges), with the
+    ELBO they reach as the trace's next entry; merge iterations start after it."""
+    params, value = cluster_moves(jax.random.fold_in(key, 1 + phase), state.params, state.ext, priors, config)
+    iteration = state.iteration + 1
+    return state._replace(params=params, value=value, trace=state.trace.at[state.iteration].set(value),
+                          iteration=iteration, first=iteration)  # fmt: skip
+
+
+def merge_iterations(key, state: SearchState, stop, priors, config: SearchConfig) -> SearchState:
+    """Merge iterations (proposals, the best non-overlapping set, coordinate ascent) of one run, until
+    ``config.max_iter`` of them, the stopping rule, or trace index ``stop`` (so that a call is bounded)."""
+
+    def cond(state):
+        return ~merging_finished(state, config) & (state.iteration < stop)
+
+    def body(state):
+        ext, params, value, first_gain, trace, iteration, first, _, kmeans_onehot = state
         proposals = propose(jax.random.fold_in(key, iteration), ext, params, kmeans_onehot, priors, config)
         accepted, _ = select_merges(proposals, ext, priors)
         ext, params = apply_merges(proposals, accepted, ext, params)
@@ -883,46 +937,10 @@ def merge_iterations(key, ext, params, value, trace, first, kmeans_onehot, prior
         gain = new_value - value
         first_gain = jnp.where(iteration == first, gain, first_gain)
         done = ~(gain > config.rel_tol * first_gain)
-        return ext, params, new_value, first_gain, trace.at[iteration].set(new_value), iteration + 1, done
+        return SearchState(ext, params, new_value, first_gain, trace.at[iteration].set(new_value), iteration + 1,
+                           first, done, kmeans_onehot)  # fmt: skip
 
-    init = (ext, params, value, jnp.zeros((), value.dtype), trace, first, jnp.array(False))
-    ext, params, value, _, trace, iteration, _ = jax.lax.while_loop(cond, body, init)
-    return ext, params, value, trace, iteration
-
-
-def search(key, W, observed, features, active, *, priors: Priors, config: SearchConfig) -> SearchResult:
-    """One restart (sec. 3). Start on singleton OR groups: :func:`kmeans_start`, U1-U5 fitted to it and
-    deterministic annealing up to b = 1. Then two phases, each cluster moves (:func:`cluster_moves`) and, in
-    the first only, merge iterations until the stopping rule (:func:`merge_iterations`).
-
-    ``observed`` (N,) and ``features`` (D,) mark the rows of W that are observations and its columns that are
-    dimensions (the others are padding); ``active`` (K,) bool marks the clusters in use (the number of
-    clusters is ``active.sum()``). A row that is not an observation has nu = 0, adds nothing to any sum over
-    observations and is never a k-means centre; a column that is not a dimension (zeros) belongs to no
-    group, and the structure prior counts the dimensions (G = D) from the group sizes. A data set padded
-    with such rows and columns to size buckets has the ELBO of its observations and dimensions alone, and
-    fits of nearby sizes share one compiled program (the random draws of the search, e.g. k-means++'s,
-    depend on the padded sizes).
-    """
-    ext = singleton_extraction(W, observed, features)
-    kmeans_onehot = kmeans_start(key, W, ext.observed, active, config)
-    params = initial_params(soft_responsibilities(kmeans_onehot, ext.observed, active), W.shape[1], priors, active)
-    params = fit_groups_given_clusters(params, ext, priors)
-    params = anneal(params, ext, priors, jnp.asarray(config.anneal_schedule(), W.dtype), config.anneal_sweeps)
-    trace = jnp.full(config.max_iter + 2, jnp.nan, W.dtype)
-    merging = n_dimensions(ext) > 1  # one dimension: nothing to merge
-
-    def phase(carry, index):
-        ext, params, _, trace, iteration = carry
-        params, value = cluster_moves(jax.random.fold_in(key, 1 + index), params, ext, priors, config)
-        trace = trace.at[iteration].set(value)
-        carry = merge_iterations(jax.random.fold_in(key, 3), ext, params, value, trace, iteration + 1,
-                                 kmeans_onehot, priors, config, enabled=(index == 0) & merging)  # fmt: skip
-        return carry, None
-
-    init = _varying_with(params.tau[0], (ext, params, jnp.zeros((), W.dtype), trace, jnp.zeros((), jnp.int32)))
-    (ext, params, value, trace, iteration), _ = jax.lax.scan(phase, init, jnp.arange(2))
-    return SearchResult(ext, params, value, trace, iteration - 2)
+    return jax.lax.while_loop(cond, body, state)
 
 
 RUN_COPIES = 3
@@ -942,24 +960,70 @@ def search_bytes(n_obs: int, n_dims: int, n_clusters: int, config: SearchConfig)
     return 4 * (RUN_COPIES * state + proposals + candidates)
 
 
-def search_batch(keys, W, observed, features, active, *, priors: Priors, config: SearchConfig) -> SearchResult:
-    """``search`` for a batch of runs, vmapped: keys (B, 2) and active (B, K), one row per run (restarts, and
-    numbers of clusters padded to one width K), on the data W (N, D) whose rows ``observed`` (N,) are
-    observations and whose columns ``features`` (D,) are dimensions (the others padding); results stacked on
-    a leading axis B. One compiled program serves every batch of the same shapes, whatever the data, prior
-    values, seeds and numbers of observations, dimensions and clusters (up to N, D and K); it is traced again
-    when a hook of the model file is replaced in a running session."""
+CALL_SECONDS = 2.0
+"""The longest a compiled call of merge iterations should run at the measured pace: a KeyboardInterrupt
+waits for the call in flight, so this bounds how long Ctrl-C takes (a call is at least one iteration)."""
+
+
+def search_batch(keys, W, observed, features, active, *, priors: Priors, config: SearchConfig,
+                 on_merges=None) -> SearchResult:
+    """The search (sec. 3) for a batch of restarts, vmapped: keys (B, 2) and active (B, K), one row per run
+    (restarts, and numbers of clusters padded to one width K), on the data W (N, D) whose rows ``observed``
+    (N,) are observations and whose columns ``features`` (D,) are dimensions (the others padding, see
+    :func:`begin`); results stacked on a leading axis B, on the host. Each run: :func:`begin`, cluster moves
+    (:func:`moves_phase` 0), :func:`merge_iterations` until the stopping rule, and cluster moves on the
+    final extraction (phase 1).
+
+    The merge iterations run in compiled calls of at most :data:`CALL_SECONDS` at the measured pace, so
+    that Ctrl-C is prompt; the calls change no result, and ``on_merges`` (if given) is called with the number
+    of iterations each call ran (the restarts not yet stopped iterate in step). Each program serves every
+    batch of the same shapes, whatever the data, prior values, seeds and numbers of observations, dimensions
+    and clusters (up to N, D and K); they are traced again when a hook of the model file is replaced in a
+    running session."""
     hooks = (mgm.beta_parameters, mgm.log_structure_prior)
-    return _search_batch(keys, W, observed, features, active, compiled_hooks.prior_values(priors), hooks=hooks,
-                         config=config)  # fmt: skip
+    values = compiled_hooks.prior_values(priors)
+    states = _begin_batch(keys, W, observed, features, active, values, hooks=hooks, config=config)
+    states = _moves_batch(keys, states, 0, values, hooks=hooks, config=config)
+    per_iteration = None
+    while True:
+        done, iteration, first = jax.device_get((states.done, states.iteration, states.first))
+        if (done | (iteration >= first + config.max_iter)).all():
+            break
+        count = 1 if per_iteration is None else int(min(max(CALL_SECONDS / max(per_iteration, 1e-9), 1), config.max_iter))
+        started = time.perf_counter()
+        states = _merge_batch(keys, states, int(iteration.max()) + count, values, hooks=hooks, config=config)
+        ran = int(jax.device_get(states.iteration).max() - iteration.max())  # the restarts not stopped, in step
+        per_iteration = (time.perf_counter() - started) / ran
+        if on_merges is not None:
+            on_merges(ran)
+    final = jax.device_get(_moves_batch(keys, states, 1, values, hooks=hooks, config=config))
+    return SearchResult(final.ext, final.params, final.value, final.trace, final.iteration - 2)
+
+
+def _search_priors(prior_values, hooks):
+    """The search's priors from their traced values (``hooks``, the model file's hook functions the search
+    calls, only key the compiled programs)."""
+    tables = prior_tables(compiled_hooks.priors_with(Priors, prior_values))
+    return compiled_hooks.priors_with(_SearchPriors, {**prior_values, "tables": tables})
 
 
 @partial(jax.jit, static_argnames=("hooks", "config"))
-def _search_batch(keys, W, observed, features, active, prior_values, *, hooks, config: SearchConfig) -> SearchResult:
-    """:func:`search_batch` with the prior values traced; ``hooks``, the model file's hook functions the
-    search calls, only key the compiled program."""
-    tables = prior_tables(compiled_hooks.priors_with(Priors, prior_values))
-    priors = compiled_hooks.priors_with(_SearchPriors, {**prior_values, "tables": tables})
-    return jax.vmap(lambda key, active: search(key, W, observed, features, active, priors=priors, config=config))(
+def _begin_batch(keys, W, observed, features, active, prior_values, *, hooks, config: SearchConfig) -> SearchState:
+    priors = _search_priors(prior_values, hooks)
+    return jax.vmap(lambda key, active: begin(key, W, observed, features, active, priors=priors, config=config))(
         keys, active
+    )
+
+
+@partial(jax.jit, static_argnames=("hooks", "config"))
+def _moves_batch(keys, states, phase, prior_values, *, hooks, config: SearchConfig) -> SearchState:
+    priors = _search_priors(prior_values, hooks)
+    return jax.vmap(lambda key, state: moves_phase(key, state, phase, priors, config))(keys, states)
+
+
+@partial(jax.jit, static_argnames=("hooks", "config"))
+def _merge_batch(keys, states, stop, prior_values, *, hooks, config: SearchConfig) -> SearchState:
+    priors = _search_priors(prior_values, hooks)
+    return jax.vmap(lambda key, state: merge_iterations(jax.random.fold_in(key, 3), state, stop, priors, config))(
+        keys, states
     )

@@ -546,24 +546,36 @@ def test_kmeans_start_finds_planted_clusters_whatever_the_padding():
         assert centres.any(1).all()
 
 
+SMALL_SEARCH = vi.SearchConfig(max_iter=3, n_proposals=4, n_candidates=4, split_merge_rounds=2)
+
+
+def padded_planted_clusters():
+    """(W, padded, observed rows, dimension columns): planted clusters (24 x 9) padded with 8 zero rows and
+    3 zero columns."""
+    W, _ = planted_clusters(np.random.default_rng(3), n_per_cluster=8, width=3)
+    n_obs, n_dims = W.shape
+    padded = np.zeros((n_obs + 8, n_dims + 3))
+    padded[:n_obs, :n_dims] = W
+    return W, padded, np.arange(len(padded)) < n_obs, np.arange(padded.shape[1]) < n_dims
+
+
+def small_search(padded, observed, features):
+    """Three restarts of :data:`SMALL_SEARCH` with 3 clusters on ``padded``."""
+    keys = jax.vmap(lambda r: jax.random.fold_in(jax.random.PRNGKey(0), r))(jnp.arange(3))
+    return vi.search_batch(keys, jnp.asarray(padded), jnp.asarray(observed, float), jnp.asarray(features, float),
+                           jnp.ones((3, 3), bool), priors=Priors(), config=SMALL_SEARCH)  # fmt: skip
+
+
 def test_a_padded_search_has_the_elbo_of_its_observations_and_dimensions():
     """The search on data padded with zero rows and columns that are marked as padding reports the ELBO of its
     state on the observations and dimensions alone (nu = 0 on the padding rows, the padding columns in no
     group); with either marked as data, the same zeros change it (controls)."""
-    rng = np.random.default_rng(3)
-    W, _ = planted_clusters(rng, n_per_cluster=8, width=3)
+    W, padded, rows, columns = padded_planted_clusters()
     n_obs, n_dims = W.shape
-    padded = np.zeros((n_obs + 8, n_dims + 3))
-    padded[:n_obs, :n_dims] = W
-    rows, columns = np.arange(len(padded)) < n_obs, np.arange(padded.shape[1]) < n_dims
     priors = Priors()
-    config = vi.SearchConfig(max_iter=3, n_proposals=4, n_candidates=4, split_merge_rounds=2)
-    keys = jax.vmap(lambda r: jax.random.fold_in(jax.random.PRNGKey(0), r))(jnp.arange(3))
-    active = jnp.ones((3, 3), bool)
     with enable_x64():
         for observed, features in ((rows, columns), (np.ones(len(padded)), columns), (rows, np.ones(padded.shape[1]))):
-            runs = vi.search_batch(keys, jnp.asarray(padded), jnp.asarray(observed, float), jnp.asarray(features, float),
-                                   active, priors=priors, config=config)  # fmt: skip
+            runs = small_search(padded, observed, features)
             for r in range(3):
                 ext, params = jax.tree.map(lambda leaf: leaf[r], runs.ext), jax.tree.map(lambda leaf: leaf[r], runs.params)
                 # the unpadded problem: its observations, and its dimensions in as many group slots (G = D)
@@ -624,3 +636,37 @@ def test_search_reports_its_elbo_which_is_below_the_exact_log_evidence():
             assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:])), trace
             assert trace[-1] == float(runs.elbo[r])
     assert np.all(np.asarray(runs.elbo) <= log_evidence + 1e-9), (np.asarray(runs.elbo), log_evidence)
+
+
+def test_merge_iterations_in_calls_bounded_in_time_give_the_same_search(monkeypatch):
+    """Ctrl-C waits for the compiled call in flight, so the merge iterations run in calls of at most
+    ``CALL_SECONDS`` at the measured pace. With a bound of 0 every call runs one iteration of the batch;
+    without a bound, the call after the first runs all the rest. The searches are the same, bit for bit; a
+    KeyboardInterrupt between calls ends the search."""
+    _, padded, rows, columns = padded_planted_clusters()
+    merge_batch, calls = vi._merge_batch, []
+
+    def counted(*args, **kwargs):
+        calls.append(None)
+        if len(calls) == interrupt_at:
+            raise KeyboardInterrupt
+        return merge_batch(*args, **kwargs)
+
+    def search(bound):
+        monkeypatch.setattr(vi, "CALL_SECONDS", bound)
+        calls.clear()
+        return small_search(padded, rows, columns)
+
+    monkeypatch.setattr(vi, "_merge_batch", counted)
+    interrupt_at = None
+    with enable_x64():
+        unbounded = search(float("inf"))
+        assert len(calls) == 2
+        one_at_a_time = search(0.0)
+        assert np.asarray(one_at_a_time.n_iterations).max() == 3 and len(calls) == 3
+        for got, expected in zip(jax.tree.leaves(one_at_a_time), jax.tree.leaves(unbounded)):
+            np.testing.assert_array_equal(got, expected)
+        interrupt_at = 2
+        with pytest.raises(KeyboardInterrupt):
+            search(0.0)
+        assert len(calls) == 2

@@ -1,5 +1,7 @@
-"""Progress bars: on by default outside CI, off under CI=true, refused unless a bool; the MGM sweep and the
-prototype cross-validation count their steps."""
+"""Progress bars: on by default outside CI, off under CI=true, refused unless a bool; the MGM search and sweep
+and the prototype cross-validation count their steps."""
+
+import re
 
 import numpy as np
 import pytest
@@ -46,7 +48,7 @@ def test_mgm_sweep_bar_counts_the_numbers_of_clusters_searched(monkeypatch):
         def set_postfix_str(self, text):
             self.labels.append(text)
 
-    def search_batch(keys, W, observed, features, active, *, priors, config):
+    def search_batch(keys, W, observed, features, active, *, priors, config, on_merges=None):
         return {"elbo": np.zeros(len(keys))}
 
     monkeypatch.setattr(mgm.mgm_vi, "search_batch", search_batch)
@@ -55,3 +57,15 @@ def test_mgm_sweep_bar_counts_the_numbers_of_clusters_searched(monkeypatch):
                           config=mgm.mgm_vi.SearchConfig(), bar=recorder)
     assert sorted(results) == [2, 3, 4] and results[4]["elbo"].shape == (2,)
     assert recorder.updates == [2, 1] and recorder.labels == ["2 clusters", "4 clusters"]
+
+
+def test_mgm_search_bar_counts_the_merge_iterations(capsys):
+    """The restarts' merge iterations run together (each call runs an iteration of every restart not yet
+    stopped), so the bar ends at the most iterations of a restart, out of at most ``max_iter``."""
+    faces = np.repeat(np.kron(np.eye(3), [[1, 0], [0, 1], [1, 1]]), 5, axis=0)  # 3 clusters of OR pairs
+    result = mgm.fit_mgm(faces, 3, restarts=2, progress_bar=True)
+    iterations = max(len(trace) for trace in result.elbo_traces) - 2
+    err = capsys.readouterr().err
+    assert iterations > 0 and re.search(rf"MGM search: .*\| {iterations}/40 \[[^\r]*\n$", err), err
+    mgm.fit_mgm(faces, 3, restarts=2, progress_bar=False)
+    assert "MGM search" not in capsys.readouterr().err
