@@ -84,7 +84,7 @@ KERNEL = TargetKernel(brl_mh.init, brl_mh.step, brl_mh.summaries, _record, brl_m
 
 
 ROW_BUCKETS_PER_DOUBLING, MIN_ROWS = 8, 512
-"""Rows of the truth tables that :meth:`BRLResult._capture_positions` sends to the compiled program are
+"""Rows of the truth tables that predictions send to their compiled programs (``_in_row_bucket``) are
 rounded up to m 2^e with ROW_BUCKETS_PER_DOUBLING <= m < 2 ROW_BUCKETS_PER_DOUBLING (``shapes.size_bucket``),
 and to at least MIN_ROWS, so that all small predictions share one program."""
 
@@ -318,13 +318,9 @@ class BRLResult(ExplainedResultMixin, convergence.TemperedResult):
     def _capture_positions(self, table, rules) -> np.ndarray:
         """For each row of the (n, ``|A|``) truth table ``table``, the position in ``rules`` of the rule that
         captures it (len(rules) for the default rule). The table goes to the compiled program widened to the
-        kernel's antecedent slots and to a size bucket of rows (never-true rows, dropped after), so that fits
-        and predictions of nearby sizes, such as the folds of a cross-validation, share the program."""
-        slots = self._slots(table)
-        n_rows = slots.shape[1]
-        slots = np.pad(slots, ((0, 0), (0, size_bucket(max(n_rows, MIN_ROWS), ROW_BUCKETS_PER_DOUBLING) - n_rows)))
-        position = np.asarray(_capture_index(slots, self._padded(rules), len(rules)))[:n_rows]
-        return np.minimum(position, len(rules))
+        kernel's antecedent slots and to a size bucket of rows (``_in_row_bucket``)."""
+        position = np.asarray(_capture_index(_in_row_bucket(self._slots(table)), self._padded(rules), len(rules)))
+        return np.minimum(position[: len(table)], len(rules))
 
     def rule_counts(self, rules) -> np.ndarray:
         """N_j: (len(rules) + 1, L) training labels captured by each rule of a list, default rule last."""
@@ -352,13 +348,20 @@ class BRLResult(ExplainedResultMixin, convergence.TemperedResult):
         if estimate == "point":
             rules = self.point_list()
             return self.rule_probabilities(rules)[self._capture_positions(table, rules)]
-        table = self._slots(table)
         rules, lengths, _, _ = self._draws()
         rows = _draw_rows(rules, lengths, self._alpha_draws().reshape(-1, len(self.classes)))
         unique, inverse = np.unique(rows, axis=0, return_inverse=True)
-        weights = np.bincount(inverse.ravel(), minlength=len(unique)) / lengths.size
-        train_table = self._slots(self.train_table)
-        return np.asarray(_posterior_average(train_table, self.train_labels, table, unique, weights, len(self.classes)))
+        padded = np.pad(unique, ((0, -len(unique) % LISTS_PER_CALL), (0, 0)), mode="edge")
+        weights = np.bincount(inverse.ravel(), minlength=len(padded)).astype(np.float32) / lengths.size  # 0: repeats
+        train_table = _in_row_bucket(self._slots(self.train_table))  # its padding rows labelled n_classes
+        train_labels = np.pad(self.train_labels, (0, train_table.shape[1] - len(self.train_labels)),
+                              constant_values=len(self.classes))
+        tables = jax.device_put((train_table, train_labels, _in_row_bucket(self._slots(table))))
+        total = sum(np.asarray(_posterior_average(*tables, *jax.device_put((padded[start : start + LISTS_PER_CALL],
+                                                                             weights[start : start + LISTS_PER_CALL])),
+                                                  len(self.classes)))
+                    for start in range(0, len(padded), LISTS_PER_CALL))  # fmt: skip
+        return total[: len(table)]
 
     def predict(self, X, *, estimate: str = "point") -> np.ndarray:
         return self.classes[np.argmax(self.predict_proba(X, estimate=estimate), axis=1)]
@@ -465,10 +468,14 @@ def _log_likelihood_at_each_alpha(rule_counts, default_counts, length, alphas):
 
 
 @functools.partial(jax.jit, static_argnums=5)
+@functools.partial(jax.jit, static_argnums=5)
 def _posterior_average(train_by_antecedent, train_labels, test_by_antecedent, unique, weights, n_classes: int):
-    """BRL-post: sum over distinct sampled (list, alpha) of weight * E[theta_j(x) | data] (the posterior mean
-    of the rule capturing x); ``unique`` rows: the rules, the length, then alpha's L float32 values as int32
-    bits (``_draw_rows``); the truth tables as their (slots, n) transposes (:meth:`BRLResult._slots`)."""
+    """BRL-post's terms of a batch of distinct sampled (list, alpha): the sum of weight * E[theta_j(x) | data]
+    (the posterior mean of the rule capturing x); ``unique`` rows: the rules, the length, then alpha's L
+    float32 values as int32 bits (``_draw_rows``); the truth tables as their (slots, n) transposes
+    (:meth:`BRLResult._slots`). :meth:`BRLResult.predict_proba` gives it batches of :data:`LISTS_PER_CALL`
+    rows (the last padded with weight 0) and rows of test points in size buckets, so that predictions share
+    one compiled program."""
     train_table, test_table = train_by_antecedent.T, test_by_antecedent.T
 
     def add(total, list_and_weight):
@@ -480,6 +487,14 @@ def _posterior_average(train_by_antecedent, train_labels, test_by_antecedent, un
 
     total = jnp.zeros((test_table.shape[0], n_classes))
     return jax.lax.scan(add, total, (unique, weights))[0]
+
+
+def _in_row_bucket(slots) -> np.ndarray:
+    """A (slots, n) truth table widened with never-true rows to a size bucket of n (at least
+    :data:`MIN_ROWS`), so that predictions of nearby sizes, such as the folds of a cross-validation, share the
+    compiled programs; their results for the added rows are dropped."""
+    n_rows = slots.shape[1]
+    return np.pad(slots, ((0, 0), (0, size_bucket(max(n_rows, MIN_ROWS), ROW_BUCKETS_PER_DOUBLING) - n_rows)))
 
 
 def _draw_rows(rules, lengths, alpha) -> np.ndarray:

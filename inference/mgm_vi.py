@@ -989,11 +989,11 @@ def search_batch(keys, W, observed, features, active, *, priors: Priors, config:
         done, iteration, first = jax.device_get((states.done, states.iteration, states.first))
         if (done | (iteration >= first + config.max_iter)).all():
             break
-        count = 1 if per_iteration is None else int(min(max(CALL_SECONDS / max(per_iteration, 1e-9), 1), config.max_iter))
+        count = 1 if per_iteration is None else int(min(max(CALL_SECONDS / per_iteration, 1), config.max_iter))
         started = time.perf_counter()
         states = _merge_batch(keys, states, int(iteration.max()) + count, values, hooks=hooks, config=config)
         ran = int(jax.device_get(states.iteration).max() - iteration.max())  # the restarts not stopped, in step
-        per_iteration = (time.perf_counter() - started) / ran
+        per_iteration = max(time.perf_counter() - started, 1e-9) / ran
         if on_merges is not None:
             on_merges(ran)
     final = jax.device_get(_moves_batch(keys, states, 1, values, hooks=hooks, config=config))

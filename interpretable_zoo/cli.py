@@ -330,6 +330,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError, MemoryError) as error:
         print(f"izoo: {one_line(error)}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # a fit with no draws to keep (an optimiser), or before its first chunk ended
+        print("izoo: interrupted", file=sys.stderr)
+        return 130  # as a shell reports a process ended by SIGINT
     return 0
 
 

@@ -292,7 +292,8 @@ def capture_counts(truth_table, y, n_classes: int, rules, length):
 
 
 def _counts_by_rule(rule, y, n_classes: int, max_length: int):
-    counts = jnp.zeros((max_length + 1, n_classes), jnp.int32).at[rule, jnp.asarray(y)].add(jnp.int32(1))
+    """Labels counted by the rule capturing them; a label of ``n_classes`` (a padding row) counts nowhere."""
+    counts = jnp.zeros((max_length + 1, n_classes), jnp.int32).at[rule, jnp.asarray(y)].add(jnp.int32(1), mode="drop")
     return counts[:max_length], counts[max_length]
 
 

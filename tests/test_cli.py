@@ -34,6 +34,21 @@ def test_fit_of_an_unavailable_model_is_a_clear_message_not_a_traceback(unavaila
     assert "not available yet" in capsys.readouterr().err
 
 
+def test_ctrl_c_in_a_fit_that_keeps_nothing_ends_izoo_with_one_line(monkeypatch, tmp_path, capsys):
+    """An optimiser's fit (MGM, prototype selection) has no draws to keep: Ctrl-C ends `izoo fit` with one
+    line and status 130, as a shell reports SIGINT, instead of a traceback, and writes nothing."""
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli.MODELS["mgm"].module, "cli_fit", interrupted)
+    data = tmp_path / "x.csv"
+    data.write_text("a,b\n0,1\n1,0\n")
+    out = tmp_path / "fit.pkl"
+    status = cli.main(["fit", "mgm", "--data", str(data), "--n-clusters", "2", "--out", str(out)])
+    assert (status, capsys.readouterr().err) == (130, "izoo: interrupted\n") and not out.exists()
+
+
 def test_demo_names_the_models_that_are_not_there_yet(unavailable_model, capsys):
     assert cli.main(["demo", unavailable_model]) == 0
     assert "Not available yet: bcm" in capsys.readouterr().out

@@ -109,12 +109,14 @@ def _cross_validation_estimators():
     return {
         "brl": (BayesianRuleListClassifier(num_samples=50, num_warmup=10, num_chains=2, n_temperatures=1,
                                            progress_bar=False), binary, labels),
+        "brl-post": (BayesianRuleListClassifier(num_samples=50, num_warmup=10, num_chains=2, n_temperatures=1,
+                                                estimate="post", progress_bar=False), binary, labels),
         "mgm": (MGMClusterer(n_clusters=3, restarts=2), binary, labels),
         "prototypes": (PrototypeClassifier(cv=3), rng.normal(size=(103, 4)), rng.integers(0, 3, 103)),
     }
 
 
-@pytest.mark.parametrize("name", ["brl", "mgm", "prototypes"])
+@pytest.mark.parametrize("name", ["brl", "brl-post", "mgm", "prototypes"])
 def test_cross_validation_folds_after_the_first_compile_nothing(name):
     """5 folds of 103 rows train on 82 or 83 and predict 20 or 21: the fit and prediction programs pad
     both to shared size buckets. The control: predicting 10 times as many rows needs another program."""
