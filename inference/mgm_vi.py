@@ -949,8 +949,8 @@ RUN_COPIES = 3
 
 
 def search_bytes(n_obs: int, n_dims: int, n_clusters: int, config: SearchConfig) -> int:
-    """Estimated bytes of one run of :func:`search` on padded (N, D) data with K cluster slots, from its
-    float32 arrays: the extraction's (N, G = D) group summaries and nu (N, K) with the groups' (G, K)
+    """Estimated bytes of one restart of the search (:func:`search_batch`) on padded (N, D) data with K
+    cluster slots, from its float32 arrays: the extraction's (N, G = D) group summaries and nu (N, K) with the groups' (G, K)
     parameters, and the ELBO trace of ``max_iter`` + 2 entries, :data:`RUN_COPIES` times; an iteration's
     ``n_proposals`` merges, each with its group's (K,) parameters; and the (``n_candidates``, N) merged
     features that rank candidate pairs."""
@@ -961,8 +961,9 @@ def search_bytes(n_obs: int, n_dims: int, n_clusters: int, config: SearchConfig)
 
 
 CALL_SECONDS = 2.0
-"""The longest a compiled call of merge iterations should run at the measured pace: a KeyboardInterrupt
-waits for the call in flight, so this bounds how long Ctrl-C takes (a call is at least one iteration)."""
+"""Seconds that a compiled call of merge iterations should last at most, at the measured pace. A
+KeyboardInterrupt waits for the call in flight, so this bounds how long Ctrl-C takes (a call runs at least
+one iteration)."""
 
 
 def search_batch(keys, W, observed, features, active, *, priors: Priors, config: SearchConfig,
