@@ -883,9 +883,10 @@ class SearchState(NamedTuple):
     kmeans_onehot: jax.Array
 
 
-def merging_finished(state: SearchState, config: SearchConfig):
-    """Whether a run's merge iterations are over: the stopping rule, or ``config.max_iter`` of them."""
-    return state.done | (state.iteration >= state.first + config.max_iter)
+def merging_finished(done, iteration, first, max_iter: int):
+    """Whether a run's merge iterations are over: the stopping rule (``done``), or ``max_iter`` of them since
+    trace index ``first`` (traced or NumPy values of a :class:`SearchState`)."""
+    return done | (iteration >= first + max_iter)
 
 
 def begin(key, W, observed, features, active, *, priors: Priors, config: SearchConfig) -> SearchState:
@@ -925,7 +926,7 @@ def merge_iterations(key, state: SearchState, stop, priors, config: SearchConfig
     ``config.max_iter`` of them, the stopping rule, or trace index ``stop`` (so that a call is bounded)."""
 
     def cond(state):
-        return ~merging_finished(state, config) & (state.iteration < stop)
+        return ~merging_finished(state.done, state.iteration, state.first, config.max_iter) & (state.iteration < stop)
 
     def body(state):
         ext, params, value, first_gain, trace, iteration, first, _, kmeans_onehot = state
@@ -950,10 +951,10 @@ RUN_COPIES = 3
 
 def search_bytes(n_obs: int, n_dims: int, n_clusters: int, config: SearchConfig) -> int:
     """Estimated bytes of one restart of the search (:func:`search_batch`) on padded (N, D) data with K
-    cluster slots, from its float32 arrays: the extraction's (N, G = D) group summaries and nu (N, K) with the groups' (G, K)
-    parameters, and the ELBO trace of ``max_iter`` + 2 entries, :data:`RUN_COPIES` times; an iteration's
-    ``n_proposals`` merges, each with its group's (K,) parameters; and the (``n_candidates``, N) merged
-    features that rank candidate pairs."""
+    cluster slots, from its float32 arrays: the extraction's (N, G = D) group summaries and nu (N, K) with
+    the groups' (G, K) parameters, and the ELBO trace of ``max_iter`` + 2 entries, :data:`RUN_COPIES`
+    times; an iteration's ``n_proposals`` merges, each with its group's (K,) parameters; and the
+    (``n_candidates``, N) merged features that rank candidate pairs."""
     state = 2 * n_obs * n_dims + 2 * n_obs * n_clusters + 4 * n_dims * n_clusters + config.max_iter + 2
     proposals = config.n_proposals * (8 + 4 * n_clusters)
     candidates = 2 * config.n_candidates * n_obs
@@ -988,7 +989,7 @@ def search_batch(keys, W, observed, features, active, *, priors: Priors, config:
     per_iteration = None
     while True:
         done, iteration, first = jax.device_get((states.done, states.iteration, states.first))
-        if (done | (iteration >= first + config.max_iter)).all():
+        if merging_finished(done, iteration, first, config.max_iter).all():
             break
         count = 1 if per_iteration is None else int(min(max(CALL_SECONDS / per_iteration, 1), config.max_iter))
         started = time.perf_counter()

@@ -117,13 +117,40 @@ def test_compiled_programs_are_cached_and_a_warm_run_compiles_nothing(tmp_path):
     env = clean_env(tmp_path, **{compilation_cache.ENV_VAR: str(folder)})
     cold = json.loads(run_python(COMPILE_AND_COUNT, env).stdout)
     written = files_under(folder)
+    entries = {name for name in written if name.endswith("-cache")}
     assert cold["cache_dir"] == str(folder)
-    assert cold["backend_compile"] > 0 and cold["cache_writes"] > 0 and len(written) == cold["cache_writes"]
+    assert cold["backend_compile"] > 0 and cold["cache_writes"] > 0 and len(entries) == cold["cache_writes"]
     warm = json.loads(run_python(COMPILE_AND_COUNT, env).stdout)
     assert warm["backend_compile"] == cold["backend_compile"]
     assert warm["cache_hits"] == warm["backend_compile"] and warm["cache_writes"] == 0  # nothing compiled anew
     assert files_under(folder) == written
     assert files_under(tmp_path / "user-cache") == set()
+
+
+def test_a_cache_entry_appears_whole_or_not_at_all(tmp_path, monkeypatch):
+    """Processes sharing the cache folder read entries while others write them: an entry is written to a
+    temporary file that is renamed into place, so that it is never seen half-written (JAX's own writer,
+    the control, writes the entry's file in place)."""
+    from jax._src import lru_cache
+
+    compilation_cache.configure()
+    renames, rename = [], os.replace
+
+    def watched(source, target):
+        renames.append((Path(target).exists(), Path(source).read_bytes()))
+        rename(source, target)
+
+    monkeypatch.setattr(os, "replace", watched)
+    value = bytes(range(256)) * 64
+    cache = lru_cache.LRUCache(str(tmp_path / "ours"), max_size=-1)
+    cache.put("entry", value)
+    cache.put("entry", b"another value")  # an entry, once there, stays
+    assert renames == [(False, value)] and cache.get("entry") == value
+    assert files_under(tmp_path / "ours") == {"entry-cache"}
+    renames.clear()
+    monkeypatch.setattr(lru_cache.LRUCache, "put", lru_cache.LRUCache.put.__wrapped__)
+    lru_cache.LRUCache(str(tmp_path / "jax"), max_size=-1).put("entry", value)
+    assert renames == [] and files_under(tmp_path / "jax") == {"entry-cache"}
 
 
 def test_cache_turned_off_writes_nothing(tmp_path):
