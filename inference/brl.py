@@ -351,7 +351,7 @@ class BRLResult(ExplainedResultMixin, convergence.TemperedResult):
         rules, lengths, _, _ = self._draws()
         rows = _draw_rows(rules, lengths, self._alpha_draws().reshape(-1, len(self.classes)))
         unique, inverse = np.unique(rows, axis=0, return_inverse=True)
-        padded = np.pad(unique, ((0, -len(unique) % LISTS_PER_CALL), (0, 0)), mode="edge")
+        padded = _in_whole_batches(unique)
         weights = np.bincount(inverse.ravel(), minlength=len(padded)).astype(np.float32) / lengths.size  # 0: repeats
         train_table = _in_row_bucket(self._slots(self.train_table))  # its padding rows labelled n_classes
         train_labels = np.pad(self.train_labels, (0, train_table.shape[1] - len(self.train_labels)),
@@ -467,7 +467,6 @@ def _log_likelihood_at_each_alpha(rule_counts, default_counts, length, alphas):
     return jax.vmap(lambda alpha: brl.log_marginal_likelihood(rule_counts, default_counts, length, alpha))(alphas)
 
 
-@functools.partial(jax.jit, static_argnums=5)
 @functools.partial(jax.jit, static_argnums=5)
 def _posterior_average(train_by_antecedent, train_labels, test_by_antecedent, unique, weights, n_classes: int):
     """BRL-post's terms of a batch of distinct sampled (list, alpha): the sum of weight * E[theta_j(x) | data]
@@ -712,10 +711,16 @@ def _pointwise_log_likelihood(by_antecedent, labels, alpha, rules, lengths) -> n
     return per_list[inverse.ravel()].reshape(*lengths.shape, -1)
 
 
+def _in_whole_batches(rows) -> np.ndarray:
+    """``rows`` (one per list) with repeats of the last appended up to a multiple of :data:`LISTS_PER_CALL`,
+    so that every batch sent to a compiled per-list program has the same shape."""
+    return np.pad(rows, ((0, -len(rows) % LISTS_PER_CALL), (0, 0)), mode="edge")
+
+
 def _in_list_batches(compiled, rows) -> np.ndarray:
-    """``compiled(batch)`` over the ``rows`` (one per list) in batches of :data:`LISTS_PER_CALL`, the last
-    padded with repeats so that every call shares one compiled program; one result per row."""
-    padded = np.pad(rows, ((0, -len(rows) % LISTS_PER_CALL), (0, 0)), mode="edge")
+    """``compiled(batch)`` over the ``rows`` (one per list) in batches of :data:`LISTS_PER_CALL`
+    (``_in_whole_batches``); one result per row."""
+    padded = _in_whole_batches(rows)
     return np.concatenate([np.asarray(compiled(jax.device_put(padded[start : start + LISTS_PER_CALL])))
                            for start in range(0, len(padded), LISTS_PER_CALL)])[: len(rows)]  # fmt: skip
 

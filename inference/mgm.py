@@ -380,9 +380,8 @@ def _search(array, cluster_numbers, width, per_batch, *, restarts, seed, priors,
         padded = chunk + chunk[-1:] * (per_batch - len(chunk))
         keys = jnp.concatenate([_restart_keys(seed, k, restarts) for k in padded])
         active = np.repeat(np.arange(width)[None, :] < np.array(padded)[:, None], restarts, axis=0)
-        # on the host at once: slicing device arrays would compile one small program per operation
-        batch = jax.device_get(mgm_vi.search_batch(keys, W, observed, features, jnp.asarray(active), priors=priors,
-                                                       config=config, on_merges=on_merges))
+        batch = mgm_vi.search_batch(keys, W, observed, features, jnp.asarray(active), priors=priors, config=config,
+                                    on_merges=on_merges)  # fmt: skip
         for c, k in enumerate(chunk):
             rows = slice(c * restarts, (c + 1) * restarts)
             results[k] = jax.tree.map(lambda leaf, rows=rows: leaf[rows], batch)

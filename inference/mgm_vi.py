@@ -998,6 +998,7 @@ def search_batch(keys, W, observed, features, active, *, priors: Priors, config:
         per_iteration = max(time.perf_counter() - started, 1e-9) / ran
         if on_merges is not None:
             on_merges(ran)
+    # on the host at once: slicing device arrays would compile one small program per operation
     final = jax.device_get(_moves_batch(keys, states, 1, values, hooks=hooks, config=config))
     return SearchResult(final.ext, final.params, final.value, final.trace, final.iteration - 2)
 
