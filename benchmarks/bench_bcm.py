@@ -223,7 +223,7 @@ def usps_digits() -> list[Comparison]:
         lda_svm = svm.fit(lda_train, usps.y).score(lda_test, held_out.y)
         curve = ", ".join(f"{it}: {best[it - 1]:.2f}" for it in (1, 10, 100, DIGIT_SWEEPS))
         # the start puts digit s in cluster s: how many clusters begin with a prototype of their digit
-        first_prototypes = result.idata.posterior["prototype"].values[:, 0]
+        first_prototypes = result.idata.posterior_sites["prototype"].values[:, 0]
         right_digit = (usps.y[first_prototypes] == np.arange(N_CLUSTERS)).sum(-1)
         rows.append(
             Comparison(

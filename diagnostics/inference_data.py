@@ -1,10 +1,12 @@
 """ArviZ glue: NumPyro MCMC runs to InferenceData, summaries and trace plots of the label-free quantities.
 ArviZ is imported when first needed (it brings matplotlib), not with this module.
 
-Discrete latent structures (cluster labels, rule lists, prototype indices) suffer label switching, so
-their raw draws have no meaningful R-hat. Each model therefore records a few scalar, label-free
-summaries (log joint, sorted cluster sizes, list length, ...) in the posterior group and names them in
-the attribute ``summary_var_names``; :func:`summary` and ``diagnostics.plots.plot_trace`` default to those.
+Discrete latent structures (cluster labels, rule lists, prototype indices) suffer label switching, or
+are categories whose mean means nothing, so their raw draws have no meaningful R-hat. The MCMC fits
+therefore keep them in their own group, :data:`SITES_GROUP`, and the posterior group holds the scalar,
+label-free summaries (log joint, sorted cluster sizes, list length, ...) and any sampled hyperparameter:
+``az.summary(idata)`` and ``az.plot_trace(idata)`` show just those. The attribute ``summary_var_names``
+names them in the order :func:`summary` and ``diagnostics.plots.plot_trace`` list them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,11 @@ if TYPE_CHECKING:
     import arviz as az
 
 SUMMARY_ATTR = "summary_var_names"
+
+SITES_GROUP = "posterior_sites"
+"""The InferenceData group of a fit's discrete sites, draw by draw (BCM's ``omega``, ``prototype`` and ``z``,
+BRL's ``rules``), on the posterior's chain and draw coordinates; ``az.summary(idata, group=SITES_GROUP)``
+summarises them where that means something (BRL's ``rule_in_list``)."""
 
 LOG_LIKELIHOOD_MAX_BYTES = 2**30
 """Largest pointwise log-likelihood group a fit stores (chains x draws x observations float32 values);
@@ -90,6 +97,7 @@ def tempered_inference_data(
     run,
     posterior: Mapping[str, np.ndarray],
     *,
+    sites: Mapping[str, np.ndarray] | None = None,
     summary_var_names: Sequence[str],
     coords: Mapping[str, Sequence] | None = None,
     dims: Mapping[str, Sequence[str]] | None = None,
@@ -97,7 +105,8 @@ def tempered_inference_data(
     observed_data: Mapping[str, tuple[np.ndarray, Sequence[str]]] | None = None,
 ) -> az.InferenceData:
     """``arviz.InferenceData`` of a tempered run (``inference.convergence.TemperedRun``): the given
-    ``posterior`` variables (chain, draw, ...) of the posterior rung; ``sample_stats`` with ``lp`` (the
+    ``posterior`` variables (chain, draw, ...) of the posterior rung; the model's discrete ``sites`` (chain,
+    draw, ...) in the group :data:`SITES_GROUP`; ``sample_stats`` with ``lp`` (the
     log joint) and ``swap_accept`` (mean acceptance of the swaps attempted at each kept scan); the
     ``log_likelihood`` group (name -> (chain, draw, observation) pointwise values, for ``az.loo`` and
     ``az.compare``) when given; the ``observed_data`` group (name -> (values, dims), on ``coords``) when
@@ -116,9 +125,15 @@ def tempered_inference_data(
         coords=coords,
         dims=dims,
     )
-    if observed_data:
-        import xarray as xr
+    import xarray as xr
 
+    if sites:
+        used = {dim for name in sites for dim in (dims or {}).get(name, ())}
+        idata.add_groups({SITES_GROUP: xr.Dataset(
+            {name: (["chain", "draw", *(dims or {}).get(name, [])], np.asarray(values)) for name, values in sites.items()},
+            coords={"chain": idata.posterior.chain, "draw": idata.posterior.draw,
+                    **{dim: values for dim, values in (coords or {}).items() if dim in used}})})
+    if observed_data:
         variables = {name: (list(names), np.asarray(values)) for name, (values, names) in observed_data.items()}
         used = {dim for names, _ in variables.values() for dim in names}
         idata.add_groups({"observed_data": xr.Dataset(
@@ -141,6 +156,14 @@ def tempered_inference_data(
         }
     )
     return idata
+
+
+def posterior_values(idata: az.InferenceData, name: str) -> np.ndarray:
+    """The draws (chain, draw, ...) of the variable ``name``, from the posterior group or the sites group."""
+    for group in ("posterior", SITES_GROUP):
+        if group in idata.groups() and name in idata[group]:
+            return np.asarray(idata[group][name].values)
+    raise KeyError(f"{name!r} is in neither the posterior nor the {SITES_GROUP} group")
 
 
 def add_posterior_variables(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from interpretable_zoo.diagnostics.inference_data import _as_inference_data
+from interpretable_zoo.diagnostics.inference_data import _as_inference_data, posterior_values
 
 STATE_ATTR = "discrete_state_var_names"
 """``posterior.attrs`` key: the posterior variables that together are the sampled state, declared by fits whose
@@ -87,7 +87,7 @@ def discrete_loo(result_or_idata, *, method: str = "frequency", var_name: str | 
     n_chains, n_draws = pointwise.sizes["chain"], pointwise.sizes["draw"]
     n_samples = n_chains * n_draws
     terms = np.asarray(pointwise.values, np.float64).reshape(n_samples, -1)  # (draws, observations), chain-major
-    state = np.concatenate([np.asarray(posterior[name].values).reshape(n_samples, -1).astype(np.float64)
+    state = np.concatenate([posterior_values(idata, name).reshape(n_samples, -1).astype(np.float64)
                             for name in np.atleast_1d(state_names)], axis=1)  # fmt: skip
     _, first, counts = np.unique(state, axis=0, return_index=True, return_counts=True)
     missing_mass = float(np.sum(counts == 1) / n_samples)  # the draws of states drawn once

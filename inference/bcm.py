@@ -128,9 +128,11 @@ def corrupt_half_labels(labels, n_clusters: int, seed: int = 0) -> np.ndarray:
 
 
 class BCMResult(ExplainedResultMixin, convergence.TemperedResult):
-    """A fitted BCM: ``idata`` (posterior ``omega`` (chain, draw, S, P), ``prototype`` (chain, draw, S),
-    ``z`` (chain, draw, N, P) with ``store_z=True``, and the label-free summaries; ``sample_stats`` with
-    the swap acceptance; ``observed_data`` ``x``, the category codes; the tempering facts in
+    """A fitted BCM: ``idata`` (``posterior``: the label-free summaries ``log_joint``, ``sorted_cluster_size``
+    and ``n_subspace_features``, and any sampled hyperparameter, so that ``az.summary(idata)`` means
+    something; ``posterior_sites``: ``omega`` (chain, draw, S, P), ``prototype`` (chain, draw, S) and, with
+    ``store_z=True``, ``z`` (chain, draw, N, P), whose cluster labels switch; ``sample_stats`` with the
+    swap acceptance; ``log_likelihood``; ``observed_data`` ``x``, the category codes; the tempering facts in
     ``idata.posterior.attrs``), ``explain()``, ``transform()``,
     ``unsupervised_accuracy(y)``, ``converged``, ``diagnostics``, ``log_evidence`` and :meth:`~interpretable_zoo.inference.convergence.TemperedResult.extend`.
     ``idata`` is built on first use (the other methods read the run's draws)."""
@@ -358,19 +360,17 @@ def _inference_data(run, data: CategoricalData, summary_var_names) -> az.Inferen
     records, summaries = run.records, run.summaries
     n_clusters = records["prototype"].shape[-1]
     posterior = {
-        "omega": records["omega"],
-        "prototype": records["prototype"],
         "log_joint": summaries["log_joint"],
         "sorted_cluster_size": np.stack([summaries[f"cluster_size_{s}"] for s in range(n_clusters)], axis=-1),
         "n_subspace_features": summaries["n_subspace_features"],
     }
-    if "z" in records:
-        posterior["z"] = records["z"]
     posterior.update({name: summaries[name] for name in summary_var_names if name not in posterior})  # hyperparameters
+    sites = {name: records[name] for name in ("omega", "prototype", "z") if name in records}
     pointwise = {"x": records["log_likelihood"]} if log_likelihood_fits(*records["log_likelihood"].shape, "BCM") else None
     return tempered_inference_data(
         run,
         posterior,
+        sites=sites,
         summary_var_names=summary_var_names,
         coords={"feature": list(data.feature_names), "observation": list(data.sample_names)},
         dims={"omega": ["cluster", "feature"], "prototype": ["cluster"], "z": ["observation", "feature"],
@@ -460,8 +460,11 @@ def fit_bcm(
         BCM: 3 clusters, each a prototype and its subspace (highest-log-joint draw)
         >>> sorted(result.explain_frame()["subspace"])  # per cluster: its prototype's values on its subspace
         ['x0=0, x1=0, x2=0, x3=0', 'x0=1, x1=1, x2=1, x3=1', 'x0=2, x1=2, x2=0, x3=1']
-        >>> result.idata.posterior["omega"].shape  # (chain, draw, cluster, feature)
+        >>> result.idata.posterior_sites["omega"].shape  # (chain, draw, cluster, feature)
         (2, 50, 3, 4)
+        >>> import arviz as az
+        >>> list(az.summary(result.idata).index)  # the label-free summaries
+        ['log_joint', 'sorted_cluster_size[0]', 'sorted_cluster_size[1]', 'sorted_cluster_size[2]', 'n_subspace_features']
         >>> result.converged  # far too few draws; leave num_samples=None to run until converged
         False
     """

@@ -16,7 +16,7 @@ from scipy import optimize, stats
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, tempered_inference_data
+from interpretable_zoo.diagnostics.inference_data import SITES_GROUP, log_likelihood_fits, tempered_inference_data
 from interpretable_zoo.diagnostics import loo
 from interpretable_zoo.inference import brl_mh, convergence, hyperpriors, memory, target_check, tempering
 from interpretable_zoo.inference.checkpoint import as_checkpoint
@@ -120,8 +120,12 @@ def _check_antecedents(antecedents, n_items: int) -> tuple[tuple[int, ...], ...]
 
 @dataclass(repr=False)
 class BRLResult(ExplainedResultMixin, convergence.TemperedResult):
-    """A BRL posterior: ``idata`` (posterior ``rules`` (chain, draw, position) padded with -1, ``length``,
-    ``mean_cardinality``, ``log_posterior``; ``sample_stats`` ``lp`` and ``swap_accept``; the pointwise
+    """A BRL posterior: ``idata`` (``posterior``: the label-free ``length``, ``mean_cardinality`` and
+    ``log_posterior``, and any sampled hyperparameter, so that ``az.summary(idata)`` means something;
+    ``posterior_sites``: ``rules`` (chain, draw, position), antecedent indices padded with -1 (their text in
+    ``attrs["antecedent_names"]``), and ``rule_in_list`` (chain, draw, antecedent), 1 where the list holds
+    the antecedent, for every antecedent in at least ``RULE_IN_LIST_SHARE`` of the draws, named by its
+    text; ``sample_stats`` ``lp`` and ``swap_accept``; the pointwise
     ``log_likelihood``; ``observed_data`` ``y``, the training labels as codes into ``attrs["classes"]``; the
     tempering facts in ``idata.posterior.attrs``), the antecedents the rules index,
     and predictions. ``idata`` is built on first use (predictions and explanations read the run's draws).
@@ -188,22 +192,26 @@ class BRLResult(ExplainedResultMixin, convergence.TemperedResult):
         if log_likelihood_fits(*lengths.shape, len(self.train_labels), "BRL"):
             pointwise = {"y": _pointwise_log_likelihood(self._slots(self.train_table), self.train_labels,
                                                         self._alpha_draws(), rules, lengths)}  # fmt: skip
+        shown, in_list = _rule_inclusion(rules)
+        coords = {"antecedent": [self.antecedent_names[i] for i in shown]}
+        if self.sample_names is not None:
+            coords["observation"] = list(self.sample_names)
         idata = tempered_inference_data(
             self.run,
             {
-                "rules": rules,
                 "length": lengths,
                 "mean_cardinality": self.run.summaries["mean_cardinality"],
                 "log_posterior": self.run.summaries["log_joint"],
                 **{name: self.run.summaries[name] for name in sampled_hyperparameters},
             },
+            sites={"rules": rules, "rule_in_list": in_list},
             summary_var_names=self._summary_var_names(),
-            coords=None if self.sample_names is None else {"observation": list(self.sample_names)},
-            dims={"rules": ["position"]},
+            coords=coords,
+            dims={"rules": ["position"], "rule_in_list": ["antecedent"]},
             log_likelihood=pointwise,
             observed_data={"y": (self.train_labels, ["observation"])},
         )
-        idata.posterior.attrs["antecedent_names"] = list(self.antecedent_names)  # what the indices in rules mean
+        idata[SITES_GROUP].attrs["antecedent_names"] = list(self.antecedent_names)  # what the indices in rules mean
         if not sampled_hyperparameters:  # a discrete posterior: diagnostics.discrete_loo applies
             idata.posterior.attrs.update({loo.STATE_ATTR: ["rules", "length"], loo.LOG_JOINT_ATTR: "log_posterior"})
         idata.observed_data.attrs["classes"] = [str(label) for label in self.classes]  # what the codes in y mean
@@ -692,6 +700,26 @@ def _is_item_table(X) -> bool:
         return np.asarray(X).dtype.kind in "OUS"
     except ValueError:  # ragged: check_binary_matrix names the problem
         return False
+
+
+RULE_IN_LIST_SHARE = 0.01
+"""``idata``'s ``rule_in_list`` covers the antecedents in at least this share of the draws: the others have an
+inclusion probability near 0 and an R-hat that says little, and all of them would take chains x draws bytes
+each."""
+
+
+def _rule_inclusion(rules) -> tuple[np.ndarray, np.ndarray]:
+    """The antecedents in at least ``RULE_IN_LIST_SHARE`` of the draws of ``rules`` (chain, draw, position),
+    by how often they are drawn, and (chain, draw, antecedent) int8: 1 where the draw's list holds one."""
+    flat = rules.reshape(-1, rules.shape[-1])
+    counts = np.bincount(flat[flat >= 0], minlength=1)
+    shown = np.flatnonzero(counts >= RULE_IN_LIST_SHARE * len(flat))
+    shown = shown[np.argsort(-counts[shown], kind="stable")]
+    column = np.full(len(counts) + 1, len(shown))  # -1 (padding) and unshown antecedents go to a dropped column
+    column[shown] = np.arange(len(shown))
+    in_list = np.zeros((len(flat), len(shown) + 1), np.int8)
+    in_list[np.arange(len(flat))[:, None], column[flat]] = 1
+    return shown, in_list[:, :-1].reshape(*rules.shape[:2], len(shown))
 
 
 def _pointwise_log_likelihood(by_antecedent, labels, alpha, rules, lengths) -> np.ndarray:

@@ -4,6 +4,7 @@ wrapper, bad input, and the paper's smiley-face and recipe examples."""
 import pickle
 
 import jax
+import arviz as az
 import numpy as np
 import pandas as pd
 import pytest
@@ -38,18 +39,19 @@ def small_fit():
 
 
 def test_trace_holds_the_sites_and_label_free_summaries(small_fit):
-    posterior = small_fit.idata.posterior
-    assert posterior["omega"].shape == (2, 30, 3, 5)
-    assert posterior["prototype"].shape == (2, 30, 3)
-    assert posterior["z"].shape == (2, 30, 12, 5)
+    posterior, sites = small_fit.idata.posterior, small_fit.idata.posterior_sites
+    assert sites["omega"].shape == (2, 30, 3, 5)
+    assert sites["prototype"].shape == (2, 30, 3)
+    assert sites["z"].shape == (2, 30, 12, 5)
     assert posterior["sorted_cluster_size"].shape == (2, 30, 3)
     sizes = posterior["sorted_cluster_size"].values
     assert np.all(np.diff(sizes, axis=-1) <= 0) and np.all(sizes.sum(-1) == 12 * 5)
-    np.testing.assert_array_equal(posterior["n_subspace_features"].values, posterior["omega"].values.sum((-2, -1)))
+    np.testing.assert_array_equal(posterior["n_subspace_features"].values, sites["omega"].values.sum((-2, -1)))
+    np.testing.assert_array_equal(sites["draw"].values, posterior["draw"].values)
     observed = small_fit.idata.observed_data["x"]
     assert observed.dims == ("observation", "feature")
     np.testing.assert_array_equal(observed.values, X_SMALL)
-    assert list(observed["feature"].values) == list(posterior["feature"].values)
+    assert list(observed["feature"].values) == list(sites["feature"].values)
     labels = np.arange(12) % 3
     by_observation, by_token = (small_fit.unsupervised_accuracy(labels, per=per) for per in ("observation", "token"))
     assert by_observation.shape == by_token.shape == (2, 30)
@@ -59,17 +61,20 @@ def test_trace_holds_the_sites_and_label_free_summaries(small_fit):
     table = summary(small_fit)
     assert {"log_joint", "n_subspace_features", "sorted_cluster_size"} == {name.split("[")[0] for name in table.index}
     assert np.all(np.isfinite(table["r_hat"]))
+    assert list(az.summary(small_fit.idata).index) == list(table.index)  # ArviZ's default is the label-free rows
 
 
 def test_same_seed_same_chains_other_seed_other_chains(small_fit):
     again = fit_bcm(X_SMALL, 3, seed=5, **QUICK)
-    assert "z" not in again.idata.posterior
-    for name in ("omega", "prototype", "log_joint"):
-        np.testing.assert_array_equal(again.idata.posterior[name], small_fit.idata.posterior[name])
+    assert "z" not in again.idata.posterior_sites
+    for name in ("omega", "prototype"):
+        np.testing.assert_array_equal(again.idata.posterior_sites[name], small_fit.idata.posterior_sites[name])
+    np.testing.assert_array_equal(again.idata.posterior["log_joint"], small_fit.idata.posterior["log_joint"])
     # the `izoo fit bcm` path, with another seed
-    other = cli_fit(X_SMALL, None, seed=6, n_clusters=3, **QUICK).idata.posterior
-    assert other["omega"].shape == small_fit.idata.posterior["omega"].shape and "log_joint" in other
-    assert not np.array_equal(other["omega"], small_fit.idata.posterior["omega"])
+    other = cli_fit(X_SMALL, None, seed=6, n_clusters=3, **QUICK).idata
+    assert other.posterior_sites["omega"].shape == small_fit.idata.posterior_sites["omega"].shape
+    assert "log_joint" in other.posterior
+    assert not np.array_equal(other.posterior_sites["omega"], small_fit.idata.posterior_sites["omega"])
 
 
 def test_explain_frame_text_and_dict_agree(small_fit):
@@ -204,16 +209,16 @@ def test_fit_stopped_and_resumed_from_its_checkpoint_has_the_draws_of_one_run(sm
     monkeypatch.undo()
     resumed = fit_bcm(X_SMALL, 3, seed=5, store_z=True, checkpoint=checkpoint, **QUICK)
     for name in ("omega", "prototype", "z"):
-        np.testing.assert_array_equal(resumed.idata.posterior[name], small_fit.idata.posterior[name])
+        np.testing.assert_array_equal(resumed.idata.posterior_sites[name], small_fit.idata.posterior_sites[name])
     assert not (tmp_path / "bcm.ckpt").exists()
 
 
 def test_feature_names_name_the_explanations_and_the_trace_without_changing_the_draws(small_fit):
     names = ["colour", "size", "shape", "weight", "texture"]
     named = fit_bcm(X_SMALL, 3, seed=5, store_z=True, feature_names=names, **QUICK)
-    assert list(named.idata.posterior["feature"].values) == names
-    assert list(small_fit.idata.posterior["feature"].values) == [f"x{j}" for j in range(5)]
-    np.testing.assert_array_equal(named.idata.posterior["omega"], small_fit.idata.posterior["omega"])
+    assert list(named.idata.posterior_sites["feature"].values) == names
+    assert list(small_fit.idata.posterior_sites["feature"].values) == [f"x{j}" for j in range(5)]
+    np.testing.assert_array_equal(named.idata.posterior_sites["omega"], small_fit.idata.posterior_sites["omega"])
     subspaces = named.explain_frame()["subspace_features"]
     assert any(len(features) for features in subspaces)
     assert all(set(features) <= set(names) for features in subspaces)
@@ -223,7 +228,7 @@ def test_ordinal_codes_held_as_floats_in_a_dataframe_are_categories(small_fit):
     """KBinsDiscretizer(encode="ordinal") writes bins as 0.0, 1.0, ...: the same categories as the integer codes."""
     frame = pd.DataFrame(X_SMALL.astype(float), columns=[f"x{j}" for j in range(5)])
     as_floats = fit_bcm(frame, 3, seed=5, store_z=True, **QUICK)
-    np.testing.assert_array_equal(as_floats.idata.posterior["omega"], small_fit.idata.posterior["omega"])
+    np.testing.assert_array_equal(as_floats.idata.posterior_sites["omega"], small_fit.idata.posterior_sites["omega"])
     with pytest.raises(ValueError, match=r"column 'x0' holds numbers"):
         fit_bcm(frame.assign(x0=frame["x0"] + 0.5), 3, seed=5, **QUICK)
 
@@ -390,7 +395,7 @@ def test_each_chain_can_start_from_its_own_labels():
     np.testing.assert_array_equal(states.z, np.broadcast_to(starts[:, :, None], (2, 12, 5)))
     np.testing.assert_array_equal(np.asarray(states.row_counts).argmax(-1), starts)
     result = fit_bcm(X_SMALL, 3, seed=0, init=starts, num_warmup=0, num_samples=4, num_chains=2, n_temperatures=2)
-    assert result.idata.posterior["omega"].shape == (2, 4, 3, 5)
+    assert result.idata.posterior_sites["omega"].shape == (2, 4, 3, 5)
 
 
 def test_scalar_n_values_means_every_feature():

@@ -4,6 +4,7 @@ import itertools
 import json
 import pickle
 
+import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -156,17 +157,27 @@ def planted():
 @pytest.mark.filterwarnings("ignore:max_length")
 def test_result_trace_layout_and_reproducibility(planted):
     data, result = planted
-    posterior = result.idata.posterior
-    assert posterior["rules"].shape == (2, 600, 5)
-    rules, lengths = posterior["rules"].values, posterior["length"].values
+    posterior, sites = result.idata.posterior, result.idata.posterior_sites
+    assert sites["rules"].shape == (2, 600, 5)
+    rules, lengths = sites["rules"].values, posterior["length"].values
     assert ((rules >= 0) == (np.arange(5) < lengths[..., None])).all()
-    assert {"length", "mean_cardinality", "log_posterior"} <= set(posterior)
-    assert posterior.attrs["antecedent_names"][-1] == "x3 and x4"
+    assert set(posterior.data_vars) == {"length", "mean_cardinality", "log_posterior"}
+    assert list(az.summary(result.idata).index) == ["length", "mean_cardinality", "log_posterior"]
+    assert sites.attrs["antecedent_names"][-1] == "x3 and x4"
+    # rule_in_list: each antecedent in at least 1 % of the draws, named by its text, 1 where the list holds it
+    names, in_list = sites.attrs["antecedent_names"], sites["rule_in_list"]
+    drawn_share = np.array([(rules == index).any(-1).mean() for index in range(len(names))])
+    shown = [names.index(name) for name in in_list["antecedent"].values]
+    assert sorted(shown) == list(np.flatnonzero(drawn_share >= 0.01)) and len(shown) < len(names)
+    for index, column in zip(shown, np.moveaxis(in_list.values, -1, 0)):
+        np.testing.assert_array_equal(column, (rules == index).any(-1))
+    table = az.summary(result.idata, group="posterior_sites", var_names=["rule_in_list"])
+    np.testing.assert_allclose(table["mean"], drawn_share[shown], atol=0.005)  # summary's two decimals
     observed = result.idata.observed_data
     labels = np.asarray(observed.attrs["classes"])[observed["y"].values]
     assert observed["y"].dims == ("observation",) and list(labels) == [str(label) for label in data.y]
     again = fit_brl(data.X, data.y, antecedents=data.extras["antecedents"], max_length=5, seed=1, **FAST)
-    np.testing.assert_array_equal(again.idata.posterior["rules"].values, rules)
+    np.testing.assert_array_equal(again.idata.posterior_sites["rules"].values, rules)
 
 
 @pytest.mark.filterwarnings("ignore:max_length")
@@ -177,7 +188,7 @@ def test_a_dataframe_index_names_the_observations_without_changing_the_draws(pla
     for group in (named.idata.log_likelihood, named.idata.observed_data):
         assert list(group["observation"].values) == list(frame.index)
     assert list(result.idata.observed_data["observation"].values) == list(range(len(data.X)))
-    np.testing.assert_array_equal(named.idata.posterior["rules"].values, result.idata.posterior["rules"].values)
+    np.testing.assert_array_equal(named.idata.posterior_sites["rules"].values, result.idata.posterior_sites["rules"].values)
 
 
 @pytest.mark.filterwarnings("ignore:max_length")
@@ -373,8 +384,8 @@ def test_saved_result_loads_to_the_same_predictions_explanation_and_continuation
         np.testing.assert_array_equal(loaded.predict_proba(data.X, estimate=estimate),
                                       result.predict_proba(data.X, estimate=estimate))
     assert loaded.explain() == result.explain() and loaded.to_dict() == result.to_dict()
-    np.testing.assert_array_equal(loaded.extend(num_samples=64).idata.posterior["rules"],
-                                  result.extend(num_samples=64).idata.posterior["rules"])
+    np.testing.assert_array_equal(loaded.extend(num_samples=64).idata.posterior_sites["rules"],
+                                  result.extend(num_samples=64).idata.posterior_sites["rules"])
 
 
 def test_a_saved_result_is_checked_against_its_header_before_it_is_unpickled(planted, tmp_path):

@@ -66,7 +66,7 @@ def test_extend_continues_without_compiling(converged):
         jax.monitoring.unregister_event_duration_listener(listener)
     assert compiles == []
     assert longer.run.n_scans == converged.run.n_scans + 512
-    assert longer.idata.posterior["rules"].shape[1] == 512
+    assert longer.idata.posterior_sites["rules"].shape[1] == 512
     np.testing.assert_array_equal(longer.run.schedule, converged.run.schedule)
 
 

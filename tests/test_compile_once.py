@@ -35,7 +35,7 @@ def test_bcm_refit_with_other_data_priors_and_seed_compiles_nothing():
         second = fit_bcm(rng.integers(0, 3, (15, 6)), 3, seed=1, priors=bcm.Priors(alpha=0.5, q=0.3), **options)
         second.transform(), second.explain()
     assert compiles == []
-    assert not np.array_equal(first.idata.posterior["omega"].values, second.idata.posterior["omega"].values)
+    assert not np.array_equal(first.idata.posterior_sites["omega"].values, second.idata.posterior_sites["omega"].values)
 
 
 def test_mgm_refit_with_other_data_priors_seed_and_sizes_compiles_nothing():

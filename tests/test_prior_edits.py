@@ -76,8 +76,7 @@ def masked_like(old, new_base):
 
 def brl_draws(seed=3, **options):
     result = fit_brl(X, Y, seed=seed, **BRL_RUN, **options)
-    posterior = result.idata.posterior
-    return {"rules": posterior["rules"].values, "length": posterior["length"].values}
+    return {"rules": result.idata.posterior_sites["rules"].values, "length": result.idata.posterior["length"].values}
 
 
 def brl_followed(monkeypatch, priors_of):
@@ -139,7 +138,7 @@ def classifier_gof(result, priors):
     """The exact test of a classifier's draws against enumeration of every list of its antecedents; a hyperprior
     on alpha integrated out of each list's likelihood on :data:`ALPHA_GRID`."""
     cardinalities = np.array([len(a) for a in result.antecedents])
-    capacity = result.idata.posterior.sizes["position"]
+    capacity = result.idata.posterior_sites.sizes["position"]
     table, y = result.train_table.astype(bool), result.train_labels
 
     def log_likelihood(rule_counts, default_counts, length):
@@ -159,8 +158,8 @@ def classifier_gof(result, priors):
     states = all_lists(cardinalities.size, capacity)
     with enable_x64():
         probs = enumerate_posterior(log_joint, states)
-    posterior = result.idata.posterior
-    indices = state_index({"rules": posterior["rules"].values, "length": posterior["length"].values}, states)
+    indices = state_index({"rules": result.idata.posterior_sites["rules"].values,
+                           "length": result.idata.posterior["length"].values}, states)
     statistics = {f"length={m}": (states["length"] == m) * 1.0 for m in range(capacity + 1)}
     statistics.update({f"first rule {a}": (states["rules"][:, 0] == a) * 1.0 for a in range(cardinalities.size)})
     return exact_gof_test(indices, probs, statistics=statistics)
@@ -267,7 +266,7 @@ def test_brl_refuses(monkeypatch, name, value, site):
 
 def bcm_draws(priors, seed=2):
     result = fit_bcm(X_TINY, N_CLUSTERS, priors=priors, seed=seed, **BCM_RUN)
-    return {name: result.idata.posterior[name].values for name in ("omega", "prototype", "z")}
+    return {name: result.idata.posterior_sites[name].values for name in ("omega", "prototype", "z")}
 
 
 def bcm_followed(monkeypatch, priors):

@@ -93,7 +93,7 @@ bcm = iz.fit_bcm(np.repeat([[0, 0, 1], [1, 1, 0]], 6, axis=0), 2, num_samples=30
                  n_temperatures=1, progress_bar=False)
 bcm.explain(), bcm.transform(), bcm.subspace_probabilities(), bcm.unsupervised_accuracy(np.arange(12) % 2)
 during = "arviz" in sys.modules
-shapes = [list(clf.result_.idata.posterior["length"].shape), list(bcm.idata.posterior["omega"].shape)]
+shapes = [list(clf.result_.idata.posterior["length"].shape), list(bcm.idata.posterior_sites["omega"].shape)]
 print(json.dumps([during, "arviz" in sys.modules, shapes, clf.result_.converged in (True, False)]))
 """
 
