@@ -230,10 +230,12 @@ def _check_choice(value, name: str, choices: tuple[str, ...]) -> str:
 _LARGE_COVER_BYTES = 1 << 30  # a cover this large whose sampled balls hold every point gets a warning
 
 
-def _check_cover_memory(estimate: set_cover.CoverEstimate, eps: float, method: str, argument: str) -> None:
-    """InsufficientMemoryError (with the estimate and what to change) when the cover of ``estimate`` would not
-    fit; a warning when every sampled ball held every sampled point of a large cover (eps far too large)."""
-    needed = estimate.bytes(method)
+def _check_cover_memory(estimate: set_cover.CoverEstimate, eps: float, method: str, argument: str,
+                        bytes_per_pair: float = 0.0) -> None:
+    """InsufficientMemoryError (with the estimate and what to change) when the cover of ``estimate``, with
+    ``bytes_per_pair`` more for each of its pairs, would not fit; a warning when every sampled ball held
+    every sampled point of a large cover (eps far too large)."""
+    needed = estimate.bytes(method) + bytes_per_pair * estimate.pairs()
     what = (
         f"{argument}: the eps-ball cover of prototype selection ({method}; {estimate.n_points} points x "
         f"{estimate.n_candidates} candidates, about {estimate.fraction:.1%} of the pairs within eps = {eps:.6g})"
@@ -327,6 +329,13 @@ def select_prototypes(
         estimate = set_cover.estimate_cover(X, Z, params.eps, metric)
         _check_cover_memory(estimate, params.eps, method, argument)
         cover = set_cover.ball_cover(X, Z, params.eps, metric)
+    return _selection_from_cover(cover, classes, codes, params, method, metric, seed, candidate_points)
+
+
+def _selection_from_cover(cover, classes, codes, params: ps_model.Params, method: str, metric, seed: int,
+                          candidate_points) -> PrototypeSelection:
+    """The prototypes chosen on the eps-ball ``cover`` of the training points (class ``codes`` into
+    ``classes``) by ``method``: the work of :func:`select_prototypes` once the cover is built."""
     n_classes = len(classes)
     cost = params.prototype_cost(len(codes))
     lp_bound = None
@@ -379,7 +388,8 @@ class PrototypeClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimato
     at which some fold or the training set selects no prototype are no candidates. The quantiles are exact
     (those of float64 dissimilarities, R's type 7) and streamed (:func:`~interpretable_zoo.inference.set_cover.dissimilarity_quantiles`),
     and each fold selects its prototypes from its own features, so no n x n matrix of dissimilarities is
-    ever held.
+    ever held. One pass over a fold's pairs serves every radius of the grid
+    (:class:`~interpretable_zoo.inference.set_cover.NestedCovers`).
     ``progress_bar`` counts the cross-validation's selections (None: a bar outside CI).
     After ``fit``: ``eps_``, ``selection_`` (a :class:`PrototypeSelection`), ``classes_``,
     ``cv_results_`` (eps, mean_error, se_error, mean_prototypes) when eps was cross-validated.
@@ -480,9 +490,7 @@ class PrototypeClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimato
         bar = progress.bar(self.progress_bar, "cross-validating eps", total=n_folds * len(grid), unit=" selections")
         try:
             for fold, (train, test) in enumerate(folds.split(X, codes)):
-                for k, eps in enumerate(grid):
-                    selection = select_prototypes(X[train], codes[train], eps=eps, lam=self.lam, method=self.method,
-                                                  metric=self.metric, seed=self.seed)  # fmt: skip
+                for k, selection in enumerate(self._selections_over(X[train], codes[train], grid)):
                     sizes[fold, k] = len(selection.prototypes)
                     errors[fold, k] = np.mean(selection.predict(X[test]) != codes[test]) if sizes[fold, k] else 1.0
                     if bar is not None:
@@ -492,7 +500,8 @@ class PrototypeClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimato
                 bar.close()
         mean, se = errors.mean(axis=0), errors.std(axis=0, ddof=1) / np.sqrt(n_folds)
         # a radius at which some fold, or the whole training set, selects no prototype predicts nothing
-        classifies = (sizes > 0).all(axis=0) & np.array([self._selects_any(X, codes, eps) for eps in grid])
+        classifies = (sizes > 0).all(axis=0) & np.array([len(selection.prototypes) > 0
+                                                          for selection in self._selections_over(X, codes, grid)])
         if not classifies.any():
             raise ValueError(
                 f"eps_quantiles: at every radius tried some fold or the training set selects no prototype "
@@ -505,10 +514,17 @@ class PrototypeClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseEstimato
         results = {"eps": grid, "mean_error": mean, "se_error": se, "mean_prototypes": mean_sizes}
         return float(grid[chosen]), results
 
-    def _selects_any(self, X: np.ndarray, codes: np.ndarray, eps: float) -> bool:
-        selection = select_prototypes(X, codes, eps=eps, lam=self.lam, method=self.method, metric=self.metric,
-                                      seed=self.seed)  # fmt: skip
-        return len(selection.prototypes) > 0
+    def _selections_over(self, X: np.ndarray, codes: np.ndarray, grid: np.ndarray):
+        """``select_prototypes(X, codes, eps=eps, ...)`` for each eps of the ascending ``grid``, one after
+        the other, from one pass over the pairs (:class:`~interpretable_zoo.inference.set_cover.NestedCovers`):
+        the same selections for the cost of one cover instead of one per eps."""
+        classes, train_codes = encode_labels(codes, len(X), "prototype selection")
+        estimate = set_cover.estimate_cover(X, None, grid[-1], self.metric)
+        _check_cover_memory(estimate, grid[-1], self.method, "X", set_cover.NESTED_BYTES_PER_PAIR)
+        covers = set_cover.NestedCovers.build(X, grid, self.metric)
+        for index, eps in enumerate(grid):
+            yield _selection_from_cover(covers.at(index), classes, train_codes,
+                                        ps_model.Params(eps=eps, lam=self.lam), self.method, self.metric, self.seed, X)
 
     def predict(self, X) -> np.ndarray:
         check_is_fitted(self, "selection_")

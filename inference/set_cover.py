@@ -541,6 +541,79 @@ def ball_cover(X: np.ndarray, Z: np.ndarray | None, eps: float, metric: str = "l
     return BallCover(n, m, offsets, candidates, *_transpose_lists(offsets, candidates, m))
 
 
+@dataclass(frozen=True, eq=False)
+class NestedCovers:
+    """The covers of n points by their own eps-balls at every radius of an ascending ``grid``, for the cost
+    of one pass over the pairs: for each pair inside the largest ball, its rank, the number of radii eps
+    with eps <= d (it lies inside the balls of the radii from that index on). The cover at ``grid[k]`` is
+    then a filter of the lists, exactly :func:`ball_cover` at that radius.
+
+    The pass computes float64 comparison values (d^2 for l2) of row blocks against all points with the
+    error bound of ``_values`` at float64's unit roundoff; a pair whose bound reaches a radius is decided by
+    its float64 dissimilarity computed pair by pair, as :func:`ball_cover` decides its undecided pairs.
+    Memory: the lists (int32 candidates and an int16 rank per pair, int32 past 32,767 radii) and one
+    block of values; :data:`NESTED_BYTES_PER_PAIR` per pair while they are assembled.
+    """
+
+    grid: np.ndarray
+    point_offsets: np.ndarray
+    point_candidates: np.ndarray
+    ranks: np.ndarray
+
+    @classmethod
+    def build(cls, X: np.ndarray, grid, metric: str = "l2") -> NestedCovers:
+        check_metric(metric)
+        X64 = np.asarray(X, dtype=np.float64)
+        grid = np.asarray(grid, dtype=np.float64)
+        if grid.ndim != 1 or len(grid) == 0 or np.any(np.diff(grid) <= 0):
+            raise ValueError(f"grid: expected ascending radii, got {grid!r}")
+        check_float32_range(X64, "X")  # as ball_cover, so that both refuse the same data
+        n, n_features = X64.shape
+        thresholds = _comparison_value(grid, metric)
+        bound = 4.0 * (n_features + 8) * 2.0**-53
+        slack = 4.0 * n_features * 2.0**-53 * np.abs(thresholds).max()
+        unit = X64 / np.linalg.norm(X64, axis=1, keepdims=True) if metric == "cosine" else X64
+        squares = np.einsum("ij,ij->i", X64, X64)
+        rank_type = np.int16 if len(grid) < 2**15 else np.int32
+        per_row = _BLOCK_BYTES // (8 * max(n, 1) * (n_features if metric == "l1" else 3))
+        counts, candidates, ranks = [np.zeros(1, np.int64)], [], []
+        for start in range(0, n, max(1, per_row)):
+            block = slice(start, min(start + max(1, per_row), n))
+            if metric == "l1":
+                value = np.abs(X64[block, None, :] - X64[None, :, :]).sum(-1)
+                magnitude = np.abs(X64[block]).sum(1)[:, None] + np.abs(X64).sum(1)[None, :] + value
+                tolerance = bound * magnitude
+            elif metric == "cosine":
+                value = 1.0 - unit[block] @ unit.T
+                tolerance = 4.0 * bound * (1.0 + np.abs(value))
+            else:
+                norms = squares[block, None] + squares[None, :]
+                value = norms - 2.0 * (X64[block] @ X64.T)
+                tolerance = bound * (norms + np.abs(value))
+            tolerance += slack
+            rank = np.searchsorted(thresholds, value, side="right")
+            undecided = np.searchsorted(thresholds, value - tolerance) != np.searchsorted(thresholds, value + tolerance, side="right")
+            i, j = np.nonzero(undecided)
+            rank[i, j] = np.searchsorted(grid, _exact_pairs(X64, i + block.start, j, metric), side="right")
+            rows, columns = np.nonzero(rank < len(grid))
+            counts.append(np.bincount(rows, minlength=block.stop - block.start))
+            candidates.append(columns.astype(np.int32))
+            ranks.append(rank[rows, columns].astype(rank_type))
+        return cls(grid, np.cumsum(np.concatenate(counts)), np.concatenate(candidates), np.concatenate(ranks))
+
+    def at(self, index: int) -> BallCover:
+        """The cover at ``grid[index]``."""
+        inside = self.ranks <= index
+        offsets = np.concatenate([[0], np.cumsum(inside)])[self.point_offsets]
+        indices = self.point_candidates[inside]
+        n = len(self.point_offsets) - 1
+        return BallCover(n, n, offsets, indices, offsets, indices)
+
+
+NESTED_BYTES_PER_PAIR = 12
+"""Bytes per pair that :class:`NestedCovers` holds while assembled: each block's candidates and ranks, and
+their concatenation."""
+
 COVER_MEMORY_REMEDY = ("use a smaller eps (fewer pairs within it), fewer candidates (candidates=) or a subsample "
                        "of the training points")
 """What to change when an eps-ball cover would not fit in memory."""
@@ -682,7 +755,7 @@ def _exact_pairs(X64: np.ndarray, rows: np.ndarray, columns: np.ndarray, metric:
     """float64 dissimilarities of the pairs (rows[k], columns[k]), gathered in chunks of bounded size."""
     chunk = max(1, _PAIR_CHUNK_BYTES // (16 * max(X64.shape[1], 1)))
     return np.concatenate(
-        [
+        [np.zeros(0)] + [
             paired_dissimilarity(X64[rows[s : s + chunk]], X64[columns[s : s + chunk]], metric)
             for s in range(0, len(rows), chunk)
         ]

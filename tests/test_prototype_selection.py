@@ -240,6 +240,50 @@ def test_ball_cover_is_exact_at_tied_radius(metric, monkeypatch):
     assert not set_cover.ball_cover(X, Z, reference[3, 70], metric).to_dense()[3, 70]
 
 
+@pytest.mark.parametrize("metric", ["l1", "l2", "cosine"])
+def test_nested_covers_equal_the_cover_at_each_radius(metric, monkeypatch):
+    """The covers filtered from one pass over the pairs equal ball_cover at every radius of the grid, on
+    integer points whose dissimilarities tie with the radii (the quantiles of those same values), in blocks
+    of a few rows. The pairs at a radius are decided in float64 pair by pair: the control perturbs those
+    values by -1e-9 (ties at the radius then fall inside) and must break the equality."""
+    X = np.random.default_rng(2).integers(1, 5, (150, 3)).astype(float)  # no zero row (cosine)
+    grid = np.unique(set_cover.dissimilarity_quantiles(X, np.linspace(0.0, 0.5, 11), metric))
+    grid = grid[grid > 0]
+    expected = [exact_dissimilarities(X, X, metric) < eps for eps in grid]
+    monkeypatch.setattr(set_cover, "_BLOCK_BYTES", 8 * 150 * 3 * 7)  # blocks of 7 rows
+    decided = []
+    exact_pairs = set_cover._exact_pairs
+    monkeypatch.setattr(set_cover, "_exact_pairs", lambda *args: decided.append(len(args[1])) or exact_pairs(*args))
+    nested = set_cover.NestedCovers.build(X, grid, metric)
+    for index, dense in enumerate(expected):
+        assert_lists_match(nested.at(index), dense)
+    assert sum(decided) > 0
+    monkeypatch.setattr(set_cover, "_exact_pairs", lambda *args: exact_pairs(*args) - 1e-9)
+    perturbed = set_cover.NestedCovers.build(X, grid, metric)
+    assert any(not np.array_equal(perturbed.at(index).to_dense(), dense) for index, dense in enumerate(expected))
+
+
+def test_cross_validation_selects_as_select_prototypes_does_at_each_radius():
+    """The classifier's fold errors and sizes, from one cover per fold, equal those of select_prototypes run
+    at each radius of the grid on each fold."""
+    from sklearn.model_selection import StratifiedKFold
+
+    data = make_gaussian_mixture(30, seed=4)
+    levels = np.linspace(0.0, 0.5, 9)
+    classifier = PrototypeClassifier(cv=3, eps_quantiles=levels, progress_bar=False).fit(data.X, data.y)
+    codes = np.unique(data.y, return_inverse=True)[1]
+    grid = classifier.cv_results_["eps"]
+    errors, sizes = np.zeros((3, len(grid))), np.zeros((3, len(grid)))
+    for fold, (train, test) in enumerate(StratifiedKFold(3, shuffle=True, random_state=0).split(data.X, codes)):
+        for k, eps in enumerate(grid):
+            selection = select_prototypes(data.X[train], codes[train], eps=eps)
+            sizes[fold, k] = len(selection.prototypes)
+            errors[fold, k] = np.mean(selection.predict(data.X[test]) != codes[test]) if sizes[fold, k] else 1.0
+    np.testing.assert_array_equal(classifier.cv_results_["mean_error"], errors.mean(0))
+    np.testing.assert_array_equal(classifier.cv_results_["mean_prototypes"], sizes.mean(0))
+    assert len(set(sizes.mean(0))) > 3  # the radii select different numbers of prototypes
+
+
 @pytest.mark.parametrize("metric,scipy_name", [("l1", "cityblock"), ("l2", "euclidean"), ("cosine", "cosine")])
 def test_features_path_equals_dissimilarity_path(metric, scipy_name):
     data = make_gaussian_mixture(60, seed=6)
