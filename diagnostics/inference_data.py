@@ -116,6 +116,12 @@ def tempered_inference_data(
     move, such as its mean acceptance probability).
     """
     import arviz as az
+    import xarray as xr
+
+    def group(variables, **fixed_coords):
+        """(name -> (dims, values)) as a Dataset on the coordinates of ``coords`` that its dims use."""
+        used = {dim for names, _ in variables.values() for dim in names}
+        return xr.Dataset(variables, coords={**fixed_coords, **{d: v for d, v in (coords or {}).items() if d in used}})
 
     dims = {**(dims or {}), **{name: ["observation"] for name in (log_likelihood or {})}}
     idata = az.from_dict(
@@ -125,19 +131,13 @@ def tempered_inference_data(
         coords=coords,
         dims=dims,
     )
-    import xarray as xr
-
     if sites:
-        used = {dim for name in sites for dim in (dims or {}).get(name, ())}
-        idata.add_groups({SITES_GROUP: xr.Dataset(
-            {name: (["chain", "draw", *(dims or {}).get(name, [])], np.asarray(values)) for name, values in sites.items()},
-            coords={"chain": idata.posterior.chain, "draw": idata.posterior.draw,
-                    **{dim: values for dim, values in (coords or {}).items() if dim in used}})})
+        idata.add_groups({SITES_GROUP: group(
+            {name: (["chain", "draw", *dims.get(name, [])], np.asarray(values)) for name, values in sites.items()},
+            chain=idata.posterior.chain, draw=idata.posterior.draw)})
     if observed_data:
-        variables = {name: (list(names), np.asarray(values)) for name, (values, names) in observed_data.items()}
-        used = {dim for names, _ in variables.values() for dim in names}
-        idata.add_groups({"observed_data": xr.Dataset(
-            variables, coords={dim: values for dim, values in (coords or {}).items() if dim in used})})
+        idata.add_groups({"observed_data": group(
+            {name: (list(names), np.asarray(values)) for name, (values, names) in observed_data.items()})})
     missing = [name for name in summary_var_names if name not in idata.posterior]
     if missing:
         raise ValueError(f"summary_var_names: {missing} are not posterior variables")

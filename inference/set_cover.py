@@ -151,21 +151,22 @@ def _products(x_block, Z, metric: str):
     return _l1_terms(x_block, Z)
 
 
-def _values(products, n_features: int, metric: str):
-    """float32 comparison values (d^2 for l2, d for l1 and cosine) and their error bounds: 4 (p + 8) u times
-    the magnitude of the terms summed (u = 2^-24), which covers the rounding of the inputs to float32, dot
-    products in any summation order and the final sums."""
-    bound = 4.0 * (n_features + 8) * _UNIT_ROUNDOFF32
+def _values(products, n_features: int, metric: str, unit_roundoff: float = _UNIT_ROUNDOFF32, xp=jnp):
+    """Comparison values (d^2 for l2, d for l1 and cosine) and their error bounds: 4 (p + 8) u times the
+    magnitude of the terms summed (u = 2^-24 for float32), which covers the rounding of the inputs to the
+    precision, dot products in any summation order and the final sums. ``xp``: jax.numpy (traced, float32)
+    or numpy (float64 products, ``unit_roundoff`` 2^-53)."""
+    bound = 4.0 * (n_features + 8) * unit_roundoff
     if metric == "l1":
         value, magnitude = products
         return value, bound * magnitude
     gram, x_sq, z_sq = products
     if metric == "cosine":
         value = 1.0 - gram
-        return value, 4.0 * bound * (1.0 + jnp.abs(value))
+        return value, 4.0 * bound * (1.0 + xp.abs(value))
     norms = x_sq[:, None] + z_sq[None, :]
     value = norms - 2.0 * gram
-    return value, bound * (norms + jnp.abs(value))
+    return value, bound * (norms + xp.abs(value))
 
 
 @partial(jax.jit, static_argnames=("n_features", "metric"))
@@ -570,26 +571,21 @@ class NestedCovers:
         check_float32_range(X64, "X")  # as ball_cover, so that both refuse the same data
         n, n_features = X64.shape
         thresholds = _comparison_value(grid, metric)
-        bound = 4.0 * (n_features + 8) * 2.0**-53
-        slack = 4.0 * n_features * 2.0**-53 * np.abs(thresholds).max()
+        unit_roundoff = 2.0**-53
+        slack = 4.0 * n_features * unit_roundoff * np.abs(thresholds).max()  # the thresholds' part, as in _states
         unit = X64 / np.linalg.norm(X64, axis=1, keepdims=True) if metric == "cosine" else X64
         squares = np.einsum("ij,ij->i", X64, X64)
         rank_type = np.int16 if len(grid) < 2**15 else np.int32
-        per_row = _BLOCK_BYTES // (8 * max(n, 1) * (n_features if metric == "l1" else 3))
+        rows_per_block = max(1, _BLOCK_BYTES // (8 * max(n, 1) * (n_features if metric == "l1" else 3)))
         counts, candidates, ranks = [np.zeros(1, np.int64)], [], []
-        for start in range(0, n, max(1, per_row)):
-            block = slice(start, min(start + max(1, per_row), n))
+        for start in range(0, n, rows_per_block):
+            block = slice(start, min(start + rows_per_block, n))
             if metric == "l1":
                 value = np.abs(X64[block, None, :] - X64[None, :, :]).sum(-1)
-                magnitude = np.abs(X64[block]).sum(1)[:, None] + np.abs(X64).sum(1)[None, :] + value
-                tolerance = bound * magnitude
-            elif metric == "cosine":
-                value = 1.0 - unit[block] @ unit.T
-                tolerance = 4.0 * bound * (1.0 + np.abs(value))
+                products = (value, np.abs(X64[block]).sum(1)[:, None] + np.abs(X64).sum(1)[None, :] + value)
             else:
-                norms = squares[block, None] + squares[None, :]
-                value = norms - 2.0 * (X64[block] @ X64.T)
-                tolerance = bound * (norms + np.abs(value))
+                products = (unit[block] @ unit.T, squares[block], squares)
+            value, tolerance = _values(products, n_features, metric, unit_roundoff, np)
             tolerance += slack
             rank = np.searchsorted(thresholds, value, side="right")
             undecided = np.searchsorted(thresholds, value - tolerance) != np.searchsorted(thresholds, value + tolerance, side="right")
