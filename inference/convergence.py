@@ -22,6 +22,7 @@ load and device count; when the budget ends it, how far it got depends on the ma
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import warnings
@@ -32,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from interpretable_zoo.diagnostics import rank_statistics
-from interpretable_zoo.inference import memory, progress, tempering
+from interpretable_zoo.inference import interruption, memory, progress, tempering
 from interpretable_zoo.inference.checkpoint import CheckpointWriter, as_checkpoint, fingerprint
 from interpretable_zoo.inference.validation import check_positive_int, check_seed
 
@@ -419,22 +420,22 @@ def sample(
         proposal = saved["proposal"]
     data = _with_proposal(kernel, static, data, proposal, mesh)
     ladder = tempering.shard_ladder(ladder, mesh)
-    bar = progress.bar(progress_bar, description, unit=" scans")
     deadline = None if num_samples is not None or target.max_seconds is None else start + target.max_seconds
     cut = None  # (statistics, outputs, budget cut or None for an interruption) of a tuning round that ended the run
     last_tuning = None  # (statistics, outputs) of the last tuning round run whole: the draws of a run interrupted
     # before a later round's first chunk ended
     pace = _Pace()
-    try:
+    with _watched(progress_bar, description) as (bar, stop):
         for round_index in range(first_round, max_rounds):
             partial = _saved_chunks(saved) if round_index == first_round else None
             ladder, statistics, outputs, interrupted = _run_round(
                 kernel, static, data, ladder, schedule, settings["scans_per_chunk"] * 2**round_index, settings, bar,
                 deadline, partial,
                 _saver(writer, start, stage="tuning", round_index=round_index, schedule=schedule, proposal=proposal),
-                pace=pace,
+                pace=pace, stop=stop,
             )
             out_of_time = deadline is not None and tempering.now() > deadline
+            interrupted = interrupted or stop.asked()  # before the next round's retuning and compilation
             if interrupted or out_of_time:
                 if statistics is None and last_tuning is None:
                     raise KeyboardInterrupt  # before the run's first chunk ended: no draws to keep
@@ -451,7 +452,17 @@ def sample(
                 break
         resume = saved if saved is not None and saved["stage"] == "sampling" else None
         return _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut,
-                                resume=resume, writer=writer, pace=pace, proposal=proposal, last_tuning=last_tuning)
+                                resume=resume, writer=writer, pace=pace, proposal=proposal, last_tuning=last_tuning,
+                                stop=stop)
+
+
+@contextlib.contextmanager
+def _watched(progress_bar, description: str):
+    """The run's progress bar (or None) and its Ctrl-C request (``interruption``), for the block's duration."""
+    bar = progress.bar(progress_bar, description, unit=" scans")
+    try:
+        with interruption.stop_on_sigint() as stop:
+            yield bar, stop
     finally:
         if bar is not None:
             bar.close()
@@ -510,13 +521,9 @@ def extend(run: TemperedRun, kernel: tempering.TargetKernel, static, data, *, nu
     check_run_memory(kernel, static, data, num_chains=settings["num_chains"], n_rungs=len(run.schedule),
                      auto_rungs=False, largest_round=num_samples or 0, chunk=settings["scans_per_chunk"])
     start, compile_start = tempering.now(), compile_seconds()
-    bar = progress.bar(settings["progress_bar"], settings["description"], unit=" scans")
-    try:
+    with _watched(settings["progress_bar"], settings["description"]) as (bar, stop):
         return _sampling_rounds(kernel, static, data, run.ladder, run.schedule, settings, start, compile_start, bar,
-                                proposal=run.proposal)
-    finally:
-        if bar is not None:
-            bar.close()
+                                proposal=run.proposal, stop=stop)
 
 
 def _retuned(ladder, schedule, statistics, settings):
@@ -536,8 +543,8 @@ def _retuned(ladder, schedule, statistics, settings):
 
 
 CHUNK_SECONDS = 2.0
-"""The longest a compiled chunk should run at the measured pace. A KeyboardInterrupt waits for the chunk in
-flight, so this bounds how long Ctrl-C takes (a chunk is at least one scan)."""
+"""The longest a compiled chunk should run at the measured pace. Ctrl-C ends a run after the chunk in
+flight, so this bounds how long it takes (a chunk is at least one scan)."""
 
 FIRST_CHUNK_SCANS = 1
 """Scans of a run's first chunk, run before any pace is measured. One scan of a run too large for
@@ -567,9 +574,10 @@ class _Pace:
 
 
 def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline=None, partial=None,
-               on_chunk=None, finished=None, *, pace: _Pace):
-    """Up to ``n_scans`` scans in chunks, stopping early at ``deadline`` (a time of ``tempering.now``) or at a
-    KeyboardInterrupt (the compiled call it cuts is dropped, the ladder stays after the last call run); returns
+               on_chunk=None, finished=None, *, pace: _Pace, stop: interruption.StopRequest):
+    """Up to ``n_scans`` scans in chunks, stopping early at ``deadline`` (a time of ``tempering.now``), at a
+    Ctrl-C request (``stop``, read before each chunk: the chunks run so far are kept), or at a KeyboardInterrupt
+    (the compiled call it cuts is dropped, the ladder stays after the last call run); returns
     the ladder, the round's statistics (None when no chunk ran), the chunks' outputs and whether it was
     interrupted. A chunk that would end past the deadline, or run longer than :data:`CHUNK_SECONDS`, at the
     ``pace`` (updated here) of the chunk before it, in this round or an earlier one, runs only the scans
@@ -586,6 +594,9 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
     interrupted = False
     in_progress = None  # the statistics of the chunk's parts run so far, which its next part adds to
     while done < n_scans:
+        if stop.asked():
+            interrupted = True
+            break
         # the test of the chunks so far, here rather than after the chunk: a checkpoint is written before
         # it, so a run resumed from one repeats it on the chunks it restored
         if outputs and finished is not None and done % chunk == 0 and finished(outputs):
@@ -598,6 +609,8 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
             ladder, in_progress, output = tempering.run_scans(kernel, static, data, ladder, schedule, size,
                                                               capacity=chunk, statistics=in_progress)
         except KeyboardInterrupt:
+            if stop.requested:  # a second Ctrl-C: abort
+                raise
             interrupted = True
             break
         pace.record(tempering.now() - began, size, len(schedule))
@@ -690,7 +703,8 @@ def _rhat_hint(rhat: float, num_chains: int, target: ConvergenceTarget) -> str:
 
 
 def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut=None,
-                     resume=None, writer=None, pace=None, proposal=None, last_tuning=None):
+                     resume=None, writer=None, pace=None, proposal=None, last_tuning=None, *,
+                     stop: interruption.StopRequest):
     """Sampling rounds until converged, out of time or interrupted; ``cut``: (statistics, outputs, budget
     cut) of a tuning round that the budget (budget cut ("tuning", round)) or an interruption (None) ended,
     whose draws then are the result; ``resume``: a checkpoint saved while sampling,
@@ -698,7 +712,7 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
     tuning rounds (None, as for :func:`extend`: measured from a first chunk of :data:`FIRST_CHUNK_SCANS`
     scans); ``proposal``: the kernel's learned proposal, which ``data`` already holds; ``last_tuning``:
     (statistics, outputs) of the last tuning round, the result of a run interrupted before its first sampling
-    chunk ended."""
+    chunk ended; ``stop``: the run's Ctrl-C request."""
     pace = _Pace() if pace is None else pace
     mesh = tempering.chain_mesh(settings["num_chains"], settings["devices"])
     target: ConvergenceTarget = settings["target"]
@@ -721,7 +735,7 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
             )
             ladder, statistics, outputs, interrupted = _run_round(
                 kernel, static, data, ladder, schedule, n_scans, settings, bar, deadline, partial, saver, finished,
-                pace=pace,
+                pace=pace, stop=stop,
             )
             partial, budget_cut = None, None
         else:

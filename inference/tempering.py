@@ -297,11 +297,13 @@ def run_scans(kernel: TargetKernel, static, data, ladder: Ladder, schedule, n_sc
 
 
 def _move_shapes(kernel, static, data, ladder):
-    """The shapes of ``move_info`` of a step of the ladder's replicas (traced, not run)."""
+    """The shapes of ``move_info`` of a step of the ladder's replicas (traced, not run; through the jitted
+    step that :func:`ladder_scans` runs, whose trace serves both)."""
     n_replicas = ladder.rung_of_slot.size
     keys = jax.vmap(lambda key: random.split(key, n_replicas // len(ladder.rng_key)))(ladder.rng_key)
     betas = jnp.zeros(n_replicas)
-    return jax.eval_shape(lambda states, keys: move_info(kernel.step(static, data, states, keys, betas)[1]),
+    step = jax.jit(kernel.step, static_argnums=0)
+    return jax.eval_shape(lambda states, keys: move_info(step(static, data, states, keys, betas)[1]),
                           ladder.states, keys.reshape(-1, *keys.shape[2:]))
 
 

@@ -96,6 +96,68 @@ def test_interrupt_before_any_chunk_ends_propagates(monkeypatch):
         convergence.sample(toy.KERNEL, STATIC, DATA, tuning_rounds=0, num_samples=CHUNK, seed=6, **OPTIONS)
 
 
+
+def sigint_at_call(monkeypatch, n: int, times: int = 1) -> None:
+    """SIGINT sent to this process ``times`` times right after ``tempering.run_scans``'s ``n``-th call from now
+    returns, as Ctrl-C pressed while that chunk ran would be: the handler runs at the next bytecode."""
+    calls = []
+    run_scans = tempering.run_scans
+
+    def signalling(*args, **kwargs):
+        result = run_scans(*args, **kwargs)
+        calls.append(None)
+        if len(calls) == n:
+            for _ in range(times):
+                signal.raise_signal(signal.SIGINT)
+        return result
+
+    monkeypatch.setattr(tempering, "run_scans", signalling)
+
+
+def test_sigint_during_a_chunk_ends_the_run_after_it_with_that_chunk_kept(monkeypatch):
+    """SIGINT while the 3rd of 4 chunks runs: the run ends after that chunk and keeps it (the first 3 chunks
+    of the uninterrupted run), and Python's handler is back afterwards. Control: with a SIGINT handler of
+    the caller's own, the run leaves it alone, the handler sees the signal, and all 4 chunks run."""
+    assert threading.current_thread() is threading.main_thread()  # where signal handlers run
+    whole = convergence.sample(toy.KERNEL, STATIC, DATA, tuning_rounds=0, num_samples=4 * CHUNK, seed=3, **OPTIONS)
+    sigint_at_call(monkeypatch, 3)
+    with pytest.warns(UserWarning, match=r"kept the 96 draws per chain run so far"):
+        cut = convergence.sample(toy.KERNEL, STATIC, DATA, tuning_rounds=0, num_samples=4 * CHUNK, seed=3, **OPTIONS)
+    np.testing.assert_array_equal(cut.records["x"], whole.records["x"][:, : 3 * CHUNK])
+    assert not cut.converged and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+    seen = []
+    sigint_at_call(monkeypatch, 3)
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
+    try:
+        own = convergence.sample(toy.KERNEL, STATIC, DATA, tuning_rounds=0, num_samples=4 * CHUNK, seed=3, **OPTIONS)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert seen == [signal.SIGINT] and own.records["x"].shape == (2, 4 * CHUNK)
+
+
+def test_sigint_between_tuning_rounds_keeps_the_round_run(monkeypatch):
+    """SIGINT while the schedule is retuned after the first tuning round (no chunk in flight, where a
+    KeyboardInterrupt would leave no handler to keep the draws): the run returns that round's draws."""
+    retuned = convergence._retuned
+
+    def signalling(*args):
+        signal.raise_signal(signal.SIGINT)
+        return retuned(*args)
+
+    monkeypatch.setattr(convergence, "_retuned", signalling)
+    with pytest.warns(UserWarning, match=rf"kept the {CHUNK} draws per chain run so far \(tuning draws\)"):
+        cut = convergence.sample(toy.KERNEL, STATIC, DATA, tuning_rounds=2, num_samples=CHUNK, seed=5, **OPTIONS)
+    assert cut.records["x"].shape == (2, CHUNK) and cut.n_scans == CHUNK
+
+
+def test_a_second_sigint_aborts_without_the_draws(monkeypatch):
+    sigint_at_call(monkeypatch, 2, times=2)
+    with pytest.raises(KeyboardInterrupt):
+        convergence.sample(toy.KERNEL, STATIC, DATA, tuning_rounds=0, num_samples=4 * CHUNK, seed=3, **OPTIONS)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 # ---------------------------------------------------------------- checkpoints: stop, resume, same draws
 
 
