@@ -11,6 +11,8 @@ import os
 import resource
 from pathlib import Path
 
+from interpretable_zoo import compiled_programs
+
 _MEMINFO = Path("/proc/meminfo")
 _CGROUP_FILES = (
     (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory.current")),
@@ -102,11 +104,13 @@ def limit(memory_limit):
 
 def honours_limit(fit):
     """``fit``, whose keyword-only argument ``memory_limit`` sets the :func:`limit` of every memory check
-    made during the call."""
+    made during the call, and which first releases the compiled programs in memory when the process runs
+    low on memory mappings (:func:`~interpretable_zoo.compiled_programs.release_if_mappings_run_low`)."""
     default = inspect.signature(fit).parameters["memory_limit"].default
 
     @functools.wraps(fit)
     def limited(*args, **kwargs):
+        compiled_programs.release_if_mappings_run_low()
         with limit(kwargs.get("memory_limit", default)):
             return fit(*args, **kwargs)
 

@@ -37,7 +37,7 @@ import numpyro.distributions as dist
 from numpyro import handlers
 from numpyro.infer.util import compute_log_probs
 
-from interpretable_zoo import compiled_hooks
+from interpretable_zoo import compiled_hooks, compiled_programs
 from interpretable_zoo.inference import bcm_gibbs, brl_mh, hyperpriors
 from interpretable_zoo.models import bcm, brl
 
@@ -245,7 +245,7 @@ def _priors_of(priors_key, prior_values):
     return compiled_hooks.priors_with(priors_key, prior_values)
 
 
-_COMPILED: dict = {}
+_COMPILED = compiled_programs.package_cache()
 
 
 def evaluate(spec: TargetSpec, miniature: Miniature, priors) -> tuple:

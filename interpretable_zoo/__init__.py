@@ -36,12 +36,14 @@ __all__ = [
     "models",
     "save_result",
     "select_prototypes",
+    "clear_caches",
     "__version__",
 ]
 
 __getattr__, __dir__ = lazy_attributes(
     __name__,
     {
+        ".compiled_programs": ("clear_caches",),
         ".inference.bayesian_sets": ("BayesianSets",),
         ".inference.bcm": ("BCMClusterer", "fit_bcm"),
         ".inference.checkpoint": ("load_result", "save_result"),

@@ -14,6 +14,8 @@ from functools import partial
 import jax
 import numpy as np
 
+from interpretable_zoo import compiled_programs
+
 
 def evaluate(model, function, priors, *arguments):
     """``function(priors, *arguments)`` as one compiled program: the fields of ``priors`` (a dataclass) enter
@@ -46,7 +48,7 @@ def priors_with(priors_type, values: dict):
     return priors
 
 
-_EXECUTABLES: dict = {}
+_EXECUTABLES = compiled_programs.package_cache()
 
 
 def _executable(program, static: tuple, dynamic: tuple):

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from interpretable_zoo import compiled_programs
+
 DATA_ENV = "INTERPRETABLE_ZOO_DATA"
 LONGEST_FILES = (
     "test_sklearn_clusterer_checks.py",
@@ -52,3 +54,17 @@ def whole_chunks():
         patch.setattr(convergence, "FIRST_CHUNK_SCANS", 1 << 62)
         patch.setattr(convergence, "CHUNK_SECONDS", float("inf"))
         yield
+
+
+WORKER_MAPPING_SHARE = 0.3
+"""A test worker runs many files in one process and compiles thousands of programs: past this share of
+``vm.max_map_count`` it releases them after a file (``interpretable_zoo.compiled_programs``), before a fit's
+own check (at half) would warn inside a test."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compiled_programs_released_between_files():
+    yield
+    counts = compiled_programs.mapping_count()
+    if counts is not None and counts[0] > WORKER_MAPPING_SHARE * counts[1]:
+        compiled_programs.clear_caches()

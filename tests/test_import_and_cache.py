@@ -187,3 +187,42 @@ def test_an_unusable_cache_folder_is_a_warning_naming_the_variable(tmp_path):
     result = run_python(code, env)
     assert result.stdout.strip() == "None"
     assert f"{compilation_cache.ENV_VAR}: cannot create the compilation cache folder" in result.stderr
+
+
+
+def test_compiled_programs_are_released_when_the_mappings_run_low():
+    """Four rounds of twenty programs compiled for new shapes: releasing them after each round (the share
+    crossed, with a warning naming the limit) keeps the process's memory mappings where the first round
+    left them, and a released program compiles again and agrees. Control: without releasing, every
+    round adds its mappings; below the share, nothing is released."""
+    import jax
+    import jax.numpy as jnp
+
+    from interpretable_zoo import compiled_programs
+
+    programs = [jax.jit(lambda x, k=k: jnp.cumsum(jnp.sin(x) * k, axis=0) @ x.T) for k in range(20)]
+
+    def compile_round(size: int) -> list:
+        return [program(jnp.ones((size, size))) for program in programs]
+
+    def rounds(sizes, release: bool) -> list[int]:
+        held = []
+        for size in sizes:
+            compile_round(size)
+            if release:
+                with pytest.warns(RuntimeWarning, match=r"memory mappings that Linux allows it \(vm\.max_map_count\)"):
+                    assert compiled_programs.release_if_mappings_run_low(share=0.0)
+                assert all(program._cache_size() == 0 for program in programs)
+            held.append(compiled_programs.mapping_count()[0])
+        return held
+
+    first = compile_round(8)
+    assert not compiled_programs.release_if_mappings_run_low(share=1.0)
+    assert all(program._cache_size() == 1 for program in programs)
+    kept = rounds([16, 17, 18, 19], release=False)
+    one_round = (kept[-1] - kept[0]) / 3
+    assert one_round > 20 * 5  # a small program holds about ten
+    released = rounds([20, 21, 22, 23], release=True)
+    assert released[-1] < released[0] + one_round / 2
+    for program, before in zip(programs, first):
+        assert (program(jnp.ones((8, 8))) == before).all()
