@@ -199,7 +199,7 @@ class BCMResult(ExplainedResultMixin, convergence.TemperedResult):
     density), ``add_posterior_predictive()`` (replicated data, with ``store_z=True``),
     ``unsupervised_accuracy(y)``, ``converged``, ``diagnostics``, ``log_evidence`` and :meth:`~interpretable_zoo.inference.convergence.TemperedResult.extend`.
     ``idata`` is built on first use (the other methods read the run's draws). The sampler runs on the
-    observations padded with inert rows (:data:`ROW_BUCKETS_PER_DOUBLING`): ``run``'s records are kept
+    observations padded with inert rows (``ROW_BUCKETS_PER_DOUBLING``): ``run``'s records are kept
     sliced to the observations, and the chains' last states (``_final``) are sliced where read."""
 
     def __init__(self, run, target, data: CategoricalData, n_clusters: int, priors: bcm.Priors, store_z: bool):
