@@ -30,6 +30,7 @@ from interpretable_zoo.inference.checkpoint import as_checkpoint
 from interpretable_zoo.inference.explanation import ExplainedResultMixin, mcmc_facts, mcmc_status, plain, records
 from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin, atomic_fit
 from interpretable_zoo.inference.names import resolve_names
+from interpretable_zoo.inference.shapes import size_bucket
 from interpretable_zoo.inference.tempering import TargetKernel
 from interpretable_zoo.inference.validation import (
     check_categorical_table,
@@ -39,6 +40,7 @@ from interpretable_zoo.inference.validation import (
     check_n_clusters,
     check_positive_int,
     check_sampling_options,
+    check_seed,
 )
 from interpretable_zoo.models import bcm
 
@@ -52,6 +54,23 @@ MAX_DRAWS = 500
 """Draws kept per chain (a draw holds the (N, S) row counts)."""
 FOLD_IN_SWEEPS = 200
 """Gibbs sweeps of ``fold_in_mixture_weights`` per call; the second half is averaged."""
+NUM_PARTICLES = 512
+"""Particles of ``left_to_right_log_likelihood`` by default: on the recipes (56 x 147, S = 4) a row's log estimate
+varies by about 0.03 between seeds (at most 0.15), the mean over the rows by 0.005."""
+PREDICTIVE_ELEMENTS = 2**24
+"""Token-value logits per batch of draws in ``BCMResult.add_posterior_predictive`` (draws x N x P x V)."""
+ROW_BUCKETS_PER_DOUBLING = 8
+"""``fit_bcm`` pads the observations with inert rows to ``shapes.size_bucket(N, 8)`` (``bcm_gibbs.make_target``'s
+``padded_rows``; the target over the observations is unchanged), and the fold-in of new rows pads them
+likewise, so that fits and predictions of nearby sizes (cross-validation folds, scikit-learn's estimator
+checks) share their compiled programs, several seconds each. A sweep's cost grows with the rows, so 8 buckets
+per doubling bound the padding's cost at 1/8 more rows while sizes a few rows apart mostly share a bucket
+(measured on the 2-core CPU: a sweep of 700 x 256 codes padded to 768 rows took 9 % longer, to 704 no longer)."""
+MIN_FOLD_IN_ROWS = 64
+"""New rows folded in (``BCMResult.transform``) are padded to at least this many, so that all small
+predictions share one program (a row's fold-in costs a fraction of a millisecond)."""
+ROW_RECORDS = ("row_counts", "log_likelihood", "z")
+"""The records with an observation axis (after chain and draw), sliced to the observations on the host."""
 
 
 def _with_n_values(data: CategoricalData, n_values, from_frame: bool) -> CategoricalData:
@@ -102,6 +121,49 @@ def fold_in_mixture_weights(keys, token_log_likelihood, alpha_s, num_sweeps: int
     return jax.vmap(observation)(keys, token_log_likelihood)
 
 
+@partial(jax.jit, static_argnames="num_particles")
+def left_to_right_log_likelihood(keys, token_log_likelihood, alpha_s, num_particles: int = NUM_PARTICLES):
+    """log of an unbiased estimate of p(x_m) = E_pi[prod_j sum_s pi_s phi_s,j(x_mj)], pi ~ Dirichlet(alpha_s),
+    for each observation, (M,): LDA's held-out document likelihood, by the left-to-right sequential estimator
+    of Wallach, Murray, Salakhutdinov & Mimno (2009, "Evaluation methods for topic models") in its unbiased
+    particle-filter form.
+
+    ``token_log_likelihood`` (M, P, S): log phi_s,j(x_mj); ``keys`` (M,): one PRNG key per observation.
+    Derivation: with pi integrated out the tokens' clusters follow the Polya urn
+    p(z_n = s | z_<n) = (a_s + c_s) / (A + n - 1), c_s the earlier tokens in s and A = sum_s a_s, so
+    p(x) = prod_n p(x_n | x_<n), and given a particle's z_<n, p(x_n | z_<n) = p_n = sum_s w_s with
+    w_s = phi_s(x_n) (a_s + c_s) / (A + n - 1). R particles start empty; at token n the estimate takes the
+    factor (1/R) sum_r p_n^r, then R new particles are drawn among the pairs (particle r, z_n = s) in
+    proportion to w_rs: particle r in proportion to p_n^r (resampling) and z_n from its conditional
+    w_rs / p_n^r (the fully adapted filter). The product prod_n (1/R sum_r p_n^r) is then the particle
+    filter's estimate of a normalising constant, unbiased whenever each pair is drawn R w_rs / sum w times in
+    expectation (Pitt, Silva, Giordani & Kohn 2012): here by stratified sampling over the pairs ordered
+    cluster first, so that the number of particles taking each z_n stays within 2 of its expectation. (Multiplying the per-token averages
+    of particles that are not resampled would bias it.) The log of the estimate is biased low, by about half
+    its relative variance, which falls as 1/R.
+    """
+    n_features, n_clusters = token_log_likelihood.shape[1:]
+    alpha_total = jnp.sum(alpha_s)
+
+    def observation(key, log_likelihood):  # (P, S)
+        def token(counts, inputs):  # counts (R, S): each particle's c(<n)
+            n, key, log_phi = inputs
+            log_joint = log_phi + jnp.log(alpha_s + counts)  # (R, S)
+            log_predictive = logsumexp(log_joint, -1) - jnp.log(alpha_total + n)  # (R,): log p_n^r
+            strata = (jnp.arange(num_particles) + jax.random.uniform(key, (num_particles,))) / num_particles
+            cumulative = jnp.cumsum(jax.nn.softmax(log_joint.T.ravel()))  # cluster-major pairs (z_n, particle)
+            pairs = jnp.minimum(jnp.searchsorted(cumulative, strata), n_clusters * num_particles - 1)
+            z, ancestors = jnp.divmod(pairs, num_particles)
+            counts = counts[ancestors] + jax.nn.one_hot(z, n_clusters, dtype=counts.dtype)
+            return counts, logsumexp(log_predictive) - jnp.log(num_particles)
+
+        counts = jnp.zeros((num_particles, n_clusters), log_likelihood.dtype)
+        inputs = (jnp.arange(n_features), jax.random.split(key, n_features), log_likelihood)
+        return jax.lax.scan(token, counts, inputs)[1].sum()
+
+    return jax.vmap(observation)(keys, token_log_likelihood)
+
+
 def observation_keys(seed: int, codes: np.ndarray):
     """One PRNG key per row of ``codes`` (M, P), drawn from ``seed`` and the row's values (CRC-32), so that
     equal rows get equal keys wherever they stand."""
@@ -133,18 +195,23 @@ class BCMResult(ExplainedResultMixin, convergence.TemperedResult):
     something; ``posterior_sites``: ``omega`` (chain, draw, S, P), ``prototype`` (chain, draw, S) and, with
     ``store_z=True``, ``z`` (chain, draw, N, P), whose cluster labels switch; ``sample_stats`` with the
     swap acceptance; ``log_likelihood``; ``observed_data`` ``x``, the category codes; the tempering facts in
-    ``idata.posterior.attrs``), ``explain()``, ``transform()``,
+    ``idata.posterior.attrs``), ``explain()``, ``transform()``, ``score_samples(X)`` (log predictive
+    density), ``add_posterior_predictive()`` (replicated data, with ``store_z=True``),
     ``unsupervised_accuracy(y)``, ``converged``, ``diagnostics``, ``log_evidence`` and :meth:`~interpretable_zoo.inference.convergence.TemperedResult.extend`.
-    ``idata`` is built on first use (the other methods read the run's draws)."""
+    ``idata`` is built on first use (the other methods read the run's draws). The sampler runs on the
+    observations padded with inert rows (``ROW_BUCKETS_PER_DOUBLING``): ``run``'s records are kept
+    sliced to the observations, and the chains' last states (``_final``) are sliced where read."""
 
     def __init__(self, run, target, data: CategoricalData, n_clusters: int, priors: bcm.Priors, store_z: bool):
-        self.run = run
+        n_obs = data.codes.shape[0]
+        self.run = replace(run, records={name: values[:, :, :n_obs] if name in ROW_RECORDS else values
+                                         for name, values in run.records.items()})
         self.target = target  # (static, data) of the kernel, for extend()
         self.data = data
         self.n_clusters = n_clusters
         self.priors = priors
         self.store_z = store_z
-        self._row_counts = run.records["row_counts"]  # (chain, draw, N, S)
+        self._row_counts = self.run.records["row_counts"]  # (chain, draw, N, S)
         self._final = tempering.posterior_states(run.ladder)  # each chain's last state
         log_joint = run.summaries["log_joint"]
         self.best_chain, self.best_draw = np.unravel_index(np.argmax(log_joint), log_joint.shape)
@@ -266,6 +333,16 @@ class BCMResult(ExplainedResultMixin, convergence.TemperedResult):
                 alpha_s = np.asarray(self.target[1].pi_concentration)  # (S,), from the model file
             return ((alpha_s + counts) / (alpha_s.sum(-1, keepdims=True) + self.data.codes.shape[1])).mean((0, 1))
         codes = encode_like(X, self.data)
+        padded = _in_row_bucket(codes)  # rows added for the shared program, their weights dropped
+        token_log_likelihood, alpha_s = self._final_token_log_likelihood(padded)
+        weights = fold_in_mixture_weights(observation_keys(seed, padded), token_log_likelihood, alpha_s)
+        final_counts = self._final.row_counts[self.best_chain][None, None, : self.data.codes.shape[0]]
+        order = _alignment(final_counts, self._row_counts[self.best_chain, self.best_draw])[0, 0]
+        return np.asarray(weights)[: len(codes), order]
+
+    def _final_token_log_likelihood(self, codes):
+        """(M, P, S) float32 log phi_s,j(x_mj) of the rows ``codes`` (M, P), phi the posterior mean given the
+        best chain's last state (:meth:`transform`), and pi's concentration alpha_s (S,) at that state."""
         omega, prototype = self._final.omega[self.best_chain], self._final.prototype[self.best_chain]
         n_features, mask = len(self.data.n_values), bcm.value_mask(self.data.n_values)
         cells = self._final.cell_counts[self.best_chain].T.reshape(self.n_clusters, n_features, -1)
@@ -274,12 +351,22 @@ class BCMResult(ExplainedResultMixin, convergence.TemperedResult):
         concentration = bcm.concentration_table(self.data.codes[prototype], omega, self.data.n_values, priors)
         phi = np.where(mask, concentration + cells, 0.0)
         log_phi = np.log(np.where(mask, phi, 1.0)) - np.log(phi.sum(-1, keepdims=True))  # (S, P, V)
-        token_log_likelihood = log_phi.transpose(1, 2, 0)[np.arange(n_features), codes]  # (M, P, S)
-        weights = fold_in_mixture_weights(observation_keys(seed, codes), jnp.asarray(token_log_likelihood, jnp.float32),
-                                          alpha_s)  # fmt: skip
-        final_counts = self._final.row_counts[self.best_chain][None, None]
-        order = _alignment(final_counts, self._row_counts[self.best_chain, self.best_draw])[0, 0]
-        return np.asarray(weights)[:, order]
+        return jnp.asarray(log_phi.transpose(1, 2, 0)[np.arange(n_features), codes], jnp.float32), alpha_s
+
+    def score_samples(self, X, seed: int = 0, num_particles: int = NUM_PARTICLES) -> np.ndarray:
+        """(M,) log predictive density log p(x_m) of each row of ``X`` (encoded as in :meth:`transform`), as
+        scikit-learn's ``GaussianMixture.score_samples``: p(x) = E_pi[prod_j sum_s pi_s phi_s,j(x_j)] with
+        pi ~ Dirichlet(alpha / S) (eq. (1)'s prior) and phi the posterior mean given the best chain's last
+        state, as :meth:`transform` folds rows in. The expectation over pi is estimated by
+        ``left_to_right_log_likelihood`` with ``num_particles`` particles, unbiased for p(x_m); ``seed``
+        and each row's values draw its key, so a row's score does not depend on the other rows."""
+        seed = check_seed(seed)
+        num_particles = check_positive_int(num_particles, "num_particles")
+        codes = encode_like(X, self.data)
+        padded = _in_row_bucket(codes)  # rows added for the shared program, their scores dropped
+        token_log_likelihood, alpha_s = self._final_token_log_likelihood(padded)
+        scores = left_to_right_log_likelihood(observation_keys(seed, padded), token_log_likelihood, alpha_s, num_particles)
+        return np.asarray(scores, np.float64)[: len(codes)]
 
     def _priors_of_final_state(self) -> bcm.Priors:
         """The priors with each hyperparameter sampled within the chain at its value in the best chain's last
@@ -309,6 +396,52 @@ class BCMResult(ExplainedResultMixin, convergence.TemperedResult):
             return (self._row_counts * agrees).sum((-2, -1)) / self._row_counts.sum((-2, -1))
         raise ValueError(f"per: expected 'observation' or 'token', got {per!r}")
 
+    def add_posterior_predictive(self, seed: int = 0):
+        """``idata`` with a ``posterior_predictive`` group (replaced on a second call), returned: ``x`` (chain,
+        draw, observation, feature), replicated category codes, for ``az.plot_ppc``. For each draw's z,
+        omega, prototypes (and sampled hyperparameters): pi_i ~ Dirichlet(alpha / S + n_i) with n_i the
+        observation's tokens per cluster (eq. (1)'s prior updated), z_rep_ij ~ Categorical(pi_i),
+        phi_sj ~ Dirichlet(g_sj + n_{s,.,j,.}) with g of sec. 3 at the draw's prototype and omega and the
+        cell counts of z and x (eq. (2)'s ratio), then x_rep_ij ~ Categorical(phi_{z_rep_ij, j}). Needs the
+        draws' z (``fit_bcm(..., store_z=True)``); ``seed`` fixes the draws."""
+        import arviz as az
+        import xarray as xr
+
+        seed = check_seed(seed)
+        if not self.store_z:
+            raise ValueError("store_z: the posterior predictive needs every draw's token assignments z; "
+                             "fit with fit_bcm(..., store_z=True)")
+        records = self.run.records
+        shape = records["z"].shape[:2]
+        n_draws = int(np.prod(shape))
+        n_obs, n_features = self.data.codes.shape
+        batch = max(1, min(n_draws, PREDICTIVE_ELEMENTS // (n_obs * n_features * int(self.data.n_values.max()))))
+        padded = -(-n_draws // batch) * batch
+
+        def per_draw(values):  # (chain, draw, ...) -> (padded, ...), the last draw repeated
+            values = np.asarray(values).reshape(n_draws, *np.shape(values)[2:])
+            return np.pad(values, [(0, padded - n_draws)] + [(0, 0)] * (values.ndim - 1), mode="edge")
+
+        sampled = hyperpriors.hyperpriors_of(self.priors)
+        values = {name: self.run.summaries[name] if name in sampled else np.full(shape, value)
+                  for name, value in compiled_hooks.prior_values(self.priors).items()}  # fmt: skip
+        keys = np.asarray(jax.random.split(jax.random.PRNGKey(seed), n_draws)).reshape(*shape, -1)
+        draws = (per_draw(keys), per_draw(records["z"]),
+                 per_draw(records["row_counts"]), per_draw(records["omega"]), per_draw(records["prototype"]),
+                 {name: per_draw(value).astype(np.float32) for name, value in values.items()})  # fmt: skip
+        codes, n_values = jnp.asarray(self.data.codes, jnp.int32), tuple(int(v) for v in self.data.n_values)
+        replicated = np.concatenate([
+            np.asarray(_replicated_codes(codes, n_values, *jax.tree.map(lambda a: a[start : start + batch], draws)))
+            for start in range(0, padded, batch)
+        ])[:n_draws]  # fmt: skip
+        idata = self.idata
+        predictive = xr.Dataset({"x": (["chain", "draw", "observation", "feature"], replicated.reshape(*shape, n_obs, -1))},
+                                coords={"chain": idata.posterior.chain, "draw": idata.posterior.draw,
+                                        "observation": idata.observed_data.observation,
+                                        "feature": idata.observed_data.feature})  # fmt: skip
+        idata.extend(az.InferenceData(posterior_predictive=predictive), join="right")
+        return idata
+
     def summary(self):
         """ArviZ summary (R-hat, ESS) of the label-free quantities."""
         return summary(self.idata)
@@ -324,6 +457,35 @@ def _pi_concentrations(priors: bcm.Priors, alphas, n_clusters: int) -> np.ndarra
 
     alphas = np.asarray(alphas)
     return np.asarray(jax.jit(jax.vmap(at))(alphas.ravel())).reshape(alphas.shape + (n_clusters,))
+
+
+@partial(jax.jit, static_argnames="n_values")
+def _replicated_codes(codes, n_values: tuple, keys, z, row_counts, omega, prototype, values):
+    """(B, N, P) replicated codes of a batch of B draws (:meth:`BCMResult.add_posterior_predictive`);
+    ``values``: each prior field's value per draw, (B,) each."""
+    mask = bcm.value_mask(n_values)
+    n_obs, n_features = codes.shape
+    features = jnp.arange(n_features)
+
+    def draw(key, z, row_counts, omega, prototype, values):
+        priors = compiled_hooks.priors_with(bcm.Priors, values)
+        key_phi, key_pi, key_z, key_x = jax.random.split(key, 4)
+        concentration = bcm.concentration_table(codes[prototype], omega, n_values, priors)  # (S, P, V)
+        cells = jnp.zeros(concentration.shape).at[z, features, codes].add(1.0)
+        log_phi = jnp.where(mask, jax.random.loggamma(key_phi, jnp.where(mask, concentration + cells, 1.0)), -jnp.inf)
+        log_pi = jax.random.loggamma(key_pi, bcm.z_concentration(priors, omega.shape[0]) + row_counts)  # (N, S)
+        z_rep = jax.random.categorical(key_z, log_pi[:, None, :], shape=(n_obs, n_features))
+        return jax.random.categorical(key_x, log_phi[z_rep, features])
+
+    return jax.vmap(draw)(keys, z, row_counts, omega, prototype, values)
+
+
+def _in_row_bucket(rows: np.ndarray) -> np.ndarray:
+    """``rows`` (M, ...) with zero rows appended up to ``shapes.size_bucket(M, ROW_BUCKETS_PER_DOUBLING)``, at
+    least :data:`MIN_FOLD_IN_ROWS`."""
+    n_rows = len(rows)
+    padded = size_bucket(max(n_rows, MIN_FOLD_IN_ROWS), ROW_BUCKETS_PER_DOUBLING)
+    return np.pad(rows, ((0, padded - n_rows),) + ((0, 0),) * (rows.ndim - 1))
 
 
 def _alignment(row_counts, reference) -> np.ndarray:
@@ -382,9 +544,11 @@ def _inference_data(run, data: CategoricalData, summary_var_names) -> az.Inferen
 
 def _initial_states(target, init_labels: np.ndarray, num_chains: int, seed: int):
     """One start per chain with every token of observation i in cluster ``init_labels[i]`` (the same
-    labels for every chain, or one row per chain) and omega and the prototypes drawn from their prior."""
+    labels for every chain, or one row per chain; padding rows in cluster 0, which counts none of their
+    tokens) and omega and the prototypes drawn from their prior."""
     static, data = target
     labels = np.broadcast_to(init_labels, (num_chains, init_labels.shape[-1])).astype(np.int32)
+    labels = np.pad(labels, ((0, 0), (0, static.n_obs - labels.shape[-1])))
     return _labelled_starts(static, data, jax.random.split(jax.random.PRNGKey(seed), num_chains), labels)
 
 
@@ -499,10 +663,12 @@ def fit_bcm(
             raise ValueError(f"init: initial clusters must lie in 0..{n_clusters - 1}")
     # the tables and one replica's step, which the categories size; the sampler's estimate counts the replicas
     sampled = hyperpriors.hyperpriors_of(priors)  # hyperparameters sampled within the chain; hooks checked first
-    needed = bcm_gibbs.memory_bytes(n_obs, data.n_values, n_clusters, n_replicas=1,
+    padded_rows = size_bucket(n_obs, ROW_BUCKETS_PER_DOUBLING)
+    needed = bcm_gibbs.memory_bytes(padded_rows, data.n_values, n_clusters, n_replicas=1,
                                     tables_per_replica=bool({"lam", "c"} & sampled.keys()))
     check_category_memory(data.n_values, data.feature_names, needed)
-    inner_target = bcm_gibbs.make_target(data.codes, n_clusters, hyperpriors.at_point(priors), data.n_values)
+    inner_target = bcm_gibbs.make_target(data.codes, n_clusters, hyperpriors.at_point(priors), data.n_values,
+                                         padded_rows=padded_rows)
     target = hyperpriors.target(hyperpriors.BCM, inner_target, priors) if sampled else inner_target
     target_check.check_bcm(n_clusters, priors)
     initial = None if init_labels is None else _initial_states(inner_target, init_labels, num_chains, seed)
@@ -533,8 +699,10 @@ class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, ClassNamePrefixFeature
     """scikit-learn wrapper of :func:`~interpretable_zoo.inference.bcm.fit_bcm`: ``labels_`` is each observation's dominant cluster in the
     best draw's chain (argmax of the posterior-mean pi), ``transform`` the posterior-mean pi (columns
     ``bcmclusterer0, ...`` for ``set_output``), ``predict`` the dominant cluster of new observations (of their
-    folded-in pi), ``result_`` the :class:`~interpretable_zoo.inference.bcm.BCMResult`; ``print(clusterer)`` shows the prototypes and
-    subspaces. Input: categorical codes (non-negative integers) or a DataFrame of categories.
+    folded-in pi), ``score_samples`` each observation's log predictive density and ``score`` their mean (as
+    ``GaussianMixture``'s, higher is better; :meth:`~interpretable_zoo.inference.bcm.BCMResult.score_samples`),
+    ``result_`` the :class:`~interpretable_zoo.inference.bcm.BCMResult`; ``print(clusterer)`` shows the
+    prototypes and subspaces. Input: categorical codes (non-negative integers) or a DataFrame of categories.
 
     Example:
         >>> import numpy as np
@@ -620,6 +788,18 @@ class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, ClassNamePrefixFeature
         check_is_fitted(self)
         X = check_estimator_input(self, X, reset=False, tables=True)
         return self.result_.transform(X, seed=self.seed)
+
+    def score_samples(self, X):
+        """Log predictive density of each observation of ``X``, (M,)
+        (:meth:`~interpretable_zoo.inference.bcm.BCMResult.score_samples`)."""
+        check_is_fitted(self)
+        X = check_estimator_input(self, X, reset=False, tables=True)
+        return self.result_.score_samples(X, seed=self.seed)
+
+    def score(self, X, y=None):
+        """Mean log predictive density of the observations ``X`` (higher is better), as scikit-learn's
+        ``GaussianMixture.score``; ``y`` is ignored."""
+        return float(self.score_samples(X).mean())
 
     def explain(self) -> str:
         check_is_fitted(self)

@@ -65,7 +65,7 @@ class BCMStatic(NamedTuple):
     the sweeps whose count (``BCMTargetState.sweeps``) is a multiple of it.
     """
 
-    n_obs: int
+    n_obs: int  # rows of x, padding rows included (make_target's padded_rows)
     n_features: int
     n_values: int  # V = max_j V_j
     n_clusters: int
@@ -80,7 +80,8 @@ class BCMData(NamedTuple):
     Index conventions: b the value of omega_sj, v a prototype value, u a candidate value of x_ij.
     """
 
-    x: jax.Array  # (N, P) int32 codes
+    x: jax.Array  # (N, P) int32 codes, 0 on padding rows
+    observed: jax.Array  # (N,) True on the observations, False on padding rows (make_target's padded_rows)
     value_mask: jax.Array  # (P, V) True where v < V_j
     cell_indicators: jax.Array  # (N, P * V) 1 at column j * V + x_ij: sums over a (P * V) table
     diagonal_rows: jax.Array  # (M, L) row of each token of each wrapped diagonal
@@ -91,7 +92,7 @@ class BCMData(NamedTuple):
     g_total_offsets: jax.Array  # (2, P, V) int32 offsets of sum_u g(v, b)(u)
     log_beta_prior: jax.Array  # (2, P, V) log B(g(v, b)) over the valid values
     omega_log_prob: jax.Array  # (S, P, 2) log p(omega_sj = b), from models.bcm.omega_distribution
-    prototype_log_prob: jax.Array  # (S, N) log p(p_s = i), from models.bcm.prototype_distribution
+    prototype_log_prob: jax.Array  # (S, N) log p(p_s = i), from models.bcm.prototype_distribution; -inf on padding
     pi_concentration: jax.Array  # (S,) Dirichlet concentration of pi_i, models.bcm.z_concentration
 
 
@@ -99,7 +100,8 @@ class BCMTargetState(NamedTuple):
     """One replica (or, in :func:`step`, a batch of replicas along a leading axis).
 
     z (N, P), omega (S, P), prototype (S,) int32; row_counts (N, S) tokens of observation i in cluster s;
-    cell_counts (P * V, S) tokens of feature j with value v in cluster s (row j * V + v); log_prior =
+    cell_counts (P * V, S) tokens of feature j with value v in cluster s (row j * V + v); the tokens of
+    padding rows (``BCMData.observed`` False) are in no count and never change cluster; log_prior =
     log p(omega) + log p(prototype) + log p(z) and log_likelihood = log p(x | z, omega, prototype), both
     normalised; sweeps: the sweeps run from this state's start (int32), which pick those with a
     split-merge move.
@@ -218,7 +220,8 @@ def _log_beta_from_table(table, g_offsets, total_offsets, counts):
 
 def hook_tables(priors: bcm.Priors, n_obs: int, n_features: int, n_clusters: int, n_vals: int):
     """From the model's hooks: g (2, V, V) of values v, u (:func:`~interpretable_zoo.models.bcm.g`), omega_log_prob (S, P, 2) and
-    prototype_log_prob (S, N); the distributions' shapes are checked as they are traced."""
+    prototype_log_prob (S, N) over all N rows (:func:`over_observations` keeps the observations'); the
+    distributions' shapes are checked as they are traced."""
     values = np.arange(n_vals)
     g = jnp.broadcast_to(bcm.g(values[None, :], np.arange(2)[:, None], values, priors), (2, n_vals, n_vals))
     omega_prior = bcm.omega_distribution(priors, n_clusters, n_features)
@@ -237,17 +240,36 @@ def hook_tables(priors: bcm.Priors, n_obs: int, n_features: int, n_clusters: int
     return g, omega_log_prob, prototype_prior.log_prob(jnp.arange(n_obs)[:, None]).T
 
 
-def _prior_tables(priors: bcm.Priors, n_obs: int, n_features: int, n_clusters: int, n_vals: int):
-    """g, omega_log_prob, prototype_log_prob (:func:`hook_tables`, one compiled program) and pi_concentration
-    (S,), checked to be distributions over what they describe."""
+def over_observations(prototype_log_prob, observed, xp=np):
+    """The prototypes' prior (S, N) over the observations alone: ``prototype_log_prob`` (S, N) of
+    :func:`hook_tables` over all N rows, -inf on the padding rows (``observed`` (N,) False), which so are
+    never a prototype, and renormalised over the observations. Without padding it is the hook's table. With
+    padding it equals the hook's distribution over the observations exactly when the hook's logits of
+    observation i do not depend on the number of rows (as the paper's uniform prior, sec. 3); the fit-time
+    check (``target_check.check_bcm``, on a padded miniature) refuses an edited hook whose logits do. The
+    number of observations enters as data (``observed``), so that targets of different N padded to one size
+    share their compiled programs. ``xp``: numpy (once per target) or jax.numpy (traced)."""
+    logsumexp_of = scipy.special.logsumexp if xp is np else logsumexp
+    kept = xp.where(observed, prototype_log_prob, -xp.inf)
+    return kept - logsumexp_of(kept, -1, keepdims=True)
+
+
+def _prior_tables(priors: bcm.Priors, observed: np.ndarray, n_features: int, n_clusters: int, n_vals: int):
+    """g, omega_log_prob, prototype_log_prob (:func:`hook_tables`, one compiled program per number of rows,
+    then :func:`over_observations`) and pi_concentration (S,), checked to be distributions over what they
+    describe."""
     g, omega_log_prob, prototype_log_prob = (
         np.asarray(table, np.float64)
-        for table in compiled_hooks.evaluate(bcm, hook_tables, priors, n_obs, n_features, n_clusters, n_vals)
+        for table in compiled_hooks.evaluate(bcm, hook_tables, priors, len(observed), n_features, n_clusters, n_vals)
     )
     if not np.allclose(np.logaddexp(omega_log_prob[..., 0], omega_log_prob[..., 1]), 0.0, atol=1e-5):
         raise ValueError("omega_distribution: must put all its mass on omega in {0, 1} (a Bernoulli per cell)")
     if not np.allclose(scipy.special.logsumexp(prototype_log_prob, -1), 0.0, atol=1e-5):
         raise ValueError("prototype_distribution: must put all its mass on the observations 0..N-1")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        prototype_log_prob = over_observations(prototype_log_prob, observed)
+    if np.isnan(prototype_log_prob).any():  # -inf - -inf: no mass on any observation
+        raise ValueError("prototype_distribution: must put some mass on the observations of every cluster")
     pi_concentration = np.asarray(bcm.z_concentration(priors, n_clusters), np.float64)
     if pi_concentration.shape != (n_clusters,) or not np.all(pi_concentration > 0):
         raise ValueError(f"z_concentration: expected {n_clusters} positive values, got {pi_concentration!r}")
@@ -271,12 +293,17 @@ def make_target(
     split_merge_clusters: int = DEFAULT_SPLIT_MERGE_CLUSTERS,
     launch_scans: int = DEFAULT_LAUNCH_SCANS,
     split_merge_every: int = DEFAULT_SPLIT_MERGE_EVERY,
+    padded_rows: int | None = None,
 ) -> tuple[BCMStatic, BCMData]:
     """The target of :func:`~interpretable_zoo.models.bcm.collapsed_model` (arguments as there) as (static, data).
 
     ``x`` may be a traced array (e.g. under ``jax.vmap`` over data sets) when ``n_values`` is given.
     ``split_merge_clusters``: k of the split-merge move (at most S; 0 turns it off); ``launch_scans``: its
-    restricted Gibbs scans before the proposal; ``split_merge_every``: sweeps per move (1: every sweep)."""
+    restricted Gibbs scans before the proposal; ``split_merge_every``: sweeps per move (1: every sweep).
+    ``padded_rows``: x is padded with inert rows up to that many (at least N), so that targets of different
+    N padded to one size share the compiled programs; the target over the observations is unchanged: the
+    padding rows' tokens are in no count and never move, their rows are never a prototype
+    (:func:`over_observations`), and they add nothing to the log terms."""
     if priors is not None and not isinstance(priors, bcm.Priors):
         raise ValueError(f"priors: expected interpretable_zoo.models.bcm.Priors, got {type(priors).__name__}")
     priors = priors or bcm.Priors()
@@ -287,11 +314,18 @@ def make_target(
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
             raise ValueError(f"{name}: expected an integer >= {least}, got {value!r}")
     x, n_values = _check_codes(x, n_values)
-    n_obs, n_features = x.shape
+    n_real, n_features = x.shape
+    n_obs = n_real if padded_rows is None else padded_rows
+    if isinstance(n_obs, bool) or not isinstance(n_obs, (int, np.integer)) or n_obs < n_real:
+        raise ValueError(f"padded_rows: expected an integer >= the {n_real} observations, got {padded_rows!r}")
+    n_obs = int(n_obs)
+    x = (jnp if isinstance(x, jax.core.Tracer) else np).pad(x, ((0, n_obs - n_real), (0, 0)))
+    observed = np.arange(n_obs) < n_real
     n_clusters = int(n_clusters)
     n_vals = int(n_values.max())
     mask = bcm.value_mask(n_values)
-    g, omega_log_prob, prototype_log_prob, pi_concentration = _prior_tables(priors, n_obs, n_features, n_clusters, n_vals)
+    g, omega_log_prob, prototype_log_prob, pi_concentration = _prior_tables(priors, observed, n_features, n_clusters,
+                                                                            n_vals)
     g_offsets, g_total_offsets = _log_gamma_offsets(n_values, n_obs)
     g_values, table, log_beta_prior = likelihood_tables(g, mask, n_obs, g_offsets, g_total_offsets)
     rows, cols = _wrapped_diagonals(n_obs, n_features)
@@ -300,6 +334,7 @@ def make_target(
                        int(split_merge_every))
     data = BCMData(
         x=jnp.asarray(x, jnp.int32),
+        observed=jax.device_put(observed),
         value_mask=jax.device_put(mask),
         cell_indicators=_cell_indicators(x, n_vals),
         diagonal_rows=jax.device_put(rows),
@@ -332,8 +367,8 @@ def target_from_model_args(model_args, model_kwargs, **options) -> tuple[BCMStat
 
 
 def token_counts(static: BCMStatic, data: BCMData, z):
-    """Row counts (N, S) and cell counts (P * V, S) of the assignments z (N, P)."""
-    tokens = jax.nn.one_hot(z, static.n_clusters, dtype=jnp.int32)  # (N, P, S)
+    """Row counts (N, S) and cell counts (P * V, S) of the assignments z (N, P), padding rows left out."""
+    tokens = jax.nn.one_hot(z, static.n_clusters, dtype=jnp.int32) * data.observed[:, None, None]  # (N, P, S)
     cells = jnp.arange(static.n_features) * static.n_values + data.x  # (N, P)
     cell_counts = jnp.zeros((static.n_features * static.n_values, static.n_clusters), jnp.int32).at[cells].add(tokens)
     return tokens.sum(1), cell_counts
@@ -357,10 +392,11 @@ def _log_polya_of_cells(data: BCMData, omega, prototype_values, cells):
 
 
 def log_row_term(pi_concentration, row_counts):
-    """log p(z) with pi integrated out: sum_i log B(a + n_i) - log B(a), a = pi_concentration (S,)."""
+    """log p(z) with pi integrated out: sum_i log B(a + n_i) - log B(a), a = pi_concentration (S,). A row
+    without tokens (a padding row) adds exactly 0."""
     a = pi_concentration
-    per_row = jnp.sum(gammaln(a + row_counts), -1) - gammaln(a.sum() + row_counts.sum(-1))
-    return jnp.sum(per_row) - row_counts.shape[0] * (jnp.sum(gammaln(a)) - gammaln(a.sum()))
+    per_row = jnp.sum(gammaln(a + row_counts) - gammaln(a), -1) - (gammaln(a.sum() + row_counts.sum(-1)) - gammaln(a.sum()))
+    return jnp.sum(per_row)
 
 
 def log_target_parts(static: BCMStatic, data: BCMData, omega, prototype, row_counts, cell_counts):
@@ -410,7 +446,8 @@ def pointwise_log_likelihood(static: BCMStatic, data: BCMData, states: BCMTarget
     out (eq. (2)) given the other observations' tokens: sum over features j of
     log (g_sj(x_ij) + n_sj(x_ij) - 1) - log (sum_v g_sj(v) + n_sj - 1), s = z_ij (observation i holds one
     token of each feature). Each term conditions on every other observation (what PSIS-LOO needs), so
-    their sum is a pseudo-likelihood, not the collapsed likelihood log p(x | z, omega, prototypes)."""
+    their sum is a pseudo-likelihood, not the collapsed likelihood log p(x | z, omega, prototypes). 0 on
+    padding rows."""
     features = jnp.arange(static.n_features)
 
     def one(state):
@@ -419,7 +456,8 @@ def pointwise_log_likelihood(static: BCMStatic, data: BCMData, states: BCMTarget
         )  # (S, P, V)
         own = posterior[state.z, features, data.x]  # (N, P)
         total = posterior.sum(-1)[state.z, features]
-        return (jnp.log(own - 1) - jnp.log(total - 1)).sum(-1).astype(jnp.float32)
+        terms = jnp.where(data.observed[:, None], jnp.log(own - 1) - jnp.log(total - 1), 0.0)
+        return terms.sum(-1).astype(jnp.float32)
 
     return jax.vmap(one)(states)
 
@@ -450,7 +488,7 @@ def _z_block(static: BCMStatic, data: BCMData, keys, betas, states: BCMTargetSta
     set with at most one token per row and per column is updated at once, exactly: the N x P grid is
     covered by max(N, P) such "wrapped diagonals", visited in a ``lax.scan``. A scan step updates one
     diagonal of every replica; the replicas' count tables are stacked into one, so that a step makes one
-    plain gather and scatter per table."""
+    plain gather and scatter per table. A token of a padding row keeps its cluster and changes no count."""
     n_obs, n_features, n_values, n_clusters = static.n_obs, static.n_features, static.n_values, static.n_clusters
     n_chains = len(keys)
     rows, cols = data.diagonal_rows, data.diagonal_cols  # (M, L)
@@ -472,27 +510,29 @@ def _z_block(static: BCMStatic, data: BCMData, keys, betas, states: BCMTargetSta
     col_totals = states.cell_counts.reshape(n_chains * n_features, n_values, -1).sum(1)  # (C * P, S)
     uniforms = by_step(jax.vmap(lambda key: jax.random.uniform(key, rows.shape))(keys))
     z_old = by_step(states.z[:, rows, cols])
+    observed = by_step(jnp.broadcast_to(data.observed[rows], (n_chains, n_steps, n_short)))
 
     # Each diagonal holds every row (N <= P) or every column (N >= P) in order: no gather needed there.
     every_row, every_col = n_obs <= n_features, n_obs >= n_features
 
     def update_diagonal(power, carry, inputs):
         row_counts, cell_counts, col_totals = carry
-        row, col, cell, old, u = inputs
+        row, col, cell, old, u, real = inputs
         old_onehot = jax.nn.one_hot(old, n_clusters, dtype=jnp.int32)
         n_row = (row_counts if every_row else row_counts[row]) - old_onehot
         n_cell = cell_counts[cell] - old_onehot
         n_col = (col_totals if every_col else col_totals[col]) - old_onehot
         g_total = g_totals if every_col else g_totals[col]
         weight = (alpha + n_row) * power((g_cells[cell] + n_cell) / (g_total + n_col))
-        new = inverse_cdf_draw(weight, u)
+        new = jnp.where(real, inverse_cdf_draw(weight, u), old)
         delta = jax.nn.one_hot(new, n_clusters, dtype=jnp.int32) - old_onehot
         row_counts = row_counts + delta if every_row else row_counts.at[row].add(delta)
         col_totals = col_totals + delta if every_col else col_totals.at[col].add(delta)
         return (row_counts, cell_counts.at[cell].add(delta), col_totals), new
 
     def sweep(power, carry):
-        return jax.lax.scan(partial(update_diagonal, power), carry, (row_index, col_index, cell_index, z_old, uniforms))
+        return jax.lax.scan(partial(update_diagonal, power), carry, (row_index, col_index, cell_index, z_old, uniforms,
+                                                                   observed))
 
     carry = (states.row_counts.reshape(-1, n_clusters), states.cell_counts.reshape(-1, n_clusters), col_totals)
     # a batch all at beta = 1 (an untempered run) skips the power: two transcendentals per token and cluster
@@ -600,6 +640,8 @@ def _row_resplit_block(static: BCMStatic, data: BCMData, keys, betas, omega, pro
     ``RESPLIT_TILTS``. Its probability is f(m) exp(sum_j l_j [z_j = b]) (``_log_split_proposal``), so the
     move is accepted
     with probability min(1, Gamma(a_a + T - m') Gamma(a_b + m') f(m) / (Gamma(a_a + T - m) Gamma(a_b + m) f(m'))).
+    A padding row's move is never accepted (its log u is +inf), and the moved share counts the observations
+    only.
     """
     n_obs, n_features, n_clusters, n_values = static.n_obs, static.n_features, static.n_clusters, static.n_values
     n_chains = len(keys)
@@ -619,6 +661,7 @@ def _row_resplit_block(static: BCMStatic, data: BCMData, keys, betas, omega, pro
     token, shift, component, uniforms, log_u = (
         jnp.swapaxes(draw, 0, 1) for draw in jax.vmap(lambda key: resplit_draws(key, n_obs, n_features, n_clusters))(keys)
     )  # (N, C, ...)
+    log_u = jnp.where(data.observed[:, None], log_u, jnp.inf)
     inputs = (jnp.swapaxes(z, 0, 1), jnp.swapaxes(row_counts, 0, 1), cells * n_clusters, token, shift, component,
               uniforms, log_u)
     g_cells, g_totals = g_cells.reshape(-1), g_totals.reshape(-1)
@@ -649,7 +692,7 @@ def _row_resplit_block(static: BCMStatic, data: BCMData, keys, betas, omega, pro
     carry = (cell_counts.reshape(-1), col_totals.reshape(-1))
     (cell_counts, _), (z, row_counts, moved) = jax.lax.scan(resplit_row, carry, inputs)
     cell_counts = cell_counts.reshape(n_chains, -1, n_clusters)
-    return jnp.swapaxes(z, 0, 1), jnp.swapaxes(row_counts, 0, 1), cell_counts, moved.mean(0)
+    return jnp.swapaxes(z, 0, 1), jnp.swapaxes(row_counts, 0, 1), cell_counts, moved.sum(0) / data.observed.sum()
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -751,6 +794,8 @@ def split_merge_proposal(static: BCMStatic, data: BCMData, key, beta, state: BCM
     frequent value of the cluster on feature j (where a prototype of the cluster would most likely lie).
     The launch state relabels every block by a uniform permutation (uniform over its orbit, whatever the
     current state) followed by ``launch_scans`` scans; a last scan from the launch draws the proposal B.
+    A padding row's block is empty (its tokens count as outside K): its draws change nothing and their
+    probabilities are 1.
     The move proposes B's partition of the observations of K, not its labels: its probability is the sum
     of T(launch -> sigma(B)) over the k! relabellings sigma of K (each T a product of the scan's
     conditionals, summed over the permutations giving the same relabelling of an observation), computed
@@ -765,8 +810,8 @@ def split_merge_proposal(static: BCMStatic, data: BCMData, key, beta, state: BCM
     agree = jnp.asarray(perms[:, None, :] == perms[None, :, :])  # (F, F, k)
     keys = jax.random.split(key, 4)
     chosen = jax.random.permutation(keys[0], static.n_clusters)[:k].astype(jnp.int32)
-    in_chosen = state.z[..., None] == chosen  # (N, P, k)
-    local = jnp.where(in_chosen.any(-1), jnp.argmax(in_chosen, -1), k)  # (N, P): index in K, k outside
+    in_chosen = (state.z[..., None] == chosen) & data.observed[:, None, None]  # (N, P, k)
+    local = jnp.where(in_chosen.any(-1), jnp.argmax(in_chosen, -1), k)  # (N, P): index in K, k outside (padding too)
     local_counts = state.row_counts[:, chosen]  # (N, k)
     alpha = data.pi_concentration[chosen]
     features = jnp.arange(n_features)

@@ -443,12 +443,16 @@ BCM_CHECK_POINTS = {"q": (0.25, 0.7), "alpha": (0.5, 4.0), "lam": (0.5, 4.0), "c
 
 def _bcm_tables(static, data: HyperData, values, hooks=()):
     """g, omega_log_prob, prototype_log_prob and pi_concentration (:data:`BCM_TABLES`) from the model file's
-    hooks at the hyperparameter values (``hooks``: :func:`model_hooks`, the static key of a compiled call)."""
+    hooks at the hyperparameter values (``hooks``: :func:`model_hooks`, the static key of a compiled call);
+    the prototypes' prior over the observations alone (``bcm_gibbs.over_observations``: their number is
+    data, so targets padded to one size share the program)."""
     from interpretable_zoo.inference import bcm_gibbs  # imports models.bcm, which imports this module
 
     priors = compiled_hooks.priors_with(bcm.Priors, {**data.fixed, **values})
-    tables = bcm_gibbs.hook_tables(priors, static.n_obs, static.n_features, static.n_clusters, static.n_values)
-    return (*tables, jnp.asarray(bcm.z_concentration(priors, static.n_clusters), jnp.float32))
+    g, omega_log_prob, prototype_log_prob = bcm_gibbs.hook_tables(priors, static.n_obs, static.n_features,
+                                                                  static.n_clusters, static.n_values)
+    return (g, omega_log_prob, bcm_gibbs.over_observations(prototype_log_prob, data.observed, jnp),
+            jnp.asarray(bcm.z_concentration(priors, static.n_clusters), jnp.float32))
 
 
 def _bcm_likelihood_tables(static, data: HyperData, g):

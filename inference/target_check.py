@@ -594,7 +594,8 @@ def check_brl(cardinalities, n_classes: int, priors: brl.Priors, capacity: int) 
 
 BCM_SUPPORTED = (
     "The fast BCM sampler follows Priors, the hooks models.bcm.omega_distribution (one Bernoulli per "
-    "cluster and feature), prototype_distribution (one Categorical over the observations per cluster), "
+    "cluster and feature), prototype_distribution (one Categorical over the observations per cluster, the logits of observation i "
+    "not depending on the number of observations: the sampler pads the observations with inert rows), "
     "z_concentration (pi_i ~ Dirichlet, integrated out) and g (phi_sj ~ Dirichlet(g), integrated out). "
     "Write the edit in those hooks or in Priors; models.bcm.collapsed_model, model and "
     "subspace_and_prototype_prior call them and stay as they are."
@@ -603,11 +604,15 @@ BCM_N_VALUES = (2, 3, 2)
 """Values per feature of the BCM miniature (several features, a padded one)."""
 BCM_ROWS = 6
 """Rows of the BCM miniature (at least the number of clusters)."""
+BCM_PADDING_ROWS = 2
+"""Padding rows of the BCM miniature's kernel target, as ``fit_bcm`` pads its observations: the check covers
+the padded target (the padding rows inert, the prototypes' prior kept over the observations, which an
+edited prototype_distribution whose logits depend on the number of rows fails)."""
 
 
 def _bcm_programs(statics, arrays, priors):
     n_clusters, n_values = statics
-    x = arrays["kernel"].x
+    x = arrays["x"]
     return (
         (bcm.collapsed_model, (x, n_clusters), {"priors": priors, "n_values": np.asarray(n_values)}),
         (bcm.model, (x.shape[0], np.asarray(n_values), n_clusters), {"priors": priors, "x": x}),
@@ -619,7 +624,7 @@ def _bcm_kernel_states(static, data, raw):
 
 
 def _bcm_values(statics, arrays, state):
-    return {"omega": state.omega, "prototype": state.prototype, "z": state.z}
+    return {"omega": state.omega, "prototype": state.prototype, "z": state.z[: len(arrays["x"])]}
 
 
 def _bcm_parameters(statics, arrays, trace, values):
@@ -677,7 +682,7 @@ def _bcm_miniature(n_clusters: int, priors: bcm.Priors) -> Miniature:
     n_obs, n_features = max(BCM_ROWS, n_clusters), n_values.size
     rng = _rng()
     x = (rng.random((n_obs, n_features)) * n_values).astype(np.int32)
-    static, data = bcm_gibbs.make_target(x, n_clusters, priors, n_values)
+    static, data = bcm_gibbs.make_target(x, n_clusters, priors, n_values, padded_rows=n_obs + BCM_PADDING_ROWS)
     half, rest = N_STATES // 2, N_STATES - N_STATES // 2
     omega_probs = np.exp(np.asarray(data.omega_log_prob, np.float64)[..., 1])
     omega_possible = np.asarray(data.omega_log_prob) > LOG_ZERO
@@ -688,15 +693,16 @@ def _bcm_miniature(n_clusters: int, priors: bcm.Priors) -> Miniature:
         np.where(omega_possible.all(-1), rng.random((rest, n_clusters, n_features)) < 0.5, omega_possible[..., 1]),
     ])
     prototype = np.concatenate([
-        np.stack([[rng.choice(n_obs, p=weights) for weights in prototype_weights] for _ in range(half)]),
+        np.stack([[rng.choice(static.n_obs, p=weights) for weights in prototype_weights] for _ in range(half)]),
         np.stack([[rng.choice(np.flatnonzero(weights > 0)) for weights in prototype_weights] for _ in range(rest)]),
     ])
     z = np.concatenate([
         (rng.random((half, n_obs, n_features, 1)) > np.cumsum(pi, -1)[:, :, None, :]).sum(-1).clip(0, n_clusters - 1),
         rng.integers(0, n_clusters, (rest, n_obs, n_features)),
     ])
+    z = np.concatenate([z, rng.integers(0, n_clusters, (N_STATES, BCM_PADDING_ROWS, n_features))], 1)  # ignored
     raw = jax.device_put({"omega": omega.astype(np.int32), "prototype": prototype.astype(np.int32), "z": z.astype(np.int32)})
-    return Miniature((int(n_clusters), BCM_N_VALUES), static, {"kernel": data}, raw)
+    return Miniature((int(n_clusters), BCM_N_VALUES), static, {"kernel": data, "x": x}, raw)
 
 
 def check_bcm(n_clusters: int, priors: bcm.Priors) -> None:

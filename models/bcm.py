@@ -105,7 +105,9 @@ def omega_distribution(priors: Priors, n_clusters: int, n_features: int) -> dist
 
 def prototype_distribution(priors: Priors, n_obs: int, n_clusters: int) -> dist.Distribution:
     """Prior of the prototypes, p_s uniform over the N observations (sec. 3): batch shape (S,), values
-    0..N-1. An edit must keep the clusters independent (any logits per cluster and observation)."""
+    0..N-1. An edit must keep the clusters independent (any logits per cluster and observation), and the
+    logits of observation i must not depend on N: the fast sampler evaluates this hook over its observations
+    padded with inert rows and keeps the observations' part (the fit refuses an edit that breaks this)."""
     return dist.Categorical(logits=jnp.zeros(n_obs)).expand([n_clusters])
 
 

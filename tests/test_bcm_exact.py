@@ -1,6 +1,7 @@
 """BCM collapsed Gibbs: exact against enumeration (whole sweeps, and the whole-observation re-split move alone,
 tempered, with negative controls, also under an uneven Dirichlet for pi), log prior and log likelihood equal to the NumPyro densities,
-replicas batched exactly, big counts."""
+replicas batched exactly, big counts; on observations padded with inert rows, the same target (enumeration,
+the log terms of the unpadded state), with negative controls."""
 
 import functools
 import itertools
@@ -152,6 +153,35 @@ def test_a_wrong_prior_fails_the_same_check(exact_priors, wrong_priors):
     assert not result.passed(alpha=1e-3), result
 
 
+PADDED_ROWS = 5
+"""X_TINY's 3 observations padded with 2 inert rows."""
+
+
+@pytest.mark.parametrize("control", [None, "padding_counted", "padding_as_prototypes"])
+def test_padded_sampler_matches_the_enumerated_posterior(control):
+    """The sampler on X_TINY padded with inert rows draws the unpadded posterior over the observations, and
+    the padding rows' z never moves. Negative controls: padding rows counted as observations (in the
+    counts, moved) must fail the same check; padding rows allowed as prototypes give draws that match no
+    state of the observations."""
+    states, probs = exact_probabilities(OTHER_PRIORS)
+    static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS, padded_rows=PADDED_ROWS)
+    if control == "padding_counted":
+        data = data._replace(observed=jnp.ones(PADDED_ROWS, bool))
+    elif control == "padding_as_prototypes":
+        data = data._replace(prototype_log_prob=jnp.full_like(data.prototype_log_prob, -np.log(PADDED_ROWS)))
+    draws = run_chains(static, data, jax.random.PRNGKey(0), jnp.ones(8), 200, 2000)
+    n_obs = len(X_TINY)
+    if control is None:
+        assert np.all(draws["z"][:, :, n_obs:] == draws["z"][:, :1, n_obs:])
+    observations = {**draws, "z": draws["z"][:, :, :n_obs]}
+    if control == "padding_as_prototypes":
+        with pytest.raises(ValueError, match="match no enumerated state"):
+            gof_of_draws(observations, states, probs)
+        return
+    result = gof_of_draws(observations, states, probs)
+    assert result.passed(alpha=1e-3) == (control is None), result
+
+
 def test_numpyro_kernel_matches_the_enumerated_posterior():
     """:class:`BCMGibbs` run through NumPyro's MCMC (the path of ``fit_bcm``)."""
     states, probs = exact_probabilities(OTHER_PRIORS)
@@ -174,16 +204,26 @@ X_WIDE = np.array([[0, 1, 1, 0], [1, 1, 0, 1]])  # N = 2, P = 4: an observation'
 X_MIXED_VALUES = np.array([[0, 2], [1, 2]])  # V_j = 2 and 3, for S = 3 clusters
 
 
+def with_padding_rows(params, padded_rows: int, n_clusters: int, key):
+    """``params`` with z extended to ``padded_rows`` rows by random clusters, which a padded target ignores."""
+    z = np.asarray(params["z"])
+    extra = np.asarray(jax.random.randint(key, (len(z), padded_rows - z.shape[1], z.shape[2]), 0, n_clusters))
+    return {**params, "z": np.concatenate([z, extra.astype(z.dtype)], 1)}
+
+
 def row_resplit_of_exact_draws(exact_priors, move_data=None, x=X_TINY, n_clusters=N_CLUSTERS, beta=1.0,
-                               proposal_ratio=True, seed=0):
+                               proposal_ratio=True, seed=0, padded_rows=None):
     """Draw states i.i.d. from the enumerated (tempered) target, apply one re-split move per observation to
     each (with ``move_data``, default the target's; without the proposal's ratio when ``proposal_ratio`` is
-    False), and test the moved states against the same target: an exact move leaves it invariant."""
+    False; on the observations padded to ``padded_rows`` rows of random clusters, which must not move), and
+    test the moved states against the same target: an exact move leaves it invariant."""
     states, probs = exact_probabilities(exact_priors, x, n_clusters, beta)
     key_draw, key_move = jax.random.split(jax.random.PRNGKey(seed))
     params = exact_draws(states, probs, 40000, key_draw)
-    static, data = make_target(x, n_clusters, exact_priors)
+    static, data = make_target(x, n_clusters, exact_priors, padded_rows=padded_rows)
     betas = jnp.full(40000, beta)
+    n_obs = len(x)
+    params = with_padding_rows(params, static.n_obs, n_clusters, key_draw)
 
     def resplit(keys, params):
         row_counts, cell_counts = jax.vmap(lambda z: token_counts(static, data, z))(params["z"])
@@ -193,6 +233,8 @@ def row_resplit_of_exact_draws(exact_priors, move_data=None, x=X_TINY, n_cluster
     with mock.patch.object(bcm_gibbs, "_log_split_proposal", bcm_gibbs._log_split_proposal if proposal_ratio
                            else lambda log_ratio, in_pair, n_b, n_pair: jnp.zeros(n_b.shape)):
         moved = np.asarray(jax.jit(resplit)(jax.random.split(key_move, 40000), params))
+    np.testing.assert_array_equal(moved[:, n_obs:], params["z"][:, n_obs:])  # padding rows never move
+    moved, params = moved[:, :n_obs], {**params, "z": params["z"][:, :n_obs]}
     assert np.mean(np.any(moved != np.asarray(params["z"]), axis=(1, 2))) > 0.05  # the move does move
     indices = state_index({**{k: np.asarray(v) for k, v in params.items()}, "z": moved}, states).reshape(8, -1)
     return exact_gof_test(indices, probs, statistics=label_free_statistics(states))
@@ -210,6 +252,18 @@ def row_resplit_of_exact_draws(exact_priors, move_data=None, x=X_TINY, n_cluster
 )
 def test_observation_resplit_keeps_the_target_invariant(x, n_clusters, priors, beta):
     result = row_resplit_of_exact_draws(priors, x=x, n_clusters=n_clusters, beta=beta)
+    assert result.passed(alpha=1e-3), result
+
+
+@pytest.mark.parametrize(
+    "x, n_clusters, priors, beta",
+    [(X_TINY, N_CLUSTERS, OTHER_PRIORS, 1.0), (X_MIXED_VALUES, 3, bcm.Priors(), 0.3)],
+    ids=["tiny", "mixed_values_S3_tempered"],
+)
+def test_observation_resplit_on_padded_observations_keeps_the_target_invariant(x, n_clusters, priors, beta):
+    """The move on the observations padded with 2 rows of random clusters: the padding never moves and
+    the observations' target stays invariant."""
+    result = row_resplit_of_exact_draws(priors, x=x, n_clusters=n_clusters, beta=beta, padded_rows=len(x) + 2)
     assert result.passed(alpha=1e-3), result
 
 
@@ -295,11 +349,13 @@ def test_log_prior_and_log_likelihood_equal_the_model_densities(monkeypatch, pri
     np.testing.assert_allclose(states.log_prior, log_joint - log_likelihood, rtol=1e-10, atol=1e-9)
 
 
-def test_step_reports_what_its_moves_did():
+@pytest.mark.parametrize("padded_rows", [None, PADDED_ROWS], ids=["unpadded", "padded"])
+def test_step_reports_what_its_moves_did(padded_rows):
     """The info of a step, per replica: the share of the 3 observations whose tokens the re-split move
-    moved, and whether the split-merge move was accepted (0 or 1, NaN on the sweeps that do not run it);
-    over 40 sweeps of 8 replicas, each sometimes and not always."""
-    static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)
+    moved (of the observations alone on a padded target), and whether the split-merge move was accepted
+    (0 or 1, NaN on the sweeps that do not run it); over 40 sweeps of 8 replicas, each sometimes and not
+    always."""
+    static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS, padded_rows=padded_rows)
     states = jit_init(static, data, jax.random.split(jax.random.PRNGKey(3), 8))
     resplits, split_merges = [], []
     for i in range(40):
@@ -313,6 +369,37 @@ def test_step_reports_what_its_moves_did():
     assert set(np.unique(split_merges[ran])) == {0.0, 1.0}
     due = np.arange(40) % bcm_gibbs.DEFAULT_SPLIT_MERGE_EVERY == 0  # every replica starts at sweep 0
     np.testing.assert_array_equal(ran, np.broadcast_to(due[:, None], ran.shape))
+
+
+@pytest.mark.parametrize("edited", [False, True], ids=["model_priors", "edited_prototype_prior"])
+def test_a_padded_state_has_the_terms_of_the_unpadded_one(monkeypatch, edited):
+    """On observations padded with 3 rows of random clusters, a state's counts, log prior, log likelihood
+    and pointwise log likelihood over the observations are those of the unpadded state, and the padding
+    rows count nothing, weigh 0 and have prior probability 0 as prototypes; also under an edited prototype
+    prior (logits by observation, which the padded target keeps)."""
+    if edited:
+        monkeypatch.setattr(bcm, "prototype_distribution", prototype_favouring_early_observations)
+    rng = np.random.default_rng(4)
+    x = np.column_stack([rng.integers(0, 2, 9), rng.integers(0, 4, 9), rng.integers(0, 3, 9)])
+    n_values = np.array([2, 4, 3])
+    with enable_x64():
+        static, data = make_target(x, 3, OTHER_PRIORS, n_values)
+        padded_static, padded_data = make_target(x, 3, OTHER_PRIORS, n_values, padded_rows=12)
+        params = random_states(static, jax.random.PRNGKey(1), 50)
+        states = jit_states_from_params(static, data, params)
+        padded = jit_states_from_params(padded_static, padded_data,
+                                        with_padding_rows(params, 12, 3, jax.random.PRNGKey(2)))
+        pointwise = bcm_gibbs.pointwise_log_likelihood(static, data, states)
+        padded_pointwise = bcm_gibbs.pointwise_log_likelihood(padded_static, padded_data, padded)
+    np.testing.assert_array_equal(padded.row_counts[:, :9], states.row_counts)
+    np.testing.assert_array_equal(padded.row_counts[:, 9:], 0)
+    np.testing.assert_array_equal(padded.cell_counts, states.cell_counts)
+    np.testing.assert_allclose(padded.log_prior, states.log_prior, rtol=1e-12)
+    np.testing.assert_allclose(padded.log_likelihood, states.log_likelihood, rtol=1e-12)
+    np.testing.assert_allclose(padded_pointwise[:, :9], pointwise, rtol=1e-6)
+    np.testing.assert_array_equal(padded_pointwise[:, 9:], 0.0)
+    np.testing.assert_allclose(padded_data.prototype_log_prob[:, :9], data.prototype_log_prob, rtol=1e-6)
+    assert np.all(padded_data.prototype_log_prob[:, 9:] == -np.inf)
 
 
 def test_tempered_sweeps_keep_counts_and_log_terms_current():

@@ -37,6 +37,7 @@ from test_bcm_exact import (
     jit_step,
     label_free_statistics,
     run_chains,
+    with_padding_rows,
 )
 
 X_THREE = np.array([[0, 1], [1, 1]])  # N = 2, P = 2, for S = 3 clusters
@@ -61,15 +62,20 @@ def _moved(static, data, keys, betas, params, hastings):
     return {"omega": omega, "prototype": prototype, "z": z}, accepted
 
 
-def split_merge_of_exact_draws(x, n_clusters, priors, beta, move_beta=None, hastings=True, seed=0):
+def split_merge_of_exact_draws(x, n_clusters, priors, beta, move_beta=None, hastings=True, seed=0, padded_rows=None):
     """Draw states i.i.d. from the enumerated tempered target at ``beta``, apply one split-merge move
-    (at ``move_beta``, default ``beta``) to each, and test the moved states against the same target."""
+    (at ``move_beta``, default ``beta``; on the observations padded to ``padded_rows`` rows of random
+    clusters, which must not move) to each, and test the moved states against the same target."""
     states, probs = exact_probabilities(priors, x, n_clusters, beta)
     key_draw, key_move = jax.random.split(jax.random.PRNGKey(seed))
     params = exact_draws(states, probs, NUM_DRAWS, key_draw)
-    static, data = make_target(x, n_clusters, priors)
+    static, data = make_target(x, n_clusters, priors, padded_rows=padded_rows)
+    params = with_padding_rows(params, static.n_obs, n_clusters, key_draw)
     betas = jnp.full(NUM_DRAWS, beta if move_beta is None else move_beta)
     moved, accepted = _moved(static, data, jax.random.split(key_move, NUM_DRAWS), betas, params, jnp.asarray(hastings))
+    n_obs = len(x)
+    np.testing.assert_array_equal(moved["z"][:, n_obs:], params["z"][:, n_obs:])  # padding rows never move
+    moved, params = {**moved, "z": moved["z"][:, :n_obs]}, {**params, "z": params["z"][:, :n_obs]}
     changed = np.any(np.asarray(moved["z"]) != np.asarray(params["z"]), axis=(1, 2))
     assert changed.mean() > 0.05, changed.mean()  # the move does move
     indices = state_index({k: np.asarray(v) for k, v in moved.items()}, states).reshape(8, -1)
@@ -88,6 +94,15 @@ CASES = {
 )
 def test_split_merge_keeps_the_target_invariant(case, beta):
     result, acceptance = split_merge_of_exact_draws(*CASES[case], beta)
+    assert result.passed(alpha=1e-3), result
+    assert acceptance > 0.05
+
+
+@pytest.mark.parametrize("case, beta", [("S2", 0.3), ("S3", 1.0)])
+def test_split_merge_on_padded_observations_keeps_the_target_invariant(case, beta):
+    """The move on the observations padded with 3 rows of random clusters (outside every move's blocks)."""
+    x, n_clusters, priors = CASES[case]
+    result, acceptance = split_merge_of_exact_draws(x, n_clusters, priors, beta, padded_rows=len(x) + 3)
     assert result.passed(alpha=1e-3), result
     assert acceptance > 0.05
 

@@ -99,6 +99,7 @@ def test_a_first_fit_compiles_no_program_of_a_single_operation(caplog):
 
 
 def _cross_validation_estimators():
+    from interpretable_zoo.inference.bcm import BCMClusterer
     from interpretable_zoo.inference.brl import BayesianRuleListClassifier
     from interpretable_zoo.inference.mgm import MGMClusterer
     from interpretable_zoo.inference.prototype_selection import PrototypeClassifier
@@ -112,11 +113,13 @@ def _cross_validation_estimators():
         "brl-post": (BayesianRuleListClassifier(num_samples=50, num_warmup=10, num_chains=2, n_temperatures=1,
                                                 estimate="post", progress_bar=False), binary, labels),
         "mgm": (MGMClusterer(n_clusters=3, restarts=2), binary, labels),
+        "bcm": (BCMClusterer(3, num_samples=30, num_warmup=10, num_chains=2, n_temperatures=1, progress_bar=False),
+                binary, labels),
         "prototypes": (PrototypeClassifier(cv=3), rng.normal(size=(103, 4)), rng.integers(0, 3, 103)),
     }
 
 
-@pytest.mark.parametrize("name", ["brl", "brl-post", "mgm", "prototypes"])
+@pytest.mark.parametrize("name", ["brl", "brl-post", "mgm", "bcm", "prototypes"])
 def test_cross_validation_folds_after_the_first_compile_nothing(name):
     """5 folds of 103 rows train on 82 or 83 and predict 20 or 21: the fit and prediction programs pad
     both to shared size buckets. The control: predicting 10 times as many rows needs another program."""

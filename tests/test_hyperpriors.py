@@ -143,18 +143,20 @@ def bcm_fields(states):
     return states.omega, states.prototype, states.z, states.values
 
 
-def chains(priors, seed=0, num_warmup=200, num_samples=800):
-    """16 chains (:data:`BETAS`) of the hyperprior kernel on X_TINY under ``priors``; per beta group the
+def chains(priors, seed=0, num_warmup=200, num_samples=800, padded_rows=None):
+    """16 chains (:data:`BETAS`) of the hyperprior kernel on X_TINY (padded to ``padded_rows`` rows, z
+    returned for the observations) under ``priors``; per beta group the
     params and the hyperparameters (one compiled program for every pair of hyperpriors). Each draw pairs the
     params after a step with the hyperparameters drawn from them at the start of the next: the state between
     a step's two blocks, also a draw from the target, in which the hyperparameters' update shows in their
     joint with the params (a sweep drawn after them would give z close to its conditional on any alpha)."""
-    inner = bcm_gibbs.make_target(X_TINY, N_CLUSTERS, hyperpriors.at_point(priors))
+    inner = bcm_gibbs.make_target(X_TINY, N_CLUSTERS, hyperpriors.at_point(priors), padded_rows=padded_rows)
     static, data = hyperpriors.target(hyperpriors.BCM, inner, priors)
     kernel = hyperpriors.with_hyperpriors(KERNEL_WITH_Z)
     omega, prototype, z, values = replica_draws(kernel, static, data, jax.random.PRNGKey(seed), BETAS,
                                                 num_warmup + num_samples, bcm_fields)
     omega, prototype, z = (np.swapaxes(np.asarray(v)[num_warmup:-1], 0, 1) for v in (omega, prototype, z))
+    z = z[..., : len(X_TINY), :]
     values = {name: np.swapaxes(np.asarray(v)[num_warmup + 1:], 0, 1) for name, v in values.items()}
     return [({"omega": omega[g], "prototype": prototype[g], "z": z[g]}, {name: v[g] for name, v in values.items()})
             for g in (slice(0, 8), slice(8, 16))]
@@ -253,6 +255,17 @@ those means, the check against the exact target)."""
 def test_sampled_bcm_hyperparameters_match_the_exact_posterior_at_each_beta(case):
     priors, _, check_against_exact = BCM_CASES[case]
     for (draws, values), beta in zip(chains(priors), (1.0, 0.4)):
+        gof, ks = check_against_exact(draws, values, beta)
+        assert gof.passed(alpha=1e-3), (beta, gof)
+        assert min(ks.values()) > 1e-3, (beta, ks)
+
+
+@pytest.mark.parametrize("case", BCM_CASES)
+def test_sampled_bcm_hyperparameters_on_padded_observations_match_the_exact_posterior(case):
+    """The same on X_TINY padded with 2 inert rows: the hyperparameters' updates (alpha's reads the row
+    term, lam's and c's the cell counts) see the observations alone."""
+    priors, _, check_against_exact = BCM_CASES[case]
+    for (draws, values), beta in zip(chains(priors, padded_rows=len(X_TINY) + 2), (1.0, 0.4)):
         gof, ks = check_against_exact(draws, values, beta)
         assert gof.passed(alpha=1e-3), (beta, gof)
         assert min(ks.values()) > 1e-3, (beta, ks)

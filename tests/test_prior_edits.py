@@ -353,8 +353,15 @@ def _pi_doubled(fn):
     return dist.Dirichlet(2.0 * base.concentration).expand(fn.batch_shape + fn.event_shape[:-1]).to_event(1)
 
 
+def prototype_favouring_a_share_of_the_observations(priors, n_obs, n_clusters):
+    """Logits that depend on the number of observations: the padded sampler cannot follow them."""
+    return dist.Categorical(logits=-4.0 * jnp.arange(n_obs) / n_obs).expand([n_clusters])
+
+
 BCM_REFUSED = [
     pytest.param("subspace_and_prototype_prior", beta_hyperprior_on_q, "'q'", id="beta_hyperprior_on_q"),
+    pytest.param("prototype_distribution", prototype_favouring_a_share_of_the_observations, "prototype",
+                 id="prototype_logits_depending_on_N"),
     pytest.param("collapsed_model", edited_program(bcm.collapsed_model, "omega", _omega_point_three), "omega",
                  id="omega_in_collapsed_model_only"),
     pytest.param("model", edited_program(bcm.model, "omega", _omega_point_three), "omega", id="omega_in_model_only"),
