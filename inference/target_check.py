@@ -245,7 +245,7 @@ def _priors_of(priors_key, prior_values):
     return compiled_hooks.priors_with(priors_key, prior_values)
 
 
-_COMPILED = compiled_programs.package_cache()
+_COMPILED = compiled_programs.package_cache({})
 
 
 def evaluate(spec: TargetSpec, miniature: Miniature, priors) -> tuple:
@@ -412,7 +412,7 @@ def with_hyperprior_sites(spec: TargetSpec, priors) -> TargetSpec:
     return spec._replace(sampled=spec.sampled + rules, shared=spec.shared + tuple(sorted(found)))
 
 
-_PASSED: set = set()
+_PASSED = compiled_programs.package_cache(set())
 """Verdicts already reached: (spec, miniature structure, model bindings, priors) that passed."""
 
 
@@ -804,7 +804,7 @@ def check_assumptions(program, build, extra, priors, point: dict, kernel: str, s
             )
 
 
-_ASSUMPTIONS_PASSED: set = set()
+_ASSUMPTIONS_PASSED = compiled_programs.package_cache(set())
 
 
 def _check_once(module, program_name: str, priors, extra, check: Callable) -> None:

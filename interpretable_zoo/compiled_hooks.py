@@ -48,7 +48,7 @@ def priors_with(priors_type, values: dict):
     return priors
 
 
-_EXECUTABLES = compiled_programs.package_cache()
+_EXECUTABLES = compiled_programs.package_cache({})
 
 
 def _executable(program, static: tuple, dynamic: tuple):

@@ -22,20 +22,25 @@ MAPPING_SHARE = 0.5
 """The share of ``vm.max_map_count`` past which :func:`release_if_mappings_run_low` releases the compiled
 programs: a fit's compilations then have the other half, many times what one needs."""
 
-_PACKAGE_CACHES: list[dict] = []
+_PACKAGE_CACHES: list = []
 
 
-def package_cache() -> dict:
-    """A dict for compiled executables (``jax.stages.Compiled``) that this package keeps, which
-    :func:`~interpretable_zoo.compiled_programs.clear_caches` empties."""
-    cache: dict = {}
-    _PACKAGE_CACHES.append(cache)
-    return cache
+def package_cache(container):
+    """``container`` (an empty dict or set), registered as a cache that :func:`clear_caches` empties: of
+    compiled executables (``jax.stages.Compiled``) that this package keeps, or of verdicts that spare a
+    program's compilation (a check passed once is not run again), so that after a release the first call
+    compiles what later calls of the same shapes need."""
+    _PACKAGE_CACHES.append(container)
+    return container
 
 
 def clear_caches() -> None:
     """Release the compiled programs held in memory: JAX's (``jax.clear_caches()``) and this package's.
-    Later calls compile again, from the persistent compilation cache where it is on."""
+    Later calls compile again, from the persistent compilation cache where it is on.
+
+    Example:
+        >>> iz.clear_caches()  # e.g. between the fits of a long sweep over shapes
+    """
     import gc
 
     import jax

@@ -97,6 +97,15 @@ def test_interrupt_before_any_chunk_ends_propagates(monkeypatch):
 
 
 
+@pytest.fixture
+def sigint_as_in_a_terminal():
+    """Python's SIGINT handler for the test, also where the suite was started with SIGINT ignored (a
+    background job's)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def sigint_at_call(monkeypatch, n: int, times: int = 1) -> None:
     """SIGINT sent to this process ``times`` times right after ``tempering.run_scans``'s ``n``-th call from now
     returns, as Ctrl-C pressed while that chunk ran would be: the handler runs at the next bytecode."""
@@ -114,7 +123,7 @@ def sigint_at_call(monkeypatch, n: int, times: int = 1) -> None:
     monkeypatch.setattr(tempering, "run_scans", signalling)
 
 
-def test_sigint_during_a_chunk_ends_the_run_after_it_with_that_chunk_kept(monkeypatch):
+def test_sigint_during_a_chunk_ends_the_run_after_it_with_that_chunk_kept(monkeypatch, sigint_as_in_a_terminal):
     """SIGINT while the 3rd of 4 chunks runs: the run ends after that chunk and keeps it (the first 3 chunks
     of the uninterrupted run), and Python's handler is back afterwards. Control: with a SIGINT handler of
     the caller's own, the run leaves it alone, the handler sees the signal, and all 4 chunks run."""
@@ -136,7 +145,7 @@ def test_sigint_during_a_chunk_ends_the_run_after_it_with_that_chunk_kept(monkey
     assert seen == [signal.SIGINT] and own.records["x"].shape == (2, 4 * CHUNK)
 
 
-def test_sigint_between_tuning_rounds_keeps_the_round_run(monkeypatch):
+def test_sigint_between_tuning_rounds_keeps_the_round_run(monkeypatch, sigint_as_in_a_terminal):
     """SIGINT while the schedule is retuned after the first tuning round (no chunk in flight, where a
     KeyboardInterrupt would leave no handler to keep the draws): the run returns that round's draws."""
     retuned = convergence._retuned
@@ -151,7 +160,7 @@ def test_sigint_between_tuning_rounds_keeps_the_round_run(monkeypatch):
     assert cut.records["x"].shape == (2, CHUNK) and cut.n_scans == CHUNK
 
 
-def test_a_second_sigint_aborts_without_the_draws(monkeypatch):
+def test_a_second_sigint_aborts_without_the_draws(monkeypatch, sigint_as_in_a_terminal):
     sigint_at_call(monkeypatch, 2, times=2)
     with pytest.raises(KeyboardInterrupt):
         convergence.sample(toy.KERNEL, STATIC, DATA, tuning_rounds=0, num_samples=4 * CHUNK, seed=3, **OPTIONS)
