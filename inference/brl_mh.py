@@ -692,32 +692,24 @@ def propose(uniforms, rules, length, n_antecedents, ticket_bounds, neighbours=No
     return move, new_rules, length + jnp.asarray(LENGTH_CHANGE, jnp.int32)[move], added, removed
 
 
-SEQUENTIAL_PREFIX_ROWS = 32
-"""Lists up to this capacity get their running OR one row after the other, longer ones a log-depth scan."""
-
-
 def _exclusive_prefix_or(words):
-    """(capacity + 1, W): row j is the OR of rows 0..j-1 of ``words`` (capacity, W).
+    """(B + 1, W): row j is the OR of rows 0..j-1 of ``words`` (B, W), one row after the other."""
+    rows = [jnp.zeros_like(words[0])]
+    for row in words:
+        rows.append(rows[-1] | row)
+    return jnp.stack(rows)
 
-    Up to :data:`SEQUENTIAL_PREFIX_ROWS` rows, one row after the other; the compiled program grows with
-    the rows, so longer lists get a Hillis-Steele scan of log2(capacity) shifted ORs."""
-    n_rows = words.shape[0]
-    if n_rows <= SEQUENTIAL_PREFIX_ROWS:
-        rows = [jnp.zeros_like(words[0])]
-        for j in range(n_rows):
-            rows.append(rows[-1] | words[j])
-        return jnp.stack(rows)
-    covered = jnp.concatenate([jnp.zeros_like(words[:1]), words])
-    shift = 1
-    while shift < n_rows:
-        covered = covered | jnp.pad(covered[:-shift], ((shift, 0), (0, 0)))
-        shift *= 2
-    return covered
 
+ROWS_PER_BLOCK = 8
+"""Rows of a list whose label counts :func:`label_counts` forms at once, for bit vectors shorter than
+:data:`ROW_BY_ROW_WORDS`: a loop over blocks up to the list's length skips the padding of the long lists
+of a capacity of 30 (tic-tac-toe's posterior lists hold about 10 rules), at the cost of a loop step per
+block (benchmarks/RESULTS.md, brl_mh_speed)."""
 
 ROW_BY_ROW_WORDS = 256
-"""Bit vectors of at least this many words get their label counts one rule after the other, up to the
-list's length (:func:`label_counts`); shorter ones all rows of the padded list at once."""
+"""Bit vectors of at least this many words get their label counts one rule after the other (blocks of one
+row): a row then costs more than the loop step, and its words stay in cache (benchmarks/RESULTS.md,
+brl_label_counts)."""
 
 
 def label_counts(data: BRLData, rules, length):
@@ -729,38 +721,37 @@ def label_counts(data: BRLData, rules, length):
     Each antecedent's truth table over the samples and each class's label set are bit vectors (uint32
     words); a rule's captures are ``truth AND uncaught`` (Yang et al.'s speed trick), where
     ``uncaught[j]``, the samples no rule before position j holds for, is the complement of a running OR of
-    the list's truth tables, computed for the whole padded list, or, for wide bit vectors, one rule after
-    the other up to the list's length. In a fixed-shape step, recomputing only the positions after the
-    first changed one would skip no work.
-
-    With short bit vectors every row of the padded list is counted at once (the rows after the default
-    rule count nothing); from :data:`ROW_BY_ROW_WORDS` words on, where a row costs more than the loop
-    that skips it, a loop counts rows 0..length only (batched, up to the longest list of the batch), which
-    also keeps one row's words in cache (benchmarks/RESULTS.md, brl_label_counts)."""
+    the list's truth tables. A loop counts the rows in blocks (:data:`ROWS_PER_BLOCK` rows, or one row for
+    wide bit vectors, :data:`ROW_BY_ROW_WORDS`) up to the block of row ``length`` (batched: up to the
+    longest list of the batch), carrying the running OR from block to block; the padded rules (-1) read the
+    truth table's last, empty row, so rows after the default rule count nothing. In a fixed-shape step,
+    recomputing only the positions after the first changed one would skip no work."""
     n_labels, n_planes, n_words = data.label_bits.shape
     plane_weights = 1 << jnp.arange(n_planes, dtype=jnp.int32)
+    n_rows = rules.shape[0] + 1
+    block_rows = ROWS_PER_BLOCK if n_words < ROW_BY_ROW_WORDS else 1
+    n_blocks = -(-n_rows // block_rows)
+    padded_rules = jnp.full((n_blocks * block_rows,), -1, rules.dtype).at[: rules.shape[0]].set(rules)
 
     def counts_and_totals(counted):  # (..., L) weighted counts, the last row all samples -> (..., L + 1)
         others, total = counted[..., :-1], counted[..., -1:]
         return jnp.concatenate([others, total - others.sum(axis=-1, keepdims=True), total], axis=-1)
 
-    if n_words < ROW_BY_ROW_WORDS:
-        rows = jnp.arange(rules.shape[0] + 1)
-        truth = data.truth_bits[jnp.append(rules, -1)]  # (capacity + 1, W); -1 reads the last, empty row
-        uncaught = ~_exclusive_prefix_or(truth[:-1])  # padded samples are in no label set
-        rule_bits = jnp.where((rows == length)[:, None], ~jnp.uint32(0), truth) & uncaught
-        return counts_and_totals(_popcount(rule_bits[:, None, None, :] & data.label_bits[None]) @ plane_weights)
+    def count_block(carry):
+        block, uncaught, table = carry
+        first = block * block_rows
+        truth = data.truth_bits[lax.dynamic_slice(padded_rules, (first,), (block_rows,))]  # (block_rows, W)
+        covered = _exclusive_prefix_or(truth)
+        rows = first + jnp.arange(block_rows)
+        rule_bits = jnp.where((rows == length)[:, None], ~jnp.uint32(0), truth) & uncaught & ~covered[:-1]
+        counted = counts_and_totals(_popcount(rule_bits[:, None, None, :] & data.label_bits[None]) @ plane_weights)
+        table = lax.dynamic_update_slice_in_dim(table, counted.astype(table.dtype), first, axis=0)
+        return block + 1, uncaught & ~covered[-1], table
 
-    every_sample = jnp.full((n_words,), ~jnp.uint32(0))
-
-    def count_row(j, carry):
-        uncaught, table = carry
-        truth = jnp.where(j < length, data.truth_bits[rules[jnp.minimum(j, rules.shape[0] - 1)]], every_sample)
-        row = counts_and_totals(_popcount((truth & uncaught)[None, None, :] & data.label_bits) @ plane_weights)
-        return uncaught & ~truth, table.at[j].set(row)
-
-    table = jnp.zeros((rules.shape[0] + 1, n_labels + 1), jnp.int32)
-    return lax.fori_loop(0, length + 1, count_row, (every_sample, table))[1]
+    # padded samples are in no label set, so they may start uncaught
+    start = (jnp.zeros((), jnp.int32), jnp.full((n_words,), ~jnp.uint32(0)),
+             jnp.zeros((n_blocks * block_rows, n_labels + 1), jnp.int32))
+    return lax.while_loop(lambda carry: carry[0] * block_rows <= length, count_block, start)[2][:n_rows]
 
 
 def list_state(static: BRLStatic, data: BRLData, rules, length) -> BRLState:

@@ -281,8 +281,8 @@ def run_scans(kernel: TargetKernel, static, data, ladder: Ladder, schedule, n_sc
 
     and exchanges the replicas' rungs, not their states (a replica's state never moves in memory).
 
-    The compiled program runs ``capacity`` (default ``n_scans``) iterations of which the first
-    ``n_scans`` scan and the others do nothing, so one program serves every ``n_scans <= capacity``."""
+    The compiled program's outputs have ``capacity`` (default ``n_scans``) rows, of which the first
+    ``n_scans`` are written, so one program serves every ``n_scans <= capacity``."""
     capacity = n_scans if capacity is None else capacity
     if not 0 < n_scans <= capacity:
         raise ValueError(f"n_scans: expected 1..{capacity}, got {n_scans}")
@@ -431,7 +431,7 @@ def _ladder_scans(kernel, static, data, ladder, schedule, n_scans, statistics, c
         swap_accept = jnp.where(attempted, alpha, 0.0).sum(1) / jnp.maximum(attempted.sum(), 1)
         return (ladder, statistics), (kernel.record(static, data, posterior), summaries, swap_accept)
 
-    def one_scan(carry, _):
+    def one_scan(carry):
         ladder, statistics = carry
         return after_step(ladder, statistics, *local_moves(ladder))
 
@@ -443,12 +443,16 @@ def _ladder_scans(kernel, static, data, ladder, schedule, n_scans, statistics, c
         )[1],
         *carry,
     )
-    idle_outputs = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), output_shapes)
+    outputs = jax.tree.map(lambda x: jnp.zeros((capacity, *x.shape), x.dtype), output_shapes)
 
-    def scan_or_idle(carry, index):
-        return jax.lax.cond(index < n_scans, one_scan, lambda carry, _: (carry, idle_outputs), carry, None)
+    def scan_into_row(index, carry_outputs):
+        carry, outputs = carry_outputs
+        carry, row = one_scan(carry)
+        return carry, jax.tree.map(lambda rows, value: rows.at[index].set(value), outputs, row)
 
-    (ladder, statistics), outputs = jax.lax.scan(scan_or_idle, carry, jnp.arange(capacity))
+    # a loop of n_scans (traced) iterations writing into rows of buffers preallocated for all capacity rows:
+    # one program for every n_scans <= capacity, with no work for the rows left zero
+    (ladder, statistics), outputs = jax.lax.fori_loop(0, n_scans, scan_into_row, (carry, outputs))
     return ladder, statistics, outputs
 
 

@@ -193,17 +193,17 @@ def test_packed_bits_are_the_same_from_numpy_and_from_a_trace(shape, n_words):
 
 @pytest.mark.parametrize(
     "capacity, distinct_rows, looped",
-    [(20, None, False), (brl_mh.SEQUENTIAL_PREFIX_ROWS + 8, None, False), (20, 12, False), (20, None, True),
+    [(20, None, False), (2 * brl_mh.ROWS_PER_BLOCK - 1, None, False), (20, 12, False), (20, None, True),
      (20, 12, True)],
-    ids=["row-by-row", "log-depth-scan", "merged-duplicates", "loop-to-length", "loop-merged-duplicates"],
+    ids=["partial-last-block", "whole-blocks", "merged-duplicates", "row-by-row", "row-by-row-merged-duplicates"],
 )
 def test_bit_vector_label_counts_equal_the_model_files_captures(capacity, distinct_rows, looped, monkeypatch):
-    """The kernel's packed captures (both ways of forming the running OR over the padded list, the loop up
-    to the list's length that wide bit vectors take, and with duplicate samples merged into bit planes of
-    their multiplicities) give the model file's per-rule and default label counts, with the last class
+    """The kernel's packed captures (counted in blocks of rows, the last one partly padding or not, one row
+    at a time as for wide bit vectors, and with duplicate samples merged into bit planes of their
+    multiplicities) give the model file's per-rule and default label counts, with the last class
     counted as the rest, for 3 classes, with padded antecedents and a sample count whose words are padded
-    (17 words in an 18-word bucket, the last word partly filled)."""
-    if looped:  # these bit vectors are short: have the loop count them all the same
+    (17 words in an 18-word bucket, the last word partly filled); lists of every length, batched."""
+    if looped:  # these bit vectors are short: have them counted row by row all the same
         monkeypatch.setattr(brl_mh, "ROW_BY_ROW_WORDS", 1)
     rng = np.random.default_rng(4)
     n_samples, n_antecedents, n_classes = 17 * 32 - 3, 60, 3
