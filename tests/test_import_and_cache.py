@@ -189,7 +189,6 @@ def test_an_unusable_cache_folder_is_a_warning_naming_the_variable(tmp_path):
     assert f"{compilation_cache.ENV_VAR}: cannot create the compilation cache folder" in result.stderr
 
 
-
 def test_compiled_programs_are_released_when_the_mappings_run_low():
     """Four rounds of twenty programs compiled for new shapes: releasing them after each round (the share
     crossed, with a warning naming the limit) keeps the process's memory mappings where the first round

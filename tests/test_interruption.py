@@ -96,7 +96,6 @@ def test_interrupt_before_any_chunk_ends_propagates(monkeypatch):
         convergence.sample(toy.KERNEL, STATIC, DATA, tuning_rounds=0, num_samples=CHUNK, seed=6, **OPTIONS)
 
 
-
 @pytest.fixture
 def sigint_as_in_a_terminal():
     """Python's SIGINT handler for the test, also where the suite was started with SIGINT ignored (a
