@@ -315,7 +315,7 @@ def no_statistics(kernel, static, data, ladder) -> SwapStatistics:
     return SwapStatistics(
         rejection=jnp.zeros((n_chains, n_rungs - 1)),
         attempts=jnp.zeros(n_rungs - 1),
-        log_stepping_stone=jnp.full((n_chains, n_rungs - 1), -jnp.inf),
+        log_stepping_stone=jnp.full((n_chains, n_rungs - 1), -jnp.inf, dtype=float),  # not weakly typed, as the sums it starts
         n_scans=jnp.zeros(()),
         round_trips=jnp.zeros(n_chains, jnp.int32),
         move_sums={name: jnp.zeros((n_chains, n_rungs)) for name in moves},

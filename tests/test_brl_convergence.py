@@ -1,9 +1,9 @@
 """BRL under the tempering engine: run-until-converged defaults, the tempering facts in the trace,
 continuing a run, compiled programs reused across fits, and the empty rule list as an answer."""
 
-import jax
 import numpy as np
 import pytest
+from compile_events import programs_compiled
 
 from interpretable_zoo.datasets.planted_rule_lists import planted_rule_lists
 from interpretable_zoo.diagnostics import default_var_names, summary
@@ -57,13 +57,8 @@ def test_log_evidence_matches_a_second_seed(planted, converged):
 
 
 def test_extend_continues_without_compiling(converged):
-    compiles = []
-    listener = lambda event, duration, **_: compiles.append(event) if "backend_compile" in event else None  # noqa: E731
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with programs_compiled() as compiles:
         longer = converged.extend(num_samples=512, progress_bar=False)
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
     assert compiles == []
     assert longer.run.n_scans == converged.run.n_scans + 512
     assert longer.idata.posterior_sites["rules"].shape[1] == 512
@@ -75,15 +70,10 @@ def test_refit_of_the_same_shapes_compiles_nothing(planted):
     options = dict(antecedents=planted.extras["antecedents"], max_length=6, num_samples=300, num_warmup=100,
                    n_temperatures=4, progress_bar=False)
     fit_brl(planted.X, planted.y, seed=0, **options).predict(planted.X)
-    compiles = []
-    listener = lambda event, duration, **_: compiles.append(event) if "backend_compile" in event else None  # noqa: E731
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with programs_compiled() as compiles:
         flipped = 1 - np.asarray(planted.y)
         result = fit_brl(planted.X, flipped, seed=5, priors=brl.Priors(lam=5.0, eta=2.0, alpha=0.5), **options)
         result.predict(planted.X)
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
     assert compiles == []
 
 

@@ -2,11 +2,10 @@
 in its own test files): data, priors and seeds enter the compiled programs as arguments, never as
 constants (XLA backend compiles counted with jax.monitoring)."""
 
-import contextlib
-
 import jax
 import numpy as np
 import pytest
+from compile_events import programs_compiled
 
 from interpretable_zoo.inference.bcm import fit_bcm
 from interpretable_zoo.inference.brl import fit_brl
@@ -15,23 +14,12 @@ from interpretable_zoo.inference.prototype_selection import select_prototypes
 from interpretable_zoo.models import bcm, mgm
 
 
-@contextlib.contextmanager
-def counted_compiles():
-    compiles = []
-    listener = lambda event, duration, **_: compiles.append(event) if "backend_compile" in event else None  # noqa: E731
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield compiles
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
-
-
 def test_bcm_refit_with_other_data_priors_and_seed_compiles_nothing():
     rng = np.random.default_rng(0)
     options = dict(num_warmup=16, num_samples=16, num_chains=2, n_temperatures=2, n_values=3)
     first = fit_bcm(rng.integers(0, 3, (15, 6)), 3, seed=0, **options)
     first.transform(), first.explain()
-    with counted_compiles() as compiles:
+    with programs_compiled() as compiles:
         second = fit_bcm(rng.integers(0, 3, (15, 6)), 3, seed=1, priors=bcm.Priors(alpha=0.5, q=0.3), **options)
         second.transform(), second.explain()
     assert compiles == []
@@ -44,7 +32,7 @@ def test_mgm_refit_with_other_data_priors_seed_and_sizes_compiles_nothing():
     rng = np.random.default_rng(3)
     first = fit_mgm(rng.integers(0, 2, (24, 6)), 3, restarts=2, seed=0)
     first.explain()
-    with counted_compiles() as compiles:
+    with programs_compiled() as compiles:
         second = fit_mgm(rng.integers(0, 2, (30, 6)), 2, restarts=2, seed=1,
                          priors=mgm.Priors(alpha_l=5.0, alpha_f=(2.0, 0.5), rho=0.3, sigma2=3.0, alpha_z=2.0, s=0.6))
         second.explain()
@@ -68,7 +56,7 @@ def test_mgm_follows_a_hook_replaced_in_a_running_session(monkeypatch):
 def test_prototype_selection_refit_compiles_nothing():
     rng = np.random.default_rng(1)
     select_prototypes(rng.normal(size=(60, 4)), rng.integers(0, 3, 60), eps=1.0)
-    with counted_compiles() as compiles:
+    with programs_compiled() as compiles:
         select_prototypes(rng.normal(size=(60, 4)), rng.integers(0, 3, 60), eps=1.5)
     assert compiles == []
 
@@ -131,12 +119,12 @@ def test_cross_validation_folds_after_the_first_compile_nothing(name):
     assert {len(train) for train, _ in folds} == {82, 83}
     first_train, first_test = folds[0]
     clone(estimator).fit(X[first_train], y[first_train]).predict(X[first_test])
-    with counted_compiles() as compiles:
+    with programs_compiled() as compiles:
         for train, test in folds[1:]:
             fitted = clone(estimator).fit(X[train], y[train])
             fitted.predict(X[test])
     assert compiles == []
     if name != "prototypes":  # its prediction is a NumPy computation, which compiles nothing at any size
-        with counted_compiles() as compiles:
+        with programs_compiled() as compiles:
             fitted.predict(np.tile(X, (10, 1)))
         assert compiles

@@ -1,10 +1,10 @@
 """The parallel-tempering engine and the run-until-converged driver on a bimodal lattice target whose
 tempered posteriors and marginal likelihood are known exactly (tests/toy_tempering.py)."""
 
-import jax
 import numpy as np
 import pytest
 import toy_tempering as toy
+from compile_events import programs_compiled
 
 from interpretable_zoo.diagnostics import exact_gof_test
 from interpretable_zoo.inference import convergence, tempering
@@ -235,17 +235,26 @@ def test_the_clock_moves_no_draw_of_a_run_within_its_budget(bimodal, converged_a
 def test_same_seed_same_draws_and_no_compilation_on_refit(bimodal):
     _, data, _, _ = bimodal
     first = tempered_run(data, seed=5, num_samples=700)
-    compiles = []
-    listener = lambda event, duration, **_: compiles.append(event) if "backend_compile" in event else None  # noqa: E731
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with programs_compiled() as compiles:
         again = tempered_run(data, seed=5, num_samples=700)
         other = tempered_run(toy.bimodal(slope=2.0, tilt=-0.2)[1], seed=6, num_samples=700)
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
     assert compiles == []
     np.testing.assert_array_equal(first.records["x"], again.records["x"])
     assert not np.array_equal(first.records["x"], other.records["x"])
+
+
+def test_a_chunk_run_in_parts_runs_one_program(bimodal, run):
+    """A chunk's first part starts from ``no_statistics`` and its later parts from the sums so far: both
+    calls take arguments of the same types, so that the chunk's one program serves both (the control:
+    the first call of these shapes compiles it)."""
+    _, data, _, _ = bimodal
+    static = toy.LatticeStatic(int(data.log_prior.shape[0]))
+    with programs_compiled() as compiles:
+        _, first_part, _ = tempering.run_scans(toy.KERNEL, static, data, run.ladder, run.schedule, 1, capacity=3)
+    assert compiles == ["jit(ladder_scans)"]
+    with programs_compiled() as compiles:
+        tempering.run_scans(toy.KERNEL, static, data, run.ladder, run.schedule, 2, capacity=3, statistics=first_part)
+    assert compiles == []
 
 
 def test_extend_continues_from_the_last_state(bimodal):
