@@ -22,7 +22,6 @@ import math
 
 import numpy as np
 from scipy.special import ndtri
-from scipy.stats import rankdata
 
 MIN_DRAWS = 4
 """Fewer draws per chain give NaN (and fewer than 2 chains a NaN R-hat), as in ArviZ."""
@@ -34,8 +33,20 @@ def _split(draws: np.ndarray) -> np.ndarray:
 
 
 def _normal_scores(draws: np.ndarray) -> np.ndarray:
-    ranks = rankdata(draws, method="average", axis=None).reshape(draws.shape)
-    return ndtri((ranks - 3 / 8) / (draws.size + 1 / 4))
+    """Blom's normal scores of the draws' average ranks among all draws: one sort, and Phi^-1 once per
+    distinct value (few for a discrete summary such as a list's length)."""
+    flat = draws.ravel()
+    order = np.argsort(flat)  # any order of ties: their ranks are averaged
+    ordered = flat[order]
+    starts_group = np.empty(flat.size, dtype=bool)
+    starts_group[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=starts_group[1:])
+    starts = np.flatnonzero(starts_group)
+    ends = np.append(starts[1:], flat.size)
+    average_ranks = (starts + 1 + ends) / 2  # ranks starts + 1 .. ends, 1-based
+    scores = np.empty(flat.size)
+    scores[order] = np.repeat(ndtri((average_ranks - 3 / 8) / (flat.size + 1 / 4)), ends - starts)
+    return scores.reshape(draws.shape)
 
 
 def _potential_scale_reduction(draws: np.ndarray) -> float:

@@ -364,9 +364,10 @@ def _ladder_scans(kernel, static, data, ladder, schedule, n_scans, statistics, c
     kernel_step = jax.jit(kernel.step, static_argnums=0)
 
     def scan_keys(ladder):
-        """(keys (C, 3): the next key, the local moves', the swaps'; the replicas' keys of the local moves)."""
-        keys = jax.vmap(lambda key: random.split(key, 3))(ladder.rng_key)
-        return keys, jax.vmap(lambda key: random.split(key, n_rungs))(keys[:, 1]).reshape(-1, *keys.shape[2:])
+        """(keys (C, 2): the next key and the swaps'; the replicas' keys of the local moves (C * K,)), all
+        from one split of each chain's key (a split's cost on a CPU is mostly per call, not per key)."""
+        keys = jax.vmap(lambda key: random.split(key, n_rungs + 2))(ladder.rng_key)
+        return keys[:, :2], keys[:, 2:].reshape(-1, *keys.shape[2:])
 
     def local_moves(ladder):
         keys, replica_keys = scan_keys(ladder)
@@ -387,7 +388,7 @@ def _ladder_scans(kernel, static, data, ladder, schedule, n_scans, statistics, c
         at_rung = jnp.take_along_axis(log_likelihood, ladder.slot_of_rung, axis=1)  # (C, K)
         alpha = jnp.exp(jnp.minimum(0.0, gap * (at_rung[:, :-1] - at_rung[:, 1:])))  # (C, K - 1)
         attempted = pairs % 2 == ladder.scan % 2
-        uniforms = jax.vmap(lambda key: random.uniform(key, (n_rungs - 1,)))(keys[:, 2])
+        uniforms = jax.vmap(lambda key: random.uniform(key, (n_rungs - 1,)))(keys[:, 1])
         accept = attempted & (uniforms < alpha)
         no_pair = jnp.zeros((n_chains, 1), bool)
         source = jnp.arange(n_rungs) + jnp.concatenate([accept, no_pair], 1) - jnp.concatenate([no_pair, accept], 1)
@@ -552,9 +553,17 @@ def resized_ladder(ladder: Ladder, schedule, new_schedule) -> Ladder:
     n_chains, n_rungs = ladder.slot_of_rung.shape
     nearest = np.abs(new_schedule[:, None] - schedule[None, :]).argmin(1)  # old rung per new rung
     source = (to_host(ladder.slot_of_rung)[:, nearest] + np.arange(n_chains)[:, None] * n_rungs).reshape(-1)
-    states = jax.tree.map(lambda x: x[source], ladder.states)
-    order = jnp.broadcast_to(jnp.arange(len(new_schedule), dtype=jnp.int32), (n_chains, len(new_schedule)))
-    return Ladder(states, order, order, jnp.zeros(order.shape, jnp.int8), ladder.rng_key, ladder.scan)
+    return _ladder_of_replicas(ladder.states, source, ladder.rng_key, ladder.scan)
+
+
+@jax.jit
+def _ladder_of_replicas(states, source, rng_key, scan) -> Ladder:
+    """A ladder of the replicas ``source`` (chain-major, C * K) of ``states``, each chain's at its rungs
+    in order; one program (run op by op, a resize compiled a program per state leaf)."""
+    n_chains = rng_key.shape[0]
+    n_rungs = source.shape[0] // n_chains
+    order = jnp.broadcast_to(jnp.arange(n_rungs, dtype=jnp.int32), (n_chains, n_rungs))
+    return Ladder(jax.tree.map(lambda x: x[source], states), order, order, jnp.zeros(order.shape, jnp.int8), rng_key, scan)
 
 
 def log_evidence(statistics: RoundStatistics) -> tuple[float, float]:

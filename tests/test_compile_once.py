@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from compile_events import programs_compiled
 
+from interpretable_zoo.inference import tempering
 from interpretable_zoo.inference.bcm import fit_bcm
 from interpretable_zoo.inference.brl import fit_brl
 from interpretable_zoo.inference.mgm import fit_mgm
@@ -75,8 +76,11 @@ def test_a_first_fit_compiles_no_program_of_a_single_operation(caplog):
     jax.config.update("jax_log_compiles", True)
     try:
         with caplog.at_level("WARNING", logger="jax"):
-            fit_brl(X, X[:, 0] ^ X[:, 3], num_samples=8, num_warmup=8, num_chains=3, n_temperatures=2, seed=0,
-                    max_length=7).predict_proba(X)
+            brl_fit = fit_brl(X, X[:, 0] ^ X[:, 3], num_samples=8, num_warmup=8, num_chains=3, n_temperatures=2, seed=0,
+                              max_length=7)
+            brl_fit.predict_proba(X)
+            # what a retuning that changes the number of rungs runs
+            tempering.resized_ladder(brl_fit.run.ladder, brl_fit.run.schedule, np.linspace(0.0, 1.0, 3))
             fit_bcm(rng.integers(0, 3, (13, 7)), 3, num_samples=4, num_warmup=4, num_chains=3, n_temperatures=2,
                     n_values=3).explain()
     finally:

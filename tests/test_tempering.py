@@ -328,6 +328,20 @@ def test_bad_convergence_targets_are_named(options, argument):
         convergence.ConvergenceTarget(**options)
 
 
+def test_a_long_run_is_diagnosed_in_threads_as_it_would_be_in_turn(monkeypatch):
+    """A fixed-length run judges every draw, so large windows are ranked in threads: the table is the
+    one ranked summary by summary (continuous, tied and constant summaries, one with a trailing axis)."""
+    rng = np.random.default_rng(3)
+    summaries = {"walk": np.cumsum(rng.normal(size=(4, 40_000)), axis=1), "length": rng.integers(0, 6, (4, 40_000)),
+                 "constant": np.ones((4, 40_000)), "pair": rng.normal(size=(4, 40_000, 2))}
+    assert sum(value.size for value in summaries.values()) >= convergence.PARALLEL_DIAGNOSIS_DRAWS
+    threaded = convergence.diagnose(summaries)
+    monkeypatch.setattr(convergence, "PARALLEL_DIAGNOSIS_DRAWS", float("inf"))
+    in_turn = convergence.diagnose(summaries)
+    assert list(threaded.items()) == list(in_turn.items())
+    assert list(threaded) == ["walk", "length", "constant", "pair[0]", "pair[1]"] and threaded["walk"][0] > 1.01
+
+
 ROUND = 32  # scans in the first sampling round; rounds double
 
 
