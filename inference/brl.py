@@ -141,13 +141,13 @@ class BRLResult(ExplainedResultMixin, convergence.TemperedResult):
         ...                     num_chains=2, n_temperatures=1, progress_bar=False)
         >>> frame = result.explain_frame()  # the BRL-point list, one row per rule, the default rule last
         >>> frame[["antecedent", "captured", "p_1", "p_1_low", "p_1_high"]].head(2).round(2)
-                                  antecedent  captured   p_1  p_1_low  p_1_high
+                                    antecedent  captured   p_1  p_1_low  p_1_high
         position
-        0         sex=male and not age=child      1667  0.20     0.18      0.22
-        1                      not class=3rd       290  0.93     0.90      0.95
+        0         sex=female and not class=3rd       274  0.92     0.89      0.95
+        1         sex=female and not class=2nd       196  0.46     0.39      0.53
         >>> result.predict_proba(X[:2]).round(2)  # two adult men of the first class
-        array([[0.8, 0.2],
-               [0.8, 0.2]])
+        array([[0.67, 0.33],
+               [0.67, 0.33]])
         >>> result.idata.posterior["length"].shape  # (chain, draw): the length of each sampled list
         (2, 50)
     """
@@ -582,7 +582,7 @@ def fit_brl(
         >>> result.classes
         array([0, 1])
         >>> print(result.explain(outcome="survived").splitlines()[0])  # the first rule of the BRL-point list
-        if sex=male and not age=child then survived probability ...% (...%-...%)
+        if sex=female and not class=3rd then survived probability ...% (...%-...%)
         >>> result.converged  # far too few draws; leave num_samples=None to run until converged
         False
     """
@@ -836,12 +836,12 @@ class BayesianRuleListClassifier(ExplainedEstimatorMixin, ClassifierMixin, BaseE
         >>> clf = iz.BayesianRuleListClassifier(min_support=0.02, num_samples=50, num_warmup=20, num_chains=2,
         ...                                     n_temperatures=1, progress_bar=False).fit(data.X, data.y)
         >>> print(clf)  # the BRL-point list with 95% credible intervals
-        if class!=3rd and age=child then y=1 probability ...% (...%-...%)
-        else if class!=3rd and sex=female then y=1 probability ...
+        if class=1st and sex=female then y=1 probability ...% (...%-...%)
+        else if class=3rd and sex=male then y=1 probability ...
         ...
         else y=1 probability ...
         >>> clf.rules_[0].conditions, int(clf.rules_[0].prediction)
-        (('class!=3rd', 'age=child'), 1)
+        (('class=1st', 'sex=female'), 1)
         >>> round(clf.score(data.X, data.y), 2)
         0.79
     """

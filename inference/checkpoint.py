@@ -208,7 +208,7 @@ def load_result(path):
         >>> iz.save_result(result, "titanic_brl.pkl")
         >>> loaded = iz.load_result("titanic_brl.pkl")  # predicts, explains and extends as before
         >>> print(loaded.explain().splitlines()[0])
-        if sex=male and not age=child then y=1 probability ...% (...%-...%)
+        if sex=female and not class=3rd then y=1 probability ...% (...%-...%)
         >>> loaded.predict(X[:2])
         array([0, 0])
     """

@@ -100,7 +100,9 @@ def fitted(problem):
     truth_table, y, by_refits, in_sample = problem
     X = tiny_problem_features()
     assert np.array_equal(np.stack([X[:, list(a)].all(axis=1) for a in ANTECEDENTS], axis=1), truth_table)
-    result = fit_brl(X, y, antecedents=ANTECEDENTS, max_length=CAPACITY, priors=OTHER_PRIORS, num_samples=4000,
+    # enough draws that the lists never visited hold too little mass to move the exact method 0.08 nats (at
+    # 4,000 draws a chain the bound was 0.06-0.10 over seeds 0-3, at 8,000 0.04-0.055)
+    result = fit_brl(X, y, antecedents=ANTECEDENTS, max_length=CAPACITY, priors=OTHER_PRIORS, num_samples=8000,
                      num_chains=4, n_temperatures=1, seed=3, progress_bar=False)
     return result, by_refits, in_sample
 
@@ -123,7 +125,7 @@ def test_a_fit_s_draws_match_the_refits_within_their_monte_carlo_error(fitted):
     bound of the mass it left unvisited; the in-sample predictive (the control) within neither."""
     result, by_refits, in_sample = fitted
     loo = discrete_loo(result)
-    assert 0 < loo.mcse_elpd_loo < 0.5  # the draws do carry Monte Carlo error, and 16,000 of them keep it small
+    assert 0 < loo.mcse_elpd_loo < 0.5  # the draws do carry Monte Carlo error, and 32,000 of them keep it small
     for truth, matches in ((by_refits, True), (in_sample, False)):
         within = np.abs(loo.loo_i.values - truth) <= 4 * loo.mcse_loo_i.values + 1e-4
         assert within.all() if matches else not within.any(), (loo.loo_i.values - truth, loo.mcse_loo_i.values)
