@@ -170,13 +170,17 @@ def diagnose(summaries: dict[str, np.ndarray]) -> dict[str, tuple[float, float]]
             scalars[name if values.ndim == 2 else f"{name}[{index}]"] = flat[..., index]
     if sum(scalar.size for scalar in scalars.values()) < PARALLEL_DIAGNOSIS_DRAWS:
         return {label: _rhat_and_ess(scalar) for label, scalar in scalars.items()}
-    with ThreadPoolExecutor(os.cpu_count()) as pool:  # NumPy's sorts and FFTs release the GIL
+    # NumPy's sorts and FFTs release the GIL
+    with ThreadPoolExecutor(min(os.cpu_count() or 1, DIAGNOSIS_THREADS)) as pool:
         return dict(zip(scalars, pool.map(_rhat_and_ess, scalars.values())))
 
 
 PARALLEL_DIAGNOSIS_DRAWS = 1 << 18
 """Draws (all summaries together) from which :func:`diagnose` ranks the summaries in threads: a fit of
 a fixed ``num_samples`` keeps and judges every draw, and ranking a million of them takes about 0.1 s."""
+
+DIAGNOSIS_THREADS = 4
+"""The most summaries ranked at once: each ranking holds a few arrays of the window's size."""
 
 
 def _rhat_and_ess(scalar: np.ndarray) -> tuple[float, float]:
