@@ -180,7 +180,7 @@ PARALLEL_DIAGNOSIS_DRAWS = 1 << 18
 a fixed ``num_samples`` keeps and judges every draw, and ranking a million of them takes about 0.1 s."""
 
 DIAGNOSIS_THREADS = 4
-"""The most summaries ranked at once: each ranking holds a few arrays of the window's size."""
+"""At most this many summaries are ranked at once, since each ranking holds a few arrays of the window's size."""
 
 
 def _rhat_and_ess(scalar: np.ndarray) -> tuple[float, float]:
