@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from compile_events import compile_pipeline_events
 from jax.scipy.special import logsumexp
 
 from interpretable_zoo.diagnostics.exact import exact_gof_test, state_index
@@ -172,12 +173,6 @@ def test_tempered_chains_match_the_enumerated_tempered_target(chains, exact_beta
 def test_a_refit_of_the_same_shapes_compiles_nothing():
     """A jitted step with other data, other priors and another seed of the same shapes: no tracing, no
     lowering, no backend compile (the events JAX reports for each)."""
-    events = []
-
-    def listener(event, duration, **kwargs):
-        if any(name in event for name in ("backend_compile", "jaxpr_trace", "jaxpr_to_mlir")):
-            events.append(event)
-
     def run(x, priors, seed):
         static, data = make_target(x, N_CLUSTERS, priors, n_values=np.array([2, 2]))
         keys = jax.random.split(jax.random.PRNGKey(seed), 8)
@@ -185,15 +180,12 @@ def test_a_refit_of_the_same_shapes_compiles_nothing():
         events.clear()
         return jax.block_until_ready(jit_step(static, data, states, keys, BETAS)[0])
 
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with compile_pipeline_events() as events:
         run(X_TINY, bcm.Priors(), 0)
         jax.jit(lambda value: value * 3.0 - 1.0)(jnp.ones(7))  # a new program: the listener sees its tracing
         assert any("jaxpr_trace" in event for event in events), events
         result = run(1 - X_TINY, bcm.Priors(alpha=0.5, lam=2.0, c=10.0, q=0.3), 1)
         assert events == [], events
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
     assert np.all(np.isfinite(result.log_likelihood))
 
 

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
 import pytest
+from compile_events import compile_pipeline_events
 from jax import enable_x64
 from numpyro.infer.util import log_density
 from scipy import stats
@@ -307,17 +308,8 @@ def test_truth_table_and_distinct_samples_read_each_antecedent_contiguously(monk
 
 def compile_events(run):
     """``run()`` and the JAX compile-pipeline events (tracing, lowering, backend compile) it caused."""
-    events = []
-
-    def listen(event, duration_secs, **kwargs):
-        if event.startswith("/jax/core/compile/"):
-            events.append(event)
-
-    jax.monitoring.register_event_duration_secs_listener(listen)
-    try:
+    with compile_pipeline_events() as events:
         jax.block_until_ready(run())
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listen)
     return events
 
 

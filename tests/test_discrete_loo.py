@@ -100,8 +100,7 @@ def fitted(problem):
     truth_table, y, by_refits, in_sample = problem
     X = tiny_problem_features()
     assert np.array_equal(np.stack([X[:, list(a)].all(axis=1) for a in ANTECEDENTS], axis=1), truth_table)
-    # enough draws that the lists never visited hold too little mass to move the exact method 0.08 nats (at
-    # 4,000 draws a chain the bound was 0.06-0.10 over seeds 0-3, at 8,000 0.04-0.055)
+    # enough draws that the lists never visited hold too little mass to move the exact method 0.08 nats
     result = fit_brl(X, y, antecedents=ANTECEDENTS, max_length=CAPACITY, priors=OTHER_PRIORS, num_samples=8000,
                      num_chains=4, n_temperatures=1, seed=3, progress_bar=False)
     return result, by_refits, in_sample
