@@ -33,20 +33,28 @@ def _split(draws: np.ndarray) -> np.ndarray:
 
 
 def _normal_scores(draws: np.ndarray) -> np.ndarray:
-    """Blom's normal scores of the draws' average ranks among all draws: one sort, and Phi^-1 once per
-    distinct value (few for a discrete summary such as a list's length)."""
+    """Blom's normal scores of the draws' average ranks among all draws, Phi^-1 computed once per
+    distinct value. A summary with few distinct values (a list's length) looks each draw's value up
+    among them, which costs a sort and a binary search instead of an indirect sort."""
     flat = draws.ravel()
-    order = np.argsort(flat)  # any order of ties: their ranks are averaged
-    ordered = flat[order]
+    ordered = np.sort(flat)
     starts_group = np.empty(flat.size, dtype=bool)
     starts_group[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=starts_group[1:])
     starts = np.flatnonzero(starts_group)
     ends = np.append(starts[1:], flat.size)
     average_ranks = (starts + 1 + ends) / 2  # ranks starts + 1 .. ends, 1-based
+    group_scores = ndtri((average_ranks - 3 / 8) / (flat.size + 1 / 4))
+    if starts.size * FEW_DISTINCT_VALUES <= flat.size:
+        return group_scores[np.searchsorted(ordered[starts], flat)].reshape(draws.shape)
     scores = np.empty(flat.size)
-    scores[order] = np.repeat(ndtri((average_ranks - 3 / 8) / (flat.size + 1 / 4)), ends - starts)
+    scores[np.argsort(flat)] = np.repeat(group_scores, ends - starts)  # any order of ties: one score each
     return scores.reshape(draws.shape)
+
+
+FEW_DISTINCT_VALUES = 16
+""":func:`_normal_scores` looks the draws up among their distinct values when there are at most one per
+this many draws (a binary search then costs less than an indirect sort)."""
 
 
 def _potential_scale_reduction(draws: np.ndarray) -> float:
@@ -81,12 +89,13 @@ def _rank_rhat_of_split(split: np.ndarray, scores: np.ndarray) -> float:
     return max(_potential_scale_reduction(scores), _potential_scale_reduction(_normal_scores(folded)))
 
 
-def _autocovariances(draws: np.ndarray) -> np.ndarray:
-    """(chains, N) autocovariance of each chain at lags 0..N-1 (divisor N), by FFT."""
+def _mean_autocovariance(draws: np.ndarray) -> np.ndarray:
+    """(N,) autocovariance at lags 0..N-1 (divisor N) averaged over the chains, by FFT: the chains' power
+    spectra are averaged before the one inverse transform (the transform is linear)."""
     n = draws.shape[1]
     centred = draws - draws.mean(axis=1, keepdims=True)
     spectrum = np.fft.rfft(centred, n=2 * n, axis=1)
-    return np.fft.irfft(spectrum * spectrum.conj(), n=2 * n, axis=1)[:, :n] / n
+    return np.fft.irfft((spectrum.real**2 + spectrum.imag**2).mean(axis=0), n=2 * n)[:n] / n
 
 
 def _autocorrelation_time(draws: np.ndarray) -> float:
@@ -95,7 +104,7 @@ def _autocorrelation_time(draws: np.ndarray) -> float:
     full, made non-increasing (initial monotone sequence), and the last one taken adds its even term once
     (when S_p >= 0 or rho_2p > 0)."""
     n_chains, n = draws.shape
-    autocovariance = _autocovariances(draws).mean(axis=0)
+    autocovariance = _mean_autocovariance(draws)
     within = autocovariance[0] * n / (n - 1)  # mean within-chain variance (ddof = 1)
     pooled = within * (n - 1) / n + (draws.mean(axis=1).var(ddof=1) if n_chains > 1 else 0.0)
     rho = 1.0 - (within - autocovariance) / pooled

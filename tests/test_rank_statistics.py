@@ -10,6 +10,10 @@ import arviz as az
 import numpy as np
 import pytest
 
+from scipy.special import ndtri
+from scipy.stats import rankdata
+
+from interpretable_zoo.diagnostics import rank_statistics
 from interpretable_zoo.diagnostics.rank_statistics import bulk_ess, rank_rhat, rank_rhat_and_bulk_ess
 
 
@@ -65,6 +69,19 @@ def test_negative_control_a_different_rhat_is_told_apart():
     ours = np.array([rank_rhat(chains(s)) for s in SEEDS])
     finite = ~np.isnan(theirs)
     assert not np.allclose(ours[finite], theirs[finite], rtol=1e-10)
+
+
+@pytest.mark.parametrize("values", ["continuous", "few distinct"])
+def test_normal_scores_are_blom_scores_of_average_ranks_by_either_path(values, monkeypatch):
+    rng = np.random.default_rng(3)
+    draws = rng.normal(size=(4, 5000)) if values == "continuous" else rng.integers(0, 20, (4, 5000)).astype(float)
+    blom = ndtri((rankdata(draws, method="average") - 3 / 8) / (draws.size + 1 / 4)).reshape(draws.shape)
+    for few_distinct in (1, draws.size + 1):  # every array counts as few-valued (looked up); none does (sorted)
+        monkeypatch.setattr(rank_statistics, "FEW_DISTINCT_VALUES", few_distinct)
+        assert np.array_equal(rank_statistics._normal_scores(draws), blom)
+    if values == "few distinct":  # the comparison has power: ties ranked in turn instead of averaged differ
+        in_turn = ndtri((rankdata(draws, method="ordinal") - 3 / 8) / (draws.size + 1 / 4)).reshape(draws.shape)
+        assert not np.array_equal(in_turn, blom)
 
 
 def test_edge_cases():
