@@ -515,7 +515,8 @@ def _record_with_z(static, data, states):
 def _kernel(store_z: bool) -> TargetKernel:
     """The collapsed Gibbs kernel as the tempering engine runs it, keeping z in the draws or not."""
     record = _record_with_z if store_z else _record_without_z
-    return TargetKernel(bcm_gibbs.init, bcm_gibbs.step, bcm_gibbs.summaries, record, scratch=bcm_gibbs.scratch)
+    return TargetKernel(bcm_gibbs.init, bcm_gibbs.step, bcm_gibbs.summaries, record, bcm_gibbs.learn_split_merge_rungs,
+                        bcm_gibbs.with_split_merge_rungs, scratch=bcm_gibbs.scratch)
 
 
 def _inference_data(run, data: CategoricalData, summary_var_names) -> az.InferenceData:
@@ -668,7 +669,7 @@ def fit_bcm(
                                     tables_per_replica=bool({"lam", "c"} & sampled.keys()))
     check_category_memory(data.n_values, data.feature_names, needed)
     inner_target = bcm_gibbs.make_target(data.codes, n_clusters, hyperpriors.at_point(priors), data.n_values,
-                                         padded_rows=padded_rows)
+                                         split_merge_in_turn=n_temperatures != 1, padded_rows=padded_rows)
     target = hyperpriors.target(hyperpriors.BCM, inner_target, priors) if sampled else inner_target
     target_check.check_bcm(n_clusters, priors)
     initial = None if init_labels is None else _initial_states(inner_target, init_labels, num_chains, seed)

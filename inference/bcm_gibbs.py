@@ -7,17 +7,19 @@ posterior, beta = 0 the prior. :func:`step` runs four blocks, each leaving that 
 cluster indices z_ij by eq. (1) with the likelihood factor tempered (``_z_block``); a Metropolis-Hastings
 move per observation that splits its tokens afresh between two clusters (``_row_resplit_block``), since
 with alpha small eq. (1) almost never moves one token out of its observation's dominant cluster; on every
-``split_merge_every``-th sweep, a restricted-Gibbs split-merge move over k clusters (Jain and Neal 2004,
-:func:`split_merge_proposal`); and the prototypes and omega of every cluster jointly from their tempered
-conditional given z, omega by eq. (2) (``_prototypes_and_omega_block``). The last two read every
+``split_merge_every``-th sweep, on the rungs where it pays (:func:`learn_split_merge_rungs`), a
+restricted-Gibbs split-merge move over k clusters (Jain and Neal 2004, :func:`split_merge_proposal`); and
+the prototypes and omega of every cluster jointly from their tempered conditional given z, omega by
+eq. (2) (``_prototypes_and_omega_block``). The last two read every
 log B(g + n) from a table of log Gamma(a + n), n = 0..N, built once per target (:func:`likelihood_tables`).
 
 Interface (the tempering engine's target kernel): :func:`make_target` turns the model arguments into a
 hashable :class:`BCMStatic` (shapes and switches) and a :class:`BCMData` pytree (observations and every
 prior or likelihood table, so that a refit of the same shapes compiles nothing); :func:`init` draws one
 replica's start from the prior, :func:`step` advances a batch of replicas with their own inverse
-temperatures, :func:`summaries` gives label-free scalars. :class:`BCMGibbs` wraps the same functions
-(beta = 1) as a NumPyro ``MCMCKernel``. The path starts at the prior, not at a reference learned from the
+temperatures, :func:`summaries` gives label-free scalars, and :func:`learn_split_merge_rungs` /
+:func:`with_split_merge_rungs` keep the split-merge move to the rungs where it paid. :class:`BCMGibbs`
+wraps the same functions (beta = 1) as a NumPyro ``MCMCKernel``. The path starts at the prior, not at a reference learned from the
 chains as BRL's does: a learned reference lowered the barrier but not the mixing, which the local moves at
 the cold rungs limit (docs/decisions/bcm-sampler.md). Hyperparameters, g, the priors of omega and the
 prototypes and the Beta-function terms come from ``interpretable_zoo.models.bcm``; log_prior +
@@ -62,7 +64,9 @@ class BCMStatic(NamedTuple):
 
     split_merge_clusters: k, the number of clusters the split-merge move re-partitions (0: no move);
     launch_scans: restricted Gibbs scans building its launch state; split_merge_every: the move runs on
-    the sweeps whose count (``BCMTargetState.sweeps``) is a multiple of it.
+    the sweeps whose count (``BCMTargetState.sweeps``) is a multiple of it; split_merge_in_turn: the step
+    runs the move replica by replica over those due (a tempered ladder, where it runs on some rungs only:
+    ``_split_merge_where_due``), else as one batch over all replicas, masked (cheaper when all are due).
     """
 
     n_obs: int  # rows of x, padding rows included (make_target's padded_rows)
@@ -72,6 +76,7 @@ class BCMStatic(NamedTuple):
     split_merge_clusters: int
     launch_scans: int
     split_merge_every: int
+    split_merge_in_turn: bool = False
 
 
 class BCMData(NamedTuple):
@@ -94,6 +99,8 @@ class BCMData(NamedTuple):
     omega_log_prob: jax.Array  # (S, P, 2) log p(omega_sj = b), from models.bcm.omega_distribution
     prototype_log_prob: jax.Array  # (S, N) log p(p_s = i), from models.bcm.prototype_distribution; -inf on padding
     pi_concentration: jax.Array  # (S,) Dirichlet concentration of pi_i, models.bcm.z_concentration
+    split_merge_max_beta: jax.Array  # () the split-merge move runs at inverse temperatures up to this, and
+    split_merge_posterior: jax.Array  # () at beta = 1 if True (learn_split_merge_rungs; 1 and True: every rung)
 
 
 class BCMTargetState(NamedTuple):
@@ -293,13 +300,15 @@ def make_target(
     split_merge_clusters: int = DEFAULT_SPLIT_MERGE_CLUSTERS,
     launch_scans: int = DEFAULT_LAUNCH_SCANS,
     split_merge_every: int = DEFAULT_SPLIT_MERGE_EVERY,
+    split_merge_in_turn: bool = False,
     padded_rows: int | None = None,
 ) -> tuple[BCMStatic, BCMData]:
     """The target of :func:`~interpretable_zoo.models.bcm.collapsed_model` (arguments as there) as (static, data).
 
     ``x`` may be a traced array (e.g. under ``jax.vmap`` over data sets) when ``n_values`` is given.
     ``split_merge_clusters``: k of the split-merge move (at most S; 0 turns it off); ``launch_scans``: its
-    restricted Gibbs scans before the proposal; ``split_merge_every``: sweeps per move (1: every sweep).
+    restricted Gibbs scans before the proposal; ``split_merge_every``: sweeps per move (1: every sweep);
+    ``split_merge_in_turn``: as in :class:`BCMStatic` (the same draws either way).
     ``padded_rows``: x is padded with inert rows up to that many (at least N), so that targets of different
     N padded to one size share the compiled programs; the target over the observations is unchanged: the
     padding rows' tokens are in no count and never move, their rows are never a prototype
@@ -331,7 +340,7 @@ def make_target(
     rows, cols = _wrapped_diagonals(n_obs, n_features)
     k = min(int(split_merge_clusters), n_clusters)
     static = BCMStatic(n_obs, n_features, n_vals, n_clusters, k if k >= 2 else 0, int(launch_scans),
-                       int(split_merge_every))
+                       int(split_merge_every), bool(split_merge_in_turn))
     data = BCMData(
         x=jnp.asarray(x, jnp.int32),
         observed=jax.device_put(observed),
@@ -347,6 +356,8 @@ def make_target(
         omega_log_prob=jax.device_put(omega_log_prob),
         prototype_log_prob=jax.device_put(prototype_log_prob),
         pi_concentration=jax.device_put(pi_concentration),
+        split_merge_max_beta=jax.device_put(np.float32(1.0)),
+        split_merge_posterior=jax.device_put(np.bool_(True)),
     )
     return static, data
 
@@ -978,9 +989,9 @@ def _prototypes_and_omega_block(static: BCMStatic, data: BCMData, key, beta, cel
 def step(static: BCMStatic, data: BCMData, states: BCMTargetState, keys, betas) -> tuple[BCMTargetState, BCMInfo]:
     """One sweep of B replicas (every field of ``states`` with a leading axis B; ``keys`` (B,), ``betas``
     (B,) in [0, 1]): all z (eq. (1)), a re-split move per observation, a split-merge move (on the sweeps
-    :class:`BCMStatic` says), then the prototypes and omega jointly. Replica b leaves
-    p_prior * p_likelihood ** betas[b] invariant, and gets exactly the draws it would get in a batch of its
-    own. Returns the new states and what the moves did (B,)."""
+    :class:`BCMStatic` says, on the rungs of :func:`learn_split_merge_rungs`), then the
+    prototypes and omega jointly. Replica b leaves p_prior * p_likelihood ** betas[b] invariant, and gets
+    exactly the draws it would get in a batch of its own. Returns the new states and what the moves did (B,)."""
     betas = jnp.asarray(betas, jnp.result_type(float))
     split = jax.vmap(lambda key: jax.random.split(key, 4))(keys)
     key_z, key_rows, key_split_merge, key_blocks = (split[:, i] for i in range(4))
@@ -989,30 +1000,94 @@ def step(static: BCMStatic, data: BCMData, states: BCMTargetState, keys, betas) 
         static, data, key_rows, betas, states.omega, states.prototype, z, row_counts, cell_counts
     )
     states = states._replace(z=z, row_counts=row_counts, cell_counts=cell_counts)
-    unmoved = (z, states.omega, states.prototype, row_counts, cell_counts, jnp.zeros(len(keys), bool))
-    due = (states.sweeps % static.split_merge_every == 0) & (static.split_merge_clusters > 0)  # the same for a ladder
+    on_rung = (betas <= data.split_merge_max_beta) | (data.split_merge_posterior & (betas == 1.0))
+    due = (states.sweeps % static.split_merge_every == 0) & on_rung
+    accepted = jnp.zeros(len(keys), bool)
     if static.split_merge_clusters:
-
-        def split_merge(_):
-            moved = jax.vmap(lambda key, beta, state: _split_merge_block(static, data, key, beta, state))(
-                key_split_merge, betas, states
-            )
-            return jax.tree.map(lambda new, old: jnp.where(due.reshape(-1, *[1] * (new.ndim - 1)), new, old),
-                                moved, unmoved)
-
-        z, omega, prototype, row_counts, cell_counts, accepted = jax.lax.cond(
-            due.any(), split_merge, lambda _: unmoved, None
-        )
-    else:
-        z, omega, prototype, row_counts, cell_counts, accepted = unmoved
+        states, accepted = _split_merge_where_due(static, data, key_split_merge, betas, states, due)
     omega, prototype = jax.vmap(lambda key, beta, c: _prototypes_and_omega_block(static, data, key, beta, c))(
-        key_blocks, betas, cell_counts
+        key_blocks, betas, states.cell_counts
     )
     states = jax.vmap(lambda *args: _with_log_terms(static, data, *args))(
-        z, omega, prototype, row_counts, cell_counts, states.sweeps + 1
+        states.z, omega, prototype, states.row_counts, states.cell_counts, states.sweeps + 1
     )
+    due = due & (static.split_merge_clusters > 0)
     split_merge_accepted = jnp.where(due, accepted, jnp.nan).astype(jnp.float32)
     return states, BCMInfo(jnp.asarray(resplit_share, jnp.float32), split_merge_accepted)
+
+
+def _split_merge_where_due(static: BCMStatic, data: BCMData, keys, betas, states: BCMTargetState, due):
+    """The split-merge move (``_split_merge_block``) of the replicas that are ``due`` (B,). Returns the
+    states and whether each replica's move was accepted (False where none ran).
+
+    With ``static.split_merge_in_turn``, one replica after another in a loop of as many iterations as there
+    are due: a ladder whose hotter rungs alone run the move pays for those alone. Else one batch over all
+    replicas, the moves of those not due dropped: with every replica due, 18-25 % cheaper than the loop
+    (the move's sequential scans run once for the batch; docs/decisions/bcm-sampler.md)."""
+    if not static.split_merge_in_turn:
+
+        def every_replica(states):
+            moved = jax.vmap(lambda key, beta, state: _split_merge_block(static, data, key, beta, state))(
+                keys, betas, states)
+            kept = jax.tree.map(lambda new, old: jnp.where(due.reshape(-1, *[1] * (new.ndim - 1)), new, old),
+                                moved[:5], (states.z, states.omega, states.prototype, states.row_counts,
+                                            states.cell_counts))
+            return states._replace(**dict(zip(("z", "omega", "prototype", "row_counts", "cell_counts"), kept))), moved[5]
+
+        return jax.lax.cond(due.any(), every_replica, lambda states: (states, jnp.zeros(len(keys), bool)), states)
+    due_first = jnp.argsort(~due, stable=True)
+
+    def move(i, carry):
+        states, accepted = carry
+        replica = due_first[i]
+        state = jax.tree.map(lambda x: x[replica], states)
+        z, omega, prototype, row_counts, cell_counts, accept = _split_merge_block(static, data, keys[replica],
+                                                                                  betas[replica], state)
+        moved = state._replace(z=z, omega=omega, prototype=prototype, row_counts=row_counts, cell_counts=cell_counts)
+        return jax.tree.map(lambda x, value: x.at[replica].set(value), states, moved), accepted.at[replica].set(accept)
+
+    return jax.lax.fori_loop(0, due.sum(), move, (states, jnp.zeros(len(keys), bool)))
+
+
+SPLIT_MERGE_MIN_ACCEPTANCE = 0.1
+"""The split-merge move's acceptance below which a rung's move does not pay for itself
+(:func:`learn_split_merge_rungs`). A proposal costs about three sweeps of the other blocks. In a default
+fit of the recipes the last tuning round measured 0.4-1.0 on the 12 hottest of 32 rungs, 0.13-0.16 on
+the next two, 0.02-0.09 on the 17 after them and 0.14 at the posterior (64 proposals a rung): on the
+middle rungs the swaps bring the hotter rungs' changes instead."""
+
+
+class SplitMergeRungs(NamedTuple):
+    """Where the split-merge move runs (``BCMData``): at inverse temperatures up to ``max_beta`` (the
+    hottest rungs), and at the posterior's (beta = 1) if ``posterior``."""
+
+    max_beta: np.float32
+    posterior: bool
+
+
+def learn_split_merge_rungs(static: BCMStatic, data: BCMData, records, states, rungs, facts) -> SplitMergeRungs | None:
+    """Where the split-merge move runs, a ``TargetKernel.learn_proposal``: while tuning, None (every rung,
+    so that each is measured); once tuning ends, from the acceptance a_k measured on each rung of that
+    round, then fixed. The hottest rungs up to the one that maximises the sum of a_k -
+    :data:`SPLIT_MERGE_MIN_ACCEPTANCE` over them (a contiguous block, so that a rare acceptance on one cold
+    rung does not bring the move back to every rung between), and the posterior's if a_K reaches it (the
+    only rung whose draws are kept). A rung that ran no move counts as neither paying nor costing. A
+    ladder of one rung keeps the move, which nothing else there replaces. Each rung's kernel is fixed
+    within a round, so every rung's target stays invariant."""
+    if rungs is not None or not facts.tuned or len(facts.schedule) == 1 or not static.split_merge_clusters:
+        return rungs
+    rates = np.asarray(facts.move_rates["split_merge_accepted"], dtype=float)
+    gains = np.nan_to_num(rates - SPLIT_MERGE_MIN_ACCEPTANCE, nan=0.0)
+    prefix_gains = np.concatenate([[0.0], np.cumsum(gains[:-1])])  # of the 0..K - 1 hottest rungs
+    hottest = len(prefix_gains) - 1 - int(np.argmax(prefix_gains[::-1]))  # the most rungs among the best
+    max_beta = np.asarray(facts.schedule)[hottest - 1] if hottest else -1.0
+    return SplitMergeRungs(np.float32(max_beta), bool(gains[-1] >= 0.0))
+
+
+def with_split_merge_rungs(static: BCMStatic, data: BCMData, rungs: SplitMergeRungs) -> BCMData:
+    """``data`` whose step runs the split-merge move on ``rungs``."""
+    return data._replace(split_merge_max_beta=jax.device_put(np.float32(rungs.max_beta)),
+                         split_merge_posterior=jax.device_put(np.bool_(rungs.posterior)))
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -301,7 +301,7 @@ found reach the other group's chains through their rungs; a reference per group 
 (``inference.brl.DEFAULT_CHAINS``)."""
 
 
-def learn_proposal(static: BRLStatic, data: BRLData, records: dict, states: BRLState, weights) -> np.ndarray:
+def learn_proposal(static: BRLStatic, data: BRLData, records: dict, states: BRLState, weights, facts=None) -> np.ndarray:
     """Rule weights (chain, ``|A|``) after a round (``inference.tempering.TargetKernel``), the same for the
     chains of a group (:data:`LEARNING_GROUPS`) and learned from that group's draws alone: WEIGHT_MEMORY
     times the round's ``weights`` (None at first) plus the mean over the group's chains of each
@@ -310,7 +310,8 @@ def learn_proposal(static: BRLStatic, data: BRLData, records: dict, states: BRLS
     all rungs, chain-major), so that the proposal and the reference (which draws by the weights' mean
     over the chains) put in the rules that the posterior and the rungs on the way to it use now. A
     uniform choice rarely finds one of the few rules of a good list among thousands of antecedents; half
-    of the tickets stay uniform (:data:`UNIFORM_TICKET_SHARE`)."""
+    of the tickets stay uniform (:data:`UNIFORM_TICKET_SHARE`). The round's ``facts``
+    (``tempering.RoundFacts``) teach the weights nothing."""
     n_antecedents = int(data.n_antecedents)
     recorded = np.asarray(records["rules"])
     n_chains = recorded.shape[0]

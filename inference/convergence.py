@@ -460,10 +460,11 @@ def sample(
                 cut = (statistics, outputs, None if interrupted else ("tuning", round_index + 1))
                 break
             last_tuning = statistics, outputs
-            proposal, data = _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh)
-            tuned, ladder = _retuned(ladder, schedule, statistics, settings)
+            tuned, retuned_ladder = _retuned(ladder, schedule, statistics, settings)
             settled = auto_rounds and round_index >= 1 and len(tuned) == len(schedule)
-            schedule = tuned
+            facts = tempering.RoundFacts(schedule, statistics.move_rates, tuned=settled or round_index == max_rounds - 1)
+            proposal, data = _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh, facts)
+            schedule, ladder = tuned, retuned_ladder
             if settled:
                 break
         resume = saved if saved is not None and saved["stage"] == "sampling" else None
@@ -492,13 +493,15 @@ def _with_proposal(kernel, static, data, proposal, mesh):
     return tempering.place_data(kernel, static, data, mesh)
 
 
-def _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh):
-    """(proposal, data) for the next round: what a round (its chunks' ``outputs`` and final ``ladder``),
-    run with ``proposal`` on ``data``, teaches the kernel; both unchanged for a kernel that learns none."""
+def _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh, facts: tempering.RoundFacts):
+    """(proposal, data) for the next round: what a round (its chunks' ``outputs``, final ``ladder`` and
+    ``facts``), run with ``proposal`` on ``data``, teaches the kernel; both unchanged for a kernel that
+    learns none."""
     if kernel.learn_proposal is None:
         return proposal, data
     records, _ = _thinned([output[0] for output in outputs], settings["max_draws"])
-    proposal = kernel.learn_proposal(static, data, records, jax.tree.map(tempering.to_host, ladder.states), proposal)
+    proposal = kernel.learn_proposal(static, data, records, jax.tree.map(tempering.to_host, ladder.states), proposal,
+                                     facts)
     return proposal, _with_proposal(kernel, static, data, proposal, mesh)
 
 
@@ -781,8 +784,9 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
             bar.set_postfix_str(f"K={len(schedule)} R-hat={rhat:.3f} ESS={ess:.0f}")
         if fixed is not None or converged or out_of_time or interrupted:
             break
+        facts = tempering.RoundFacts(schedule, statistics.move_rates, tuned=True)
         schedule, ladder = _retuned(ladder, schedule, statistics, {**settings, "n_temperatures": len(schedule)})
-        proposal, data = _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh)
+        proposal, data = _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh, facts)
         previous, n_scans = (statistics, outputs), 2 * n_scans
     barrier = tempering.communication_barrier(statistics) if len(schedule) > 1 else 0.0
     evidence, evidence_se = tempering.log_evidence(statistics)

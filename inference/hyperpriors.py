@@ -284,8 +284,8 @@ def with_hyperpriors(kernel):
 
         return jax.vmap(one)(states.inner, states.values)
 
-    def learn_proposal(static, data, records, states, proposal):
-        return kernel.learn_proposal(static.inner, data.inner, records, states.inner, proposal)
+    def learn_proposal(static, data, records, states, proposal, facts):
+        return kernel.learn_proposal(static.inner, data.inner, records, states.inner, proposal, facts)
 
     def with_proposal(static, data, proposal):
         return data._replace(inner=kernel.with_proposal(static.inner, data.inner, proposal))

@@ -68,10 +68,12 @@ class TargetKernel(NamedTuple):
     and the model file's prior and likelihood tables, so one compiled program serves every fit of the same
     shapes.
 
-    The proposal: ``learn_proposal(static, data, records, states, proposal) -> proposal`` (small NumPy
-    arrays) from a round's posterior-rung records (name -> (chain, draw, ...)), the final states of all
-    replicas and the proposal the round ran with (None at first), and ``with_proposal(static, data,
-    proposal) -> data``, the data (same shapes) whose ``step`` proposes with it. The proposal is fixed
+    The proposal (whatever the kernel learns between rounds: BRL's rule weights, BCM's hottest rungs of
+    the split-merge move): ``learn_proposal(static, data, records, states, proposal, facts) -> proposal``
+    (small NumPy arrays) from a round's posterior-rung records (name -> (chain, draw, ...)), the final
+    states of all replicas, the proposal the round ran with (None at first) and the round's
+    :class:`RoundFacts`, and ``with_proposal(static, data, proposal) -> data``, the data (same shapes)
+    whose ``step`` proposes with it. The proposal is fixed
     within a round, so each round is an MCMC run of a fixed kernel started where the one before
     stopped; the posterior rung's target never depends on it. Learned from all chains pooled, a proposal ties the chains together, and their
     agreement no longer shows a mode that all of them were led away from: BRL's learns in independent
@@ -98,6 +100,16 @@ class TargetKernel(NamedTuple):
     with_proposal: Callable | None = None
     chain_rows: Callable | None = None
     scratch: Callable | None = None
+
+
+class RoundFacts(NamedTuple):
+    """What a round tells ``TargetKernel.learn_proposal`` beyond its draws: its ``schedule`` (K,), prior
+    first; ``move_rates``, move name -> (K,) per rung (``RoundStatistics.move_rates``); ``tuned``: whether
+    tuning has ended with this round, so that what is learned now is what the sampling rounds start with."""
+
+    schedule: np.ndarray
+    move_rates: dict
+    tuned: bool
 
 
 class Ladder(NamedTuple):

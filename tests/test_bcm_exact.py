@@ -417,13 +417,15 @@ def test_tempered_sweeps_keep_counts_and_log_terms_current():
         np.testing.assert_allclose(states.log_likelihood, fresh.log_likelihood, rtol=1e-6)
 
 
+@pytest.mark.parametrize("in_turn", [False, True], ids=["split_merge_batched", "split_merge_in_turn"])
 @pytest.mark.parametrize("ours_sweeps, others_sweeps", [(0, 0), (0, 1), (1, 0)],
                          ids=["all with split-merge", "ours alone with it", "others alone with it"])
-def test_each_replica_gets_the_same_draws_whatever_the_other_replicas(ours_sweeps, others_sweeps):
+def test_each_replica_gets_the_same_draws_whatever_the_other_replicas(ours_sweeps, others_sweeps, in_turn):
     """The stacked count tables of a batch of replicas isolate them: a replica moved to another position
     in the batch, beside other states at other temperatures, gets exactly the same draws; also when its
-    sweep runs the split-merge move and theirs does not, or the other way round."""
-    static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)
+    sweep runs the split-merge move and theirs does not, or the other way round, with the move run as one
+    batch or replica by replica."""
+    static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS, split_merge_in_turn=in_turn)
     states = jit_init(static, data, jax.random.split(jax.random.PRNGKey(4), 8))
     others = jit_init(static, data, jax.random.split(jax.random.PRNGKey(7), 8))
     states, others = (group._replace(sweeps=jnp.full(8, sweeps, jnp.int32))

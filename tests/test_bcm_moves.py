@@ -16,15 +16,20 @@ from jax.scipy.special import logsumexp
 
 from interpretable_zoo.diagnostics.exact import exact_gof_test, state_index
 from interpretable_zoo.inference.bcm_gibbs import (
+    SPLIT_MERGE_MIN_ACCEPTANCE,
     BCMGibbs,
+    SplitMergeRungs,
     _prototypes_and_omega_block,
+    learn_split_merge_rungs,
     make_target,
     split_merge_accept,
     split_merge_log_ratio,
     split_merge_proposal,
     state_from_params,
     summaries,
+    with_split_merge_rungs,
 )
+from interpretable_zoo.inference.tempering import RoundFacts
 from interpretable_zoo.models import bcm
 from test_bcm_exact import (
     BETAS,
@@ -158,16 +163,81 @@ def tempered_draws():
     return run_chains(static, data, jax.random.PRNGKey(2), jnp.array([0.4] * 4 + [0.0] * 4), 200, 2000)
 
 
+@functools.cache
+def gated_tempered_draws():
+    """As :func:`tempered_draws`, with the split-merge move kept to inverse temperatures up to 0.2 and run
+    replica by replica, as a tempered fit runs it: the chains at beta = 0.4 run without it, those at
+    beta = 0 with it."""
+    static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS, split_merge_in_turn=True)
+    return run_chains(static, with_split_merge_rungs(static, data, SplitMergeRungs(0.2, True)), jax.random.PRNGKey(2),
+                      jnp.array([0.4] * 4 + [0.0] * 4), 200, 2000)
+
+
+@pytest.mark.parametrize("draws", [tempered_draws, gated_tempered_draws], ids=["split_merge_everywhere", "gated"])
 @pytest.mark.parametrize(
     "chains, exact_beta, passes",
     [(slice(0, 4), 0.4, True), (slice(0, 4), 0.8, False), (slice(4, 8), 0.0, True)],
     ids=["beta_0.4", "other_beta_must_fail", "beta_0_is_the_prior"],
 )
-def test_tempered_chains_match_the_enumerated_tempered_target(chains, exact_beta, passes):
+def test_tempered_chains_match_the_enumerated_tempered_target(draws, chains, exact_beta, passes):
     states, probs = exact_probabilities(OTHER_PRIORS, beta=exact_beta)
-    draws = {name: value[chains] for name, value in tempered_draws().items()}
-    result = gof_of_draws(draws, states, probs)
+    result = gof_of_draws({name: value[chains] for name, value in draws().items()}, states, probs)
     assert result.passed(alpha=1e-3) == passes, result
+
+
+@pytest.mark.parametrize("posterior", [True, False], ids=["and_at_the_posterior", "not_at_the_posterior"])
+def test_split_merge_runs_on_its_rungs_only(posterior):
+    """With the move kept to beta <= 0.45 (and beta = 1 or not), a due sweep of a replica on those rungs
+    draws exactly what it draws with the move everywhere, and one elsewhere exactly what a sweep without
+    the move draws; the info reports NaN (not attempted) elsewhere. The move run replica by replica over
+    the due ones draws exactly what one batch over all replicas, masked, draws."""
+    static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)
+    in_turn, _ = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS, split_merge_in_turn=True)
+    gated = with_split_merge_rungs(static, data, SplitMergeRungs(0.45, posterior))
+    states = jit_init(static, data, jax.random.split(jax.random.PRNGKey(12), 8))
+    betas = jnp.tile(jnp.array([0.0, 0.45, 0.5, 1.0]), 2)
+    on_rungs = (np.asarray(betas) <= 0.45) | (posterior & (np.asarray(betas) == 1.0))
+    for i in range(6):
+        keys = jax.random.split(jax.random.PRNGKey(20 + i), 8)
+        due = states._replace(sweeps=jnp.zeros(8, jnp.int32))
+        moved, info = jit_step(in_turn, gated, due, keys, betas)
+        batched, batched_info = jit_step(static, gated, due, keys, betas)
+        everywhere, _ = jit_step(static, data, due, keys, betas)
+        not_due, _ = jit_step(static, data, states._replace(sweeps=jnp.ones(8, jnp.int32)), keys, betas)
+        for name in ("z", "omega", "prototype", "row_counts", "cell_counts", "log_prior", "log_likelihood"):
+            np.testing.assert_array_equal(getattr(moved, name), getattr(batched, name))
+            np.testing.assert_array_equal(getattr(moved, name)[on_rungs], getattr(everywhere, name)[on_rungs])
+            np.testing.assert_array_equal(getattr(moved, name)[~on_rungs], getattr(not_due, name)[~on_rungs])
+        accepted = np.asarray(info.split_merge_accepted)
+        np.testing.assert_array_equal(accepted, np.asarray(batched_info.split_merge_accepted))
+        assert np.isnan(accepted[~on_rungs]).all() and not np.isnan(accepted[on_rungs]).any()
+        states = moved
+
+
+def _facts(rates, tuned=True):
+    return RoundFacts(np.array([0.0, 0.1, 0.3, 0.6, 1.0]), {"split_merge_accepted": np.asarray(rates, float)}, tuned)
+
+
+def test_split_merge_rungs_are_learned_once_tuning_ends_and_then_kept():
+    """The move is kept to the hottest rungs whose acceptances exceed SPLIT_MERGE_MIN_ACCEPTANCE by the most
+    in sum, and to the posterior's if it reaches it there (a rung that ran none counts as neutral); learned
+    once tuning has ended, then fixed; a ladder of one rung keeps the move."""
+    static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)
+    least = SPLIT_MERGE_MIN_ACCEPTANCE
+
+    def learned(rates, before=None, tuned=True):
+        return learn_split_merge_rungs(static, data, None, None, before, _facts(rates, tuned))
+
+    assert learned([0.9, 0.3, least / 2, 0.0, 0.0]) == (np.float32(0.1), False)
+    assert learned([0.9, 0.3, least / 2, 3 * least, least]) == (np.float32(0.6), True)  # a cold rung pays the gap
+    assert learned([0.9, 0.3, 0.0, least + 0.01, 0.2]) == (np.float32(0.1), True)  # a lone acceptance does not
+    assert learned([0.9, np.nan, 0.3, 0.0, np.nan]) == (np.float32(0.3), True)
+    assert learned([0.0, 0.0, 0.0, 0.0, 0.0]) == (np.float32(-1.0), False)
+    assert learned([0.9, 0.3, 0.0, 0.0, 0.0], tuned=False) is None  # still tuning: every rung measured
+    kept = SplitMergeRungs(np.float32(0.1), False)
+    assert learned([0.9, 0.9, 0.9, 0.9, 0.9], before=kept) == kept  # fixed after tuning
+    one_rung = RoundFacts(np.array([1.0]), {"split_merge_accepted": np.array([0.0])}, True)
+    assert learn_split_merge_rungs(static, data, None, None, None, one_rung) is None
 
 
 def test_a_refit_of_the_same_shapes_compiles_nothing():

@@ -6,6 +6,7 @@ import dataclasses
 from functools import partial
 
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from test_bcm_exact import N_CLUSTERS, OTHER_PRIORS, X_TINY, exact_probabilities, gof_of_draws
 from test_bcm_sbc import N_CLUSTERS as SBC_CLUSTERS
@@ -50,6 +51,35 @@ def test_swaps_with_the_sign_of_log_likelihood_turned_fail(monkeypatch):
     kernel = KERNEL_WITH_Z._replace(record=partial(KERNEL_WITH_Z.record))  # another static argument: traced again
     result = gof_against_enumeration(tempered_draws(OTHER_PRIORS, seed=3, kernel=kernel), OTHER_PRIORS)
     assert not result.passed(alpha=1e-3), result
+
+
+def test_the_split_merge_move_runs_where_tuning_found_it_accepted(monkeypatch):
+    """Once tuning ends, the move is kept to the rungs where it paid in the last tuning round (here: where
+    it was accepted more often than on the median rung, so that on this small data set, where every rung
+    accepts it most of the time, some rungs drop it): the sampling round attempts it exactly there, the
+    posterior rung still matches the enumerated posterior, and extend keeps it."""
+    facts, learn = [], KERNEL_WITH_Z.learn_proposal
+
+    def recording_learn(*args):
+        facts.append(args[-1])
+        median_rate = np.median(facts[-1].move_rates["split_merge_accepted"])
+        monkeypatch.setattr(bcm_gibbs, "SPLIT_MERGE_MIN_ACCEPTANCE", median_rate)
+        return learn(*args)
+
+    kernel = KERNEL_WITH_Z._replace(learn_proposal=recording_learn)
+    static, data = bcm_gibbs.make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)
+    run = convergence.sample(kernel, static, data, num_chains=8, seed=3, n_temperatures=4, num_samples=3000,
+                             tuning_rounds=2, scans_per_chunk=500, progress_bar=False)
+    assert [fact.tuned for fact in facts] == [False, True]
+    assert run.proposal == bcm_gibbs.learn_split_merge_rungs(static, data, None, None, None, facts[-1])
+    attempted = (run.schedule <= run.proposal.max_beta) | (run.proposal.posterior & (run.schedule == 1.0))
+    assert 0 < attempted.sum() < len(attempted)
+    np.testing.assert_array_equal(~np.isnan(run.move_rates["split_merge_accepted"]), attempted)
+    result = gof_against_enumeration({name: run.records[name] for name in ("omega", "prototype", "z")}, OTHER_PRIORS)
+    assert result.passed(alpha=1e-3), result
+    longer = convergence.extend(run, kernel, static, data, num_samples=500)
+    assert longer.proposal == run.proposal
+    np.testing.assert_array_equal(~np.isnan(longer.move_rates["split_merge_accepted"]), attempted)
 
 
 SBC_SCHEDULE = jnp.array([0.0, 0.4, 1.0])

@@ -106,7 +106,7 @@ def _jump_step_one(static, data, state, key, beta):
     return _metropolis(static, data.lattice, state, proposal, key_accept, beta)
 
 
-def learn_jump_share(static, data, records, states, share):
+def learn_jump_share(static, data, records, states, share, facts):
     """The next round's jump share, from the round's posterior-rung draws (their share right of the
     middle) and the replicas' final sites: any deterministic function of them tests the engine's plumbing."""
     right = float(np.mean(np.asarray(records["x"]) >= static.n_sites // 2))
