@@ -19,11 +19,12 @@ prior or likelihood table, so that a refit of the same shapes compiles nothing);
 replica's start from the prior, :func:`step` advances a batch of replicas with their own inverse
 temperatures, :func:`summaries` gives label-free scalars, and :func:`learn_split_merge_rungs` /
 :func:`with_split_merge_rungs` keep the split-merge move to the rungs where it paid. :class:`BCMGibbs`
-wraps the same functions (beta = 1) as a NumPyro ``MCMCKernel``. The path starts at the prior, not at a reference learned from the
-chains as BRL's does: a learned reference lowered the barrier but not the mixing, which the local moves at
-the cold rungs limit (docs/decisions/bcm-sampler.md). Hyperparameters, g, the priors of omega and the
-prototypes and the Beta-function terms come from ``interpretable_zoo.models.bcm``; log_prior +
-log_likelihood equals ``log_density(collapsed_model)`` (tested).
+wraps the same functions (beta = 1) as a NumPyro ``MCMCKernel``. The path starts at the prior, not at a
+reference learned from the chains as BRL's does: a learned reference lowered the barrier but not the
+mixing, which the local moves at the cold rungs limit (docs/decisions/bcm-sampler.md). Hyperparameters,
+g, the priors of omega and the prototypes and the Beta-function terms come from
+``interpretable_zoo.models.bcm``; log_prior + log_likelihood equals ``log_density(collapsed_model)``
+(tested).
 """
 
 from __future__ import annotations
