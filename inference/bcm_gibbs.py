@@ -1001,11 +1001,11 @@ def step(static: BCMStatic, data: BCMData, states: BCMTargetState, keys, betas) 
         static, data, key_rows, betas, states.omega, states.prototype, z, row_counts, cell_counts
     )
     states = states._replace(z=z, row_counts=row_counts, cell_counts=cell_counts)
-    on_rung = (betas <= data.split_merge_max_beta) | (data.split_merge_posterior & (betas == 1.0))
-    due = (states.sweeps % static.split_merge_every == 0) & on_rung
+    on_sweep = states.sweeps % static.split_merge_every == 0
+    due = on_sweep & ((betas <= data.split_merge_max_beta) | (data.split_merge_posterior & (betas == 1.0)))
     accepted = jnp.zeros(len(keys), bool)
     if static.split_merge_clusters:
-        states, accepted = _split_merge_where_due(static, data, key_split_merge, betas, states, due)
+        states, accepted = _split_merge_where_due(static, data, key_split_merge, betas, states, due, on_sweep)
     omega, prototype = jax.vmap(lambda key, beta, c: _prototypes_and_omega_block(static, data, key, beta, c))(
         key_blocks, betas, states.cell_counts
     )
@@ -1017,9 +1017,10 @@ def step(static: BCMStatic, data: BCMData, states: BCMTargetState, keys, betas) 
     return states, BCMInfo(jnp.asarray(resplit_share, jnp.float32), split_merge_accepted)
 
 
-def _split_merge_where_due(static: BCMStatic, data: BCMData, keys, betas, states: BCMTargetState, due):
-    """The split-merge move (``_split_merge_block``) of the replicas that are ``due`` (B,). Returns the
-    states and whether each replica's move was accepted (False where none ran).
+def _split_merge_where_due(static: BCMStatic, data: BCMData, keys, betas, states: BCMTargetState, due, on_sweep):
+    """The split-merge move (``_split_merge_block``) of the replicas that are ``due`` (B,), of those on a
+    sweep that runs it (``on_sweep``). Returns the states and whether each replica's move was accepted
+    (False where none ran).
 
     With ``static.split_merge_in_turn``, one replica after another in a loop of as many iterations as there
     are due: a ladder whose hotter rungs alone run the move pays for those alone. Else one batch over all
@@ -1035,7 +1036,10 @@ def _split_merge_where_due(static: BCMStatic, data: BCMData, keys, betas, states
                                             states.cell_counts))
             return states._replace(**dict(zip(("z", "omega", "prototype", "row_counts", "cell_counts"), kept))), moved[5]
 
-        return jax.lax.cond(due.any(), every_replica, lambda states: (states, jnp.zeros(len(keys), bool)), states)
+        # branched on the sweep count alone: under jax.vmap over data sets it stays one value, and the
+        # branch a real one, where the rungs (swapped by each data set's draws) would make it a select
+        return jax.lax.cond(on_sweep.any(), every_replica, lambda states: (states, jnp.zeros(len(keys), bool)),
+                            states)
     due_first = jnp.argsort(~due, stable=True)
 
     def move(i, carry):

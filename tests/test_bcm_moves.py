@@ -18,6 +18,7 @@ from interpretable_zoo.diagnostics.exact import exact_gof_test, state_index
 from interpretable_zoo.inference.bcm_gibbs import (
     SPLIT_MERGE_MIN_ACCEPTANCE,
     BCMGibbs,
+    BCMTargetState,
     SplitMergeRungs,
     _prototypes_and_omega_block,
     learn_split_merge_rungs,
@@ -26,6 +27,7 @@ from interpretable_zoo.inference.bcm_gibbs import (
     split_merge_log_ratio,
     split_merge_proposal,
     state_from_params,
+    step,
     summaries,
     with_split_merge_rungs,
 )
@@ -212,6 +214,25 @@ def test_split_merge_runs_on_its_rungs_only(posterior):
         np.testing.assert_array_equal(accepted, np.asarray(batched_info.split_merge_accepted))
         assert np.isnan(accepted[~on_rungs]).all() and not np.isnan(accepted[on_rungs]).any()
         states = moved
+
+
+def test_under_vmap_over_data_sets_the_split_merge_move_stays_a_branch():
+    """Vmapped over data sets (simulation-based calibration, a fit traced per data set), whose sweep counts
+    are one value but whose rungs differ, the step branches on the sweep count: the move is skipped on the
+    sweeps that do not run it, not computed for every replica and dropped. A branch on the rungs too would
+    become a select under vmap."""
+    static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)
+    states = jit_init(static, data, jax.random.split(jax.random.PRNGKey(13), 4))
+    shared_sweeps = BCMTargetState(*[0] * 7, None)
+    stacked = jax.tree.map(lambda x, axis: x if axis is None else jnp.stack([x, x]), states, shared_sweeps)
+
+    def one_data_set(betas, states):
+        return step(static, data, states, jax.random.split(jax.random.PRNGKey(14), 4), betas)
+
+    jaxpr = jax.make_jaxpr(jax.vmap(one_data_set, in_axes=(0, shared_sweeps)))(jnp.ones((2, 4)), stacked)
+    branches = [max(len(branch.jaxpr.eqns) for branch in eqn.params["branches"])
+                for eqn in jaxpr.jaxpr.eqns if eqn.primitive.name == "cond"]
+    assert max(branches, default=0) > 100, branches  # the move's branch, hundreds of operations
 
 
 def _facts(rates, tuned=True):
