@@ -1026,15 +1026,16 @@ def _split_merge_where_due(static: BCMStatic, data: BCMData, keys, betas, states
     are due: a ladder whose hotter rungs alone run the move pays for those alone. Else one batch over all
     replicas, the moves of those not due dropped: with every replica due, 18-25 % cheaper than the loop
     (the move's sequential scans run once for the batch; docs/decisions/bcm-sampler.md)."""
+    def moved(key, beta, state):  # one replica's state after its move, and whether it was accepted
+        *fields, accept = _split_merge_block(static, data, key, beta, state)
+        return state._replace(**dict(zip(("z", "omega", "prototype", "row_counts", "cell_counts"), fields))), accept
+
     if not static.split_merge_in_turn:
 
         def every_replica(states):
-            moved = jax.vmap(lambda key, beta, state: _split_merge_block(static, data, key, beta, state))(
-                keys, betas, states)
-            kept = jax.tree.map(lambda new, old: jnp.where(due.reshape(-1, *[1] * (new.ndim - 1)), new, old),
-                                moved[:5], (states.z, states.omega, states.prototype, states.row_counts,
-                                            states.cell_counts))
-            return states._replace(**dict(zip(("z", "omega", "prototype", "row_counts", "cell_counts"), kept))), moved[5]
+            new, accepted = jax.vmap(moved)(keys, betas, states)
+            return jax.tree.map(lambda x, old: jnp.where(due.reshape(-1, *[1] * (x.ndim - 1)), x, old), new,
+                                states), accepted
 
         # branched on the sweep count alone: under jax.vmap over data sets it stays one value, and the
         # branch a real one, where the rungs (swapped by each data set's draws) would make it a select
@@ -1045,21 +1046,17 @@ def _split_merge_where_due(static: BCMStatic, data: BCMData, keys, betas, states
     def move(i, carry):
         states, accepted = carry
         replica = due_first[i]
-        state = jax.tree.map(lambda x: x[replica], states)
-        z, omega, prototype, row_counts, cell_counts, accept = _split_merge_block(static, data, keys[replica],
-                                                                                  betas[replica], state)
-        moved = state._replace(z=z, omega=omega, prototype=prototype, row_counts=row_counts, cell_counts=cell_counts)
-        return jax.tree.map(lambda x, value: x.at[replica].set(value), states, moved), accepted.at[replica].set(accept)
+        new, accept = moved(keys[replica], betas[replica], jax.tree.map(lambda x: x[replica], states))
+        return jax.tree.map(lambda x, value: x.at[replica].set(value), states, new), accepted.at[replica].set(accept)
 
     return jax.lax.fori_loop(0, due.sum(), move, (states, jnp.zeros(len(keys), bool)))
 
 
 SPLIT_MERGE_MIN_ACCEPTANCE = 0.1
 """The split-merge move's acceptance below which a rung's move does not pay for itself
-(:func:`learn_split_merge_rungs`). A proposal costs about three sweeps of the other blocks. In a default
-fit of the recipes the last tuning round measured 0.4-1.0 on the 12 hottest of 32 rungs, 0.13-0.16 on
-the next two, 0.02-0.09 on the 17 after them and 0.14 at the posterior (64 proposals a rung): on the
-middle rungs the swaps bring the hotter rungs' changes instead."""
+(:func:`learn_split_merge_rungs`): a proposal costs about three sweeps of the other blocks, and on the
+middle rungs of a ladder, where it is seldom accepted, the swaps bring the hotter rungs' changes instead
+(docs/decisions/bcm-sampler.md)."""
 
 
 class SplitMergeRungs(NamedTuple):

@@ -73,9 +73,8 @@ class TargetKernel(NamedTuple):
     (small NumPy arrays) from a round's posterior-rung records (name -> (chain, draw, ...)), the final
     states of all replicas, the proposal the round ran with (None at first) and the round's
     :class:`RoundFacts`, and ``with_proposal(static, data, proposal) -> data``, the data (same shapes)
-    whose ``step`` proposes with it. The proposal is fixed
-    within a round, so each round is an MCMC run of a fixed kernel started where the one before
-    stopped; the posterior rung's target never depends on it. Learned from all chains pooled, a proposal ties the chains together, and their
+    whose ``step`` proposes with it. The proposal is fixed within a round, so each round is an MCMC run
+    of a fixed kernel started where the one before stopped; the posterior rung's target never depends on it. Learned from all chains pooled, a proposal ties the chains together, and their
     agreement no longer shows a mode that all of them were led away from: BRL's learns in independent
     groups of chains (``inference.brl_mh.LEARNING_GROUPS``). A path's reference may follow it (BRL's, one
     for all chains, draws by the groups' weights averaged, so that a group's finds reach every chain; then
