@@ -440,7 +440,7 @@ def sample(
     cut = None  # (statistics, outputs, budget cut or None for an interruption) of a tuning round that ended the run
     last_tuning = None  # (statistics, outputs) of the last tuning round run whole: the draws of a run interrupted
     # before a later round's first chunk ended
-    pace = _Pace()
+    pace = _Pace(_planned_scans(settings, first_round, max_rounds, auto_rounds), description)
     with _watched(progress_bar, description) as (bar, stop):
         for round_index in range(first_round, max_rounds):
             partial = _saved_chunks(saved) if round_index == first_round else None
@@ -471,6 +471,16 @@ def sample(
         return _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut,
                                 resume=resume, writer=writer, pace=pace, proposal=proposal, last_tuning=last_tuning,
                                 stop=stop)
+
+
+def _planned_scans(settings, first_round=0, max_rounds=0, auto_rounds=False) -> tuple[int, str] | None:
+    """(scans, what sets them) of a fixed-length run from tuning round ``first_round`` on, for its time
+    projection (:class:`_Pace`); tuning rounds "auto" count at most ``max_rounds``. None until converged."""
+    if settings["num_samples"] is None:
+        return None
+    tuning = sum(settings["scans_per_chunk"] * 2**r for r in range(first_round, max_rounds))
+    after = f" after {'at most ' if auto_rounds else ''}{tuning:,} tuning scans" if tuning else ""
+    return settings["num_samples"] + tuning, f"num_samples={settings['num_samples']}{after}"
 
 
 @contextlib.contextmanager
@@ -570,15 +580,53 @@ FIRST_CHUNK_SCANS = 1
 :data:`CHUNK_SECONDS` keeps Ctrl-C prompt (and the chunk's program, compiled then, serves every size)."""
 
 
+LONG_RUN_SECONDS = 600.0
+"""A run of a fixed number of scans (``num_samples``) that its pace projects to run longer than this says so
+in a warning, once it has timed a chunk after its first (the first one's time may include compiling)."""
+
+
+def format_seconds(seconds: float) -> str:
+    """A duration for a message: seconds below a minute, else minutes, else hours and minutes."""
+    if seconds < 1:
+        return f"{seconds * 1e3:.3g} ms"
+    if seconds < 60:
+        return f"{seconds:.3g} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{int(seconds // 3600)} h {round(seconds % 3600 / 60):02d} min"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
 class _Pace:
     """Seconds per scan and rung of the last chunk run, carried from round to round (a retuned round may
-    have another number of rungs, and a scan costs about as much per rung)."""
+    have another number of rungs, and a scan costs about as much per rung).
 
-    def __init__(self):
+    ``planned``: (scans, what sets them) of a fixed-length run, the scans counted from this pace's first
+    chunk on, or None for a run until converged. Such a run projects its remaining time once, from its
+    second chunk, and warns when that exceeds :data:`LONG_RUN_SECONDS` (:meth:`record`)."""
+
+    def __init__(self, planned: tuple[int, str] | None = None, description: str = "sampling"):
         self.seconds_per_rung_scan = None
+        self.planned, self.description = planned, description
+        self.chunks = self.scans_run = 0
 
-    def record(self, seconds: float, n_scans: int, n_rungs: int):
+    def record(self, seconds: float, n_scans: int, n_rungs: int, n_chains: int):
         self.seconds_per_rung_scan = seconds / (n_scans * n_rungs)
+        self.chunks, self.scans_run = self.chunks + 1, self.scans_run + n_scans
+        if self.planned is not None and self.chunks == 2:
+            scans, setting = self.planned
+            left = (scans - self.scans_run) * self.seconds_per_rung_scan * n_rungs
+            if left > LONG_RUN_SECONDS:
+                warnings.warn(
+                    f"{self.description}: {setting} is projected to run {format_seconds(left)} more, "
+                    f"{max(scans - self.scans_run, 0):,} scans at {format_seconds(seconds / n_scans)} a scan "
+                    f"({_count(n_rungs, 'rung')} x {_count(n_chains, 'chain')}), as timed on its last chunk. Ctrl-C ends it within "
+                    f"about {CHUNK_SECONDS:g} s and keeps the draws so far.",
+                    stacklevel=4,
+                )
 
     def scans_that_fit(self, size: int, deadline, n_rungs: int) -> int:
         """``size``, or fewer when a chunk of that size would run longer than :data:`CHUNK_SECONDS` or end
@@ -632,7 +680,7 @@ def _run_round(kernel, static, data, ladder, schedule, n_scans, settings, bar, d
                 raise
             interrupted = True
             break
-        pace.record(tempering.now() - began, size, len(schedule))
+        pace.record(tempering.now() - began, size, len(schedule), settings["num_chains"])
         outputs.append(output)
         done += size
         if done % chunk == 0 or done == n_scans:
@@ -732,7 +780,7 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
     scans); ``proposal``: the kernel's learned proposal, which ``data`` already holds; ``last_tuning``:
     (statistics, outputs) of the last tuning round, the result of a run interrupted before its first sampling
     chunk ended; ``stop``: the run's Ctrl-C request."""
-    pace = _Pace() if pace is None else pace
+    pace = _Pace(_planned_scans(settings), settings["description"]) if pace is None else pace
     mesh = tempering.chain_mesh(settings["num_chains"], settings["devices"])
     target: ConvergenceTarget = settings["target"]
     fixed = settings["num_samples"]

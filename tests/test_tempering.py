@@ -1,6 +1,8 @@
 """The parallel-tempering engine and the run-until-converged driver on a bimodal lattice target whose
 tempered posteriors and marginal likelihood are known exactly (tests/toy_tempering.py)."""
 
+import warnings
+
 import numpy as np
 import pytest
 import toy_tempering as toy
@@ -190,6 +192,29 @@ def test_a_budget_that_ends_a_tuning_round_ends_the_run_there(bimodal, monkeypat
     assert stuck.summaries["log_joint"].shape == (4, 156)
     assert (stuck.budget_cut, stuck.budget_cut_round) == ("tuning", 2)
     assert "the time budget ended during tuning round 2 of at most 2 (the draws are that round's)" in stuck.message()
+
+
+@pytest.mark.parametrize("num_samples, warns", [(603, True), (602, False)])
+def test_a_fixed_length_run_projected_to_run_long_says_so_from_its_second_chunk(bimodal, monkeypatch, num_samples,
+                                                                               warns):
+    """On a clock of 1 s a scan, with a cold compile of 1,000 s in the first chunk (1 scan, which alone would
+    project (num_samples - 1) x 1,001 s): the second chunk (1 scan, at the first one's pace) projects the
+    num_samples - 2 scans left at 1 s each, a warning past LONG_RUN_SECONDS = 600 s and none at it."""
+    _scripted_clock(monkeypatch, 1.0, first_chunk_seconds=1000.0)
+    _, data, _, _ = bimodal
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        convergence.sample(toy.KERNEL, toy.LatticeStatic(12), data, num_chains=2, seed=0, n_temperatures=1,
+                           tuning_rounds=0, scans_per_chunk=100, num_samples=num_samples, progress_bar=False)
+    projections = [str(w.message) for w in caught if "projected" in str(w.message)]
+    expected = ["sampling: num_samples=603 is projected to run 10 min more, 601 scans at 1 s a scan (1 rung x 2 "
+                "chains), as timed on its last chunk. Ctrl-C ends it within about 2 s and keeps the draws so far."]
+    assert projections == (expected if warns else [])
+
+
+def test_durations_read_in_the_unit_that_suits_them():
+    assert [convergence.format_seconds(s) for s in (0.0123, 4.56, 601.0, 7260.0)] == ["12.3 ms", "4.56 s", "10 min",
+                                                                                     "2 h 01 min"]
 
 
 @pytest.fixture(scope="module")
