@@ -37,7 +37,7 @@ from jax import lax, random
 from numpyro.infer.mcmc import MCMCKernel
 from scipy.special import gammaln, logsumexp
 
-from interpretable_zoo.inference import hyperpriors, memory
+from interpretable_zoo.inference import hyperpriors, memory, tempering
 from interpretable_zoo.inference.shapes import size_bucket
 from interpretable_zoo.inference.validation import check_positive_int
 from interpretable_zoo.models import brl
@@ -315,7 +315,7 @@ def learn_proposal(static: BRLStatic, data: BRLData, records: dict, states: BRLS
     n_antecedents = int(data.n_antecedents)
     recorded = np.asarray(records["rules"])
     n_chains = recorded.shape[0]
-    final = np.asarray(states.rules).reshape(n_chains, -1, static.capacity)
+    final = tempering.to_host(states.rules).reshape(n_chains, -1, static.capacity)
     if weights is None:
         weights = np.zeros((n_chains, n_antecedents))
     else:

@@ -510,8 +510,7 @@ def _relearned(kernel, static, data, outputs, ladder, settings, proposal, mesh, 
     if kernel.learn_proposal is None:
         return proposal, data
     records, _ = _thinned([output[0] for output in outputs], settings["max_draws"])
-    proposal = kernel.learn_proposal(static, data, records, jax.tree.map(tempering.to_host, ladder.states), proposal,
-                                     facts)
+    proposal = kernel.learn_proposal(static, data, records, ladder.states, proposal, facts)
     return proposal, _with_proposal(kernel, static, data, proposal, mesh)
 
 

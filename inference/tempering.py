@@ -71,7 +71,8 @@ class TargetKernel(NamedTuple):
     The proposal (whatever the kernel learns between rounds: BRL's rule weights, BCM's hottest rungs of
     the split-merge move): ``learn_proposal(static, data, records, states, proposal, facts) -> proposal``
     (small NumPy arrays) from a round's posterior-rung records (name -> (chain, draw, ...)), the final
-    states of all replicas, the proposal the round ran with (None at first) and the round's
+    states of all replicas (on the device: a kernel copies the fields it reads with :func:`to_host`, so that
+    no run holds a second copy of every state), the proposal the round ran with (None at first) and the round's
     :class:`RoundFacts`, and ``with_proposal(static, data, proposal) -> data``, the data (same shapes)
     whose ``step`` proposes with it. The proposal is fixed within a round, so each round is an MCMC run
     of a fixed kernel started where the one before stopped; the posterior rung's target never depends on it. Learned from all chains pooled, a proposal ties the chains together, and their
@@ -270,7 +271,9 @@ def posterior_states(ladder: Ladder):
 def _initial_ladder(kernel, static, data, rng_keys, n_rungs):
     keys = jax.vmap(lambda key: random.split(key, n_rungs + 1))(rng_keys)  # (C, K + 1)
     replica_keys = keys[:, 1:].reshape(-1, *keys.shape[2:])
-    states = jax.vmap(lambda key: kernel.init(static, data, key))(replica_keys)
+    # one replica after the other: a batched init holds every replica's temporaries at once (a BCM replica's
+    # random draws over observations x features x clusters weigh up to 37 of its states)
+    states = jax.lax.map(lambda key: kernel.init(static, data, key), replica_keys)
     n_chains = rng_keys.shape[0]
     order = jnp.broadcast_to(jnp.arange(n_rungs, dtype=jnp.int32), (n_chains, n_rungs))
     return Ladder(states, order, order, jnp.zeros((n_chains, n_rungs), jnp.int8), keys[:, 0], jnp.zeros((), jnp.int32))

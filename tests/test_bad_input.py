@@ -777,7 +777,8 @@ CASE_MODEL = [
     (
         lambda mp: fit_bcm(XC, 2, num_chains=10**5, memory_limit=2 * 10**8),
         InsufficientMemoryError,
-        r"^num_chains, n_temperatures: 100000 chains x 32 rungs .* = 3200000 replicas of .* each, and the records of "
+        r"^num_chains, n_temperatures: 100000 chains x 32 rungs .* = 3200000 replicas of \S+ KiB each \(with the "
+        r"step's work over 5 features x 3 values\), and the records of "
         r"\d+ scans of every chain needs about .* GiB, more than the 191 MiB of memory_limit",
         "num-chains-beyond-memory-limit",
     ),

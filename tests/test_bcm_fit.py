@@ -401,3 +401,39 @@ def test_each_chain_can_start_from_its_own_labels():
 def test_scalar_n_values_means_every_feature():
     result = fit_bcm(X_SMALL, 3, n_values=4, **QUICK)
     np.testing.assert_array_equal(result.data.n_values, np.full(5, 4))
+
+
+@pytest.mark.parametrize("n_obs, n_features, n_clusters, n_values, in_turn",
+                         [(60, 6, 2, 2, True), (30, 12, 16, 3, False)])
+def test_the_run_estimate_per_replica_covers_what_xla_allocates_for_one(n_obs, n_features, n_clusters, n_values,
+                                                                        in_turn):
+    """XLA's memory analysis of a compiled scan of 64 replicas (its arguments, outputs and temporaries, per
+    replica) stays within the run estimate's bytes per replica (convergence.STATE_COPIES states and the
+    step's scratch), and the initialisation's temporaries do not grow with the replicas (they are made one
+    after the other). Negative control: the estimate without the step's temporaries (the states and the
+    gathers alone) falls short of XLA's figure."""
+    from interpretable_zoo.inference import convergence, tempering
+    from interpretable_zoo.inference.bcm import _kernel
+
+    x = np.random.default_rng(0).integers(0, n_values, (n_obs, n_features))
+    static, data = bcm_gibbs.make_target(x, n_clusters, bcm.Priors(), np.full(n_features, n_values),
+                                         split_merge_in_turn=in_turn)
+    kernel = _kernel(False)
+
+    def compiled(n_rungs):
+        ladder = jax.eval_shape(lambda d: tempering.initial_ladder(kernel, static, d, tempering.chain_keys(0, 1),
+                                                                   n_rungs), data)
+        schedule = jax.numpy.linspace(0.0, 1.0, n_rungs)
+        scan = jax.jit(lambda d, l: tempering.ladder_scans(kernel, static, d, l, schedule, 1, 8)).lower(data, ladder)
+        init = jax.jit(lambda d: tempering.initial_ladder(kernel, static, d, tempering.chain_keys(0, 1), n_rungs))
+        return scan.compile().memory_analysis(), init.lower(data).compile().memory_analysis()
+
+    (scan, init), (_, small_init) = compiled(64), compiled(8)
+    xla_per_replica = (scan.temp_size_in_bytes + scan.argument_size_in_bytes + scan.output_size_in_bytes) / 64
+    state = bcm_gibbs.state_bytes(static)
+    assert state == convergence._nbytes(jax.eval_shape(lambda d: bcm_gibbs.init(static, d, jax.random.PRNGKey(0)),
+                                                       data))
+    assert convergence.STATE_COPIES * state + bcm_gibbs.scratch(static)[0] >= xla_per_replica
+    assert init.temp_size_in_bytes <= small_init.temp_size_in_bytes + 8 * state
+    gathers = bcm_gibbs._step_gather_bytes(n_features, n_values, n_clusters, static.split_merge_clusters)
+    assert convergence.STATE_COPIES * state + gathers < xla_per_replica
