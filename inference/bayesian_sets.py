@@ -454,31 +454,35 @@ class BayesianSets:
         c, q = self._coefficients(queries)
         weights = np.ascontiguousarray(q.T)  # scipy's sparse x dense product wants C order
         n_queries = len(queries)
-        block = max(1, (BATCH_BYTES // 2) // (24 * n_queries))  # scores, a mask and the candidates' indices
+        block = max(1, (BATCH_BYTES // 2) // (24 * n_queries))  # the products, and the reaching columns' copy and mask
         owner = np.repeat(np.arange(n_queries), [len(indices) for indices in queries])
         query_items = np.concatenate(queries)
         items = np.full((n_queries, top_k), -1, dtype=np.int64)
         scores = np.full((n_queries, top_k), -np.inf)
         for start in range(0, self.n_items, block):
-            block_scores = rows[start : start + block] @ weights
-            block_scores += c
+            products = rows[start : start + block] @ weights  # the scores less c, which the comparisons move
             if not include_query:
                 inside = (query_items >= start) & (query_items < start + block)
-                block_scores[query_items[inside] - start, owner[inside]] = -np.inf
+                products[query_items[inside] - start, owner[inside]] = -np.inf
             # candidates: the items scoring at least each query's top_k-th best so far (ties included); while a
             # query has fewer, at least its top_k-th best in the block
             threshold = scores[:, top_k - 1]
-            if np.isneginf(threshold).any() and len(block_scores) > top_k:
-                block_last = -np.partition(-block_scores, top_k - 1, axis=0)[top_k - 1]
+            if np.isneginf(threshold).any() and len(products) > top_k:
+                block_last = -np.partition(-products, top_k - 1, axis=0)[top_k - 1] + c
                 threshold = np.maximum(threshold, block_last)
-            reaching = np.flatnonzero(block_scores.max(axis=0) >= np.maximum(threshold, -np.finfo(float).max))
-            reached = block_scores[:, reaching]
-            candidate_rows, columns = np.nonzero((reached >= threshold[reaching]) & (reached > -np.inf))
+            # the block against the thresholds less c, widened by a rounding's worth (in the columns whose best
+            # reaches them), then the exact test on the candidates' scores
+            low = np.nan_to_num(threshold - c - 1e-12 * (np.abs(threshold) + np.abs(c)), nan=-np.inf)
+            reaching = np.flatnonzero(products.max(axis=0) >= low)
+            candidate_rows, columns = np.nonzero(products[:, reaching] >= low[reaching])
             candidate_queries = reaching[columns]
+            candidate_scores = products[candidate_rows, candidate_queries] + c[candidate_queries]
+            exact = (candidate_scores >= threshold[candidate_queries]) & (candidate_scores > -np.inf)
+            candidate_rows, candidate_queries = candidate_rows[exact], candidate_queries[exact]
             kept = items.ravel() >= 0
             merged_queries = np.concatenate([np.repeat(np.arange(n_queries), top_k)[kept], candidate_queries])
             merged_items = np.concatenate([items.ravel()[kept], candidate_rows + start])
-            merged_scores = np.concatenate([scores.ravel()[kept], block_scores[candidate_rows, candidate_queries]])
+            merged_scores = np.concatenate([scores.ravel()[kept], candidate_scores[exact]])
             order = np.lexsort((merged_items, -merged_scores, merged_queries))  # by query, best first, ties by index
             first = np.searchsorted(merged_queries[order], np.arange(n_queries))
             rank = np.arange(len(order)) - first[merged_queries[order]]
