@@ -217,8 +217,8 @@ def _step_gather_bytes(n_features, n_vals, n_clusters: int, split_merge_clusters
 STEP_TEMPORARY_STATES = 9
 """A replica's :func:`step` holds temporaries of at most about this many of its states, besides its gathers
 over features x values, which grow with V^2 (``_step_gather_bytes``). Measured by XLA's memory
-analysis of the compiled scans: 4.6-8.5 states over shapes from 56 x 6 to 700 x 256 (checked in
-tests/test_bcm_fit.py)."""
+analysis of the compiled scans: 4.6-8.5 states over nine shapes from 60 x 6 to 700 x 256 observations x
+features and 2 to 32 clusters (two of them checked in tests/test_bcm_fit.py)."""
 
 
 def state_bytes(static: BCMStatic) -> int:

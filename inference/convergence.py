@@ -622,8 +622,8 @@ class _Pace:
                 warnings.warn(
                     f"{self.description}: {setting} is projected to run {format_seconds(left)} more, "
                     f"{max(scans - self.scans_run, 0):,} scans at {format_seconds(seconds / n_scans)} a scan "
-                    f"({_count(n_rungs, 'rung')} x {_count(n_chains, 'chain')}), as timed on its last chunk. Ctrl-C ends it within "
-                    f"about {CHUNK_SECONDS:g} s and keeps the draws so far.",
+                    f"({_count(n_rungs, 'rung')} x {_count(n_chains, 'chain')}), as timed on its last chunk. "
+                    f"Ctrl-C ends it within about {CHUNK_SECONDS:g} s and keeps the draws so far.",
                     stacklevel=4,
                 )
 

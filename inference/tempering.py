@@ -71,9 +71,9 @@ class TargetKernel(NamedTuple):
     The proposal (whatever the kernel learns between rounds: BRL's rule weights, BCM's hottest rungs of
     the split-merge move): ``learn_proposal(static, data, records, states, proposal, facts) -> proposal``
     (small NumPy arrays) from a round's posterior-rung records (name -> (chain, draw, ...)), the final
-    states of all replicas (on the device: a kernel copies the fields it reads with :func:`to_host`, so that
-    no run holds a second copy of every state), the proposal the round ran with (None at first) and the round's
-    :class:`RoundFacts`, and ``with_proposal(static, data, proposal) -> data``, the data (same shapes)
+    states of all replicas (on the device: a kernel copies the fields it reads with :func:`to_host`, so
+    that no run holds a second copy of every state), the proposal the round ran with (None at first) and
+    the round's :class:`RoundFacts`, and ``with_proposal(static, data, proposal) -> data``, the data (same shapes)
     whose ``step`` proposes with it. The proposal is fixed within a round, so each round is an MCMC run
     of a fixed kernel started where the one before stopped; the posterior rung's target never depends on it. Learned from all chains pooled, a proposal ties the chains together, and their
     agreement no longer shows a mode that all of them were led away from: BRL's learns in independent
