@@ -1,12 +1,15 @@
 """Mind the Gap, public layer: ``fit_mgm``, ``fit_mgm_sweep``, the result with its explanation, ``MGMClusterer``.
 
 The fit follows the paper's protocol (sec. 3-4): agglomerative feature extraction with coordinate-ascent
-ELBO (``interpretable_zoo.inference.mgm_vi``), ``restarts`` restarts (run together, vmapped) keeping the
-best ELBO, and for ``fit_mgm_sweep`` a sweep over the number of clusters keeping the best ELBO.
+ELBO (``interpretable_zoo.inference.mgm_vi``), ``restarts`` restarts (vmapped, ``RUNS_PER_CALL`` at most
+per compiled call) keeping the best ELBO, and for ``fit_mgm_sweep`` a sweep over the number of clusters
+keeping the best ELBO.
 """
 
 from __future__ import annotations
 
+import time
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
@@ -18,7 +21,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
-from interpretable_zoo.inference import memory, mgm_vi, progress, target_check
+from interpretable_zoo.inference import convergence, memory, mgm_vi, progress, target_check
 from interpretable_zoo.inference.explanation import ExplainedResultMixin, records
 from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin, atomic_fit
 from interpretable_zoo.inference.names import resolve_names
@@ -354,6 +357,45 @@ def _padded_data(array):
     return W, (np.arange(W.shape[0]) < n_obs).astype(np.float32), (np.arange(W.shape[1]) < n_dims).astype(np.float32)
 
 
+RUNS_PER_CALL = 64
+"""Searches (restarts x numbers of clusters) that one vmapped call runs at most. More run in groups of this
+many, one group after the other, the last padded with repeats of its last search so that all groups share
+one compiled program: a call stays bounded, so Ctrl-C is prompt, and the search projects its time from its
+second call (:class:`_CallPace`)."""
+
+
+class _CallPace:
+    """The time of a search's compiled calls so far: after the second (the first may include compiling), a
+    warning when the ``n_calls`` - 2 left are projected to take more than ``convergence.LONG_RUN_SECONDS``;
+    ``what`` names the settings that make the calls."""
+
+    def __init__(self, n_calls: int, what: str):
+        self.n_calls, self.what, self.done = n_calls, what, 0
+
+    def record(self, seconds: float):
+        self.done += 1
+        left = (self.n_calls - self.done) * seconds
+        if self.done == 2 and left > convergence.LONG_RUN_SECONDS:
+            warnings.warn(
+                f"MGM: {self.what} runs as {self.n_calls} compiled calls, projected to take "
+                f"{convergence.format_seconds(left)} more at {convergence.format_seconds(seconds)} a call, as "
+                "timed on the last; Ctrl-C stops the search after the call in flight.",
+                stacklevel=5,
+            )
+
+
+def _in_groups(search, keys, active, pace: _CallPace):
+    """``search(keys, active)`` of all runs (rows), in groups of at most :data:`RUNS_PER_CALL` rows."""
+    runs, parts = len(keys), []
+    for first in range(0, runs, RUNS_PER_CALL):
+        rows = np.minimum(np.arange(first, first + RUNS_PER_CALL), runs - 1) if runs > RUNS_PER_CALL else slice(None)
+        started = time.perf_counter()
+        group = search(keys[rows], active[rows])
+        pace.record(time.perf_counter() - started)
+        parts.append(jax.tree.map(lambda leaf, kept=min(RUNS_PER_CALL, runs - first): leaf[:kept], group))
+    return parts[0] if len(parts) == 1 else jax.tree.map(lambda *leaves: np.concatenate(leaves), *parts)
+
+
 def _search(array, cluster_numbers, width, per_batch, *, restarts, seed, priors, config, bar=None,
             on_merges=None) -> dict:
     """Every restart for every number of clusters, ``per_batch`` numbers of clusters per vmapped call (the last
@@ -365,13 +407,21 @@ def _search(array, cluster_numbers, width, per_batch, *, restarts, seed, priors,
     width = _bucket(width, MIN_CLUSTERS)
     runs = per_batch * restarts
     memory.check_memory(
-        runs * mgm_vi.search_bytes(*padded[0].shape, width, config),
-        f"restarts, n_proposals, max_iter: {runs} searches run at once ({restarts} restarts"
+        min(runs, RUNS_PER_CALL) * mgm_vi.search_bytes(*padded[0].shape, width, config),
+        f"restarts, n_proposals, max_iter: {min(runs, RUNS_PER_CALL)} searches run at once ({restarts} restarts"
         f"{f' x {per_batch} numbers of clusters' if per_batch > 1 else ''}), each with {config.n_proposals} "
         f"merge proposals per iteration and an ELBO trace of max_iter = {config.max_iter} iterations",
         "lower restarts, n_proposals or max_iter" + (" or clusters_per_batch" if per_batch > 1 else ""),
     )
     W, observed, features = jax.device_put(padded)
+
+    def search(keys, active):
+        return mgm_vi.search_batch(keys, W, observed, features, jnp.asarray(active), priors=priors, config=config,
+                                   on_merges=on_merges)  # fmt: skip
+
+    n_batches = -(-len(cluster_numbers) // per_batch)
+    numbers = f" for {len(cluster_numbers)} numbers of clusters" if len(cluster_numbers) > 1 else ""
+    pace = _CallPace(n_batches * -(-runs // RUNS_PER_CALL), f"restarts={restarts}{numbers}")
     results = {}
     for first in range(0, len(cluster_numbers), per_batch):
         if bar is not None:
@@ -380,8 +430,7 @@ def _search(array, cluster_numbers, width, per_batch, *, restarts, seed, priors,
         padded = chunk + chunk[-1:] * (per_batch - len(chunk))
         keys = jnp.concatenate([_restart_keys(seed, k, restarts) for k in padded])
         active = np.repeat(np.arange(width)[None, :] < np.array(padded)[:, None], restarts, axis=0)
-        batch = mgm_vi.search_batch(keys, W, observed, features, jnp.asarray(active), priors=priors, config=config,
-                                    on_merges=on_merges)  # fmt: skip
+        batch = _in_groups(search, keys, active, pace)
         for c, k in enumerate(chunk):
             rows = slice(c * restarts, (c + 1) * restarts)
             results[k] = jax.tree.map(lambda leaf, rows=rows: leaf[rows], batch)
@@ -410,8 +459,9 @@ def fit_mgm(
     """Fit MGM with ``n_clusters`` clusters: agglomerative extraction + coordinate-ascent ELBO, best of ``restarts``.
 
     ``X`` is a binary (N, D) array or DataFrame; one column (D = 1) is a model too, of one group whose
-    presence rate alone can tell clusters apart. The restarts run together (vmapped); each starts from a
-    k-means++ / k-means clustering, anneals, and moves clusters by split-merge (``interpretable_zoo.inference.mgm_vi``).
+    presence rate alone can tell clusters apart. The restarts run together (vmapped, in groups of at most
+    ``RUNS_PER_CALL``); each starts from a k-means++ / k-means clustering, anneals, and moves clusters by
+    split-merge (``interpretable_zoo.inference.mgm_vi``).
     ``rel_tol`` stops a restart once an iteration improves the ELBO by less than that fraction of the first
     iteration's improvement (the paper's "0.1 relative"); ``exact_or`` uses the exact OR of eq. 2 instead of
     the relaxed one of eq. 3. The search is compiled for ``max_clusters`` clusters (default ``n_clusters``),
@@ -443,7 +493,8 @@ def fit_mgm(
     width = n_clusters if max_clusters is None else check_n_clusters(max_clusters, array.shape[0], "max_clusters")
     if width < n_clusters:
         raise ValueError(f"max_clusters: {max_clusters} is below n_clusters ({n_clusters})")
-    bar = progress.bar(progress_bar, "MGM search", total=config.max_iter, unit=" merge iterations")
+    bar = progress.bar(progress_bar, "MGM search", total=config.max_iter * -(-restarts // RUNS_PER_CALL),
+                       unit=" merge iterations")
     try:
         searches = _search(array, [n_clusters], width, 1, restarts=restarts, seed=seed, priors=priors, config=config,
                            on_merges=None if bar is None else bar.update)  # fmt: skip

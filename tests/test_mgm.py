@@ -1,5 +1,7 @@
 """MGM public layer: the model file, planted-structure recovery, the search, bad input, the clusterer, data."""
 
+import warnings
+
 import jax
 import numpy as np
 import pandas as pd
@@ -88,6 +90,25 @@ def test_same_seed_same_result(faces, faces_fit):
     assert again.elbo == faces_fit.elbo
     assert again.groups == faces_fit.groups
     np.testing.assert_array_equal(again.responsibilities, faces_fit.responsibilities)
+
+
+def test_restarts_beyond_a_call_run_in_groups_that_project_their_time(faces, faces_fit, monkeypatch):
+    """Eleven restarts in groups of five (the last padded with repeats, so all three groups run the program of
+    faces_fit's five): the first group's searches are faces_fit's, to the last bit. With a projection limit
+    of 0 s the grouped search warns after its second group, naming restarts; a search in one call does not."""
+    from interpretable_zoo.inference import convergence
+    from interpretable_zoo.inference import mgm as mgm_fit
+
+    monkeypatch.setattr(convergence, "LONG_RUN_SECONDS", 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit_mgm(faces.X, 3, feature_names=faces.feature_names, restarts=5, seed=0)
+    monkeypatch.setattr(mgm_fit, "RUNS_PER_CALL", 5)
+    with pytest.warns(UserWarning, match=r"^MGM: restarts=11 runs as 3 compiled calls, projected to take .* more"):
+        grouped = fit_mgm(faces.X, 3, feature_names=faces.feature_names, restarts=11, seed=0)
+    assert len(grouped.elbo_traces) == 11
+    for ours, alone in zip(grouped.elbo_traces[:5], faces_fit.elbo_traces):
+        np.testing.assert_array_equal(ours, alone)
 
 
 def test_predict_reproduces_the_fitted_responsibilities(faces, faces_fit):
