@@ -303,6 +303,15 @@ def _check_priors(priors) -> Priors:
     return priors
 
 
+DEFAULT_PROPOSALS = 20
+"""``n_proposals`` of the fits: merge proposals per iteration."""
+
+PROPOSALS_PER_PAIR = 4
+"""``n_proposals`` may reach this many times the pairs of groups, D (D - 1) / 2, or :data:`DEFAULT_PROPOSALS`:
+proposals drawn with replacement reach a share 1 - e^-4 (98 %) of the pairs by then, and a repeated pair
+scores the same merge again."""
+
+
 def _settings(X, feature_names, priors, restarts, max_iter, seed, n_proposals, rel_tol, exact_or):
     """Checked arguments shared by ``fit_mgm`` and ``fit_mgm_sweep``: (array, names, priors, config, restarts, seed)."""
     array = check_binary_matrix(X)
@@ -310,6 +319,14 @@ def _settings(X, feature_names, priors, restarts, max_iter, seed, n_proposals, r
     restarts = check_positive_int(restarts, "restarts")
     max_iter = check_positive_int(max_iter, "max_iter", minimum=0)
     n_proposals = check_positive_int(n_proposals, "n_proposals")
+    pairs = array.shape[1] * (array.shape[1] - 1) // 2
+    if n_proposals > max(PROPOSALS_PER_PAIR * pairs, DEFAULT_PROPOSALS):
+        raise ValueError(
+            f"n_proposals: {n_proposals} merge proposals per iteration for {array.shape[1]} dimensions, whose groups "
+            f"form at most {pairs} pairs; drawn with replacement, {PROPOSALS_PER_PAIR} per pair reach all but 2% of "
+            f"them, and more only repeat pairs (each costing the same): at most "
+            f"{max(PROPOSALS_PER_PAIR * pairs, DEFAULT_PROPOSALS)}"
+        )
     if not 0 <= check_number(rel_tol, "rel_tol") < 1:
         raise ValueError(f"rel_tol: must lie in [0, 1), got {rel_tol}")
     names = resolve_names(feature_names if feature_names is not None else columns, array.shape[1],
@@ -449,7 +466,7 @@ def fit_mgm(
     max_iter: int = 40,
     seed: int = 0,
     feature_names=None,
-    n_proposals: int = 20,
+    n_proposals: int = DEFAULT_PROPOSALS,
     rel_tol: float = 0.1,
     exact_or: bool = False,
     max_clusters: int | None = None,
@@ -514,7 +531,7 @@ def fit_mgm_sweep(
     max_iter: int = 40,
     seed: int = 0,
     feature_names=None,
-    n_proposals: int = 20,
+    n_proposals: int = DEFAULT_PROPOSALS,
     rel_tol: float = 0.1,
     exact_or: bool = False,
     clusters_per_batch: int = 1,

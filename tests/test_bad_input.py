@@ -631,15 +631,28 @@ MIND_THE_GAP = [
     (
         lambda mp: fit_mgm(XB, 2, restarts=1000, memory_limit=10**6),
         InsufficientMemoryError,
-        r"^restarts, n_proposals, max_iter: 1000 searches run at once .* of memory_limit",
+        r"^restarts, n_proposals, max_iter: 64 searches run at once \(1000 restarts\).* of memory_limit",
         "memory-limit-restarts",
     ),
     (
-        lambda mp: fit_mgm_sweep(XB, [2, 3], clusters_per_batch=2, n_proposals=10**9),
+        lambda mp: fit_mgm_sweep(XB, [2, 3], clusters_per_batch=2, max_iter=10**10),
         InsufficientMemoryError,
         r"^restarts, n_proposals, max_iter: 10 searches run at once \(5 restarts x 2 numbers of clusters\), each "
-        r"with 1000000000 merge proposals.*or clusters_per_batch",
-        "sweep-proposals-beyond-memory",
+        r"with 20 merge proposals .* max_iter = 10000000000 iterations .*or clusters_per_batch",
+        "sweep-iterations-beyond-memory",
+    ),
+    (
+        lambda mp: fit_mgm_sweep(XB, [2, 3], n_proposals=10**6),
+        ValueError,
+        r"^n_proposals: 1000000 merge proposals per iteration for 4 dimensions, whose groups form at most 6 pairs; .* "
+        r"at most 24$",
+        "sweep-proposals-beyond-pairs",
+    ),
+    (
+        lambda mp: fit_mgm(XB, 2, n_proposals=25),
+        ValueError,
+        r"^n_proposals: 25 merge proposals per iteration for 4 dimensions, .* at most 24$",
+        "proposals-just-beyond-pairs",
     ),
 ]
 
