@@ -478,11 +478,12 @@ class BayesianSets:
             candidate_queries = reaching[columns]
             candidate_scores = products[candidate_rows, candidate_queries] + c[candidate_queries]
             exact = (candidate_scores >= threshold[candidate_queries]) & (candidate_scores > -np.inf)
-            candidate_rows, candidate_queries = candidate_rows[exact], candidate_queries[exact]
+            candidate_rows, candidate_queries, candidate_scores = (
+                candidate_rows[exact], candidate_queries[exact], candidate_scores[exact])
             kept = items.ravel() >= 0
             merged_queries = np.concatenate([np.repeat(np.arange(n_queries), top_k)[kept], candidate_queries])
             merged_items = np.concatenate([items.ravel()[kept], candidate_rows + start])
-            merged_scores = np.concatenate([scores.ravel()[kept], candidate_scores[exact]])
+            merged_scores = np.concatenate([scores.ravel()[kept], candidate_scores])
             order = np.lexsort((merged_items, -merged_scores, merged_queries))  # by query, best first, ties by index
             first = np.searchsorted(merged_queries[order], np.arange(n_queries))
             rank = np.arange(len(order)) - first[merged_queries[order]]

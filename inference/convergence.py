@@ -580,8 +580,8 @@ FIRST_CHUNK_SCANS = 1
 
 
 LONG_RUN_SECONDS = 600.0
-"""A run of a fixed number of scans (``num_samples``) that its pace projects to run longer than this says so
-in a warning, once it has timed a chunk after its first (the first one's time may include compiling)."""
+"""A run whose remaining work is projected to take longer than this says so in a warning
+(:class:`TimeProjection`)."""
 
 
 def format_seconds(seconds: float) -> str:
@@ -599,33 +599,52 @@ def _count(number: int, noun: str) -> str:
     return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
+class TimeProjection:
+    """The remaining time of a run of ``total`` units of work (scans, compiled calls, iterations), projected
+    once from its second timed part (the first one's time may include compiling): past
+    :data:`LONG_RUN_SECONDS`, a warning whose text is ``message(left, units_left, per_unit, **context)``
+    (seconds, units, seconds), raised ``stacklevel`` frames above :meth:`record`."""
+
+    def __init__(self, total: int, message, stacklevel: int):
+        self.total, self.message, self.stacklevel = total, message, stacklevel
+        self.parts = self.done = 0
+
+    def record(self, seconds: float, units: int, **context):
+        """One timed part of ``units`` units; ``context`` goes to the message."""
+        self.parts, self.done = self.parts + 1, self.done + units
+        per_unit = seconds / max(units, 1)
+        left = (self.total - self.done) * per_unit
+        if self.parts == 2 and left > LONG_RUN_SECONDS:
+            warnings.warn(self.message(left, self.total - self.done, per_unit, **context),
+                          stacklevel=self.stacklevel + 1)
+
+
 class _Pace:
     """Seconds per scan and rung of the last chunk run, carried from round to round (a retuned round may
     have another number of rungs, and a scan costs about as much per rung).
 
     ``planned``: (scans, what sets them) of a fixed-length run, the scans counted from this pace's first
-    chunk on, or None for a run until converged. Such a run projects its remaining time once, from its
-    second chunk, and warns when that exceeds :data:`LONG_RUN_SECONDS` (:meth:`record`)."""
+    chunk on, or None for a run until converged. Such a run projects its remaining time
+    (:class:`TimeProjection`)."""
 
     def __init__(self, planned: tuple[int, str] | None = None, description: str = "sampling"):
         self.seconds_per_rung_scan = None
-        self.planned, self.description = planned, description
-        self.chunks = self.scans_run = 0
+        self.projection = None
+        if planned is not None:
+            scans, setting = planned
+
+            def message(left, scans_left, per_scan, n_rungs, n_chains):
+                return (f"{description}: {setting} is projected to run {format_seconds(left)} more, "
+                        f"{scans_left:,} scans at {format_seconds(per_scan)} a scan ({_count(n_rungs, 'rung')} x "
+                        f"{_count(n_chains, 'chain')}), as timed on its last chunk. Ctrl-C ends it within about "
+                        f"{CHUNK_SECONDS:g} s and keeps the draws so far.")
+
+            self.projection = TimeProjection(scans, message, stacklevel=4)
 
     def record(self, seconds: float, n_scans: int, n_rungs: int, n_chains: int):
         self.seconds_per_rung_scan = seconds / (n_scans * n_rungs)
-        self.chunks, self.scans_run = self.chunks + 1, self.scans_run + n_scans
-        if self.planned is not None and self.chunks == 2:
-            scans, setting = self.planned
-            left = (scans - self.scans_run) * self.seconds_per_rung_scan * n_rungs
-            if left > LONG_RUN_SECONDS:
-                warnings.warn(
-                    f"{self.description}: {setting} is projected to run {format_seconds(left)} more, "
-                    f"{max(scans - self.scans_run, 0):,} scans at {format_seconds(seconds / n_scans)} a scan "
-                    f"({_count(n_rungs, 'rung')} x {_count(n_chains, 'chain')}), as timed on its last chunk. "
-                    f"Ctrl-C ends it within about {CHUNK_SECONDS:g} s and keeps the draws so far.",
-                    stacklevel=4,
-                )
+        if self.projection is not None:
+            self.projection.record(seconds, n_scans, n_rungs=n_rungs, n_chains=n_chains)
 
     def scans_that_fit(self, size: int, deadline, n_rungs: int) -> int:
         """``size``, or fewer when a chunk of that size would run longer than :data:`CHUNK_SECONDS` or end

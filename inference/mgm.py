@@ -9,7 +9,6 @@ keeping the best ELBO.
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
@@ -320,12 +319,12 @@ def _settings(X, feature_names, priors, restarts, max_iter, seed, n_proposals, r
     max_iter = check_positive_int(max_iter, "max_iter", minimum=0)
     n_proposals = check_positive_int(n_proposals, "n_proposals")
     pairs = array.shape[1] * (array.shape[1] - 1) // 2
-    if n_proposals > max(PROPOSALS_PER_PAIR * pairs, DEFAULT_PROPOSALS):
+    most_proposals = max(PROPOSALS_PER_PAIR * pairs, DEFAULT_PROPOSALS)
+    if n_proposals > most_proposals:
         raise ValueError(
             f"n_proposals: {n_proposals} merge proposals per iteration for {array.shape[1]} dimensions, whose groups "
             f"form at most {pairs} pairs; drawn with replacement, {PROPOSALS_PER_PAIR} per pair reach all but 2% of "
-            f"them, and more only repeat pairs (each costing the same): at most "
-            f"{max(PROPOSALS_PER_PAIR * pairs, DEFAULT_PROPOSALS)}"
+            f"them, and more only repeat pairs (each costing the same): at most {most_proposals}"
         )
     if not 0 <= check_number(rel_tol, "rel_tol") < 1:
         raise ValueError(f"rel_tol: must lie in [0, 1), got {rel_tol}")
@@ -378,37 +377,18 @@ RUNS_PER_CALL = 64
 """Searches (restarts x numbers of clusters) that one vmapped call runs at most. More run in groups of this
 many, one group after the other, the last padded with repeats of its last search so that all groups share
 one compiled program: a call stays bounded, so Ctrl-C is prompt, and the search projects its time from its
-second call (:class:`_CallPace`)."""
+second call (``convergence.TimeProjection``)."""
 
 
-class _CallPace:
-    """The time of a search's compiled calls so far: after the second (the first may include compiling), a
-    warning when the ``n_calls`` - 2 left are projected to take more than ``convergence.LONG_RUN_SECONDS``;
-    ``what`` names the settings that make the calls."""
-
-    def __init__(self, n_calls: int, what: str):
-        self.n_calls, self.what, self.done = n_calls, what, 0
-
-    def record(self, seconds: float):
-        self.done += 1
-        left = (self.n_calls - self.done) * seconds
-        if self.done == 2 and left > convergence.LONG_RUN_SECONDS:
-            warnings.warn(
-                f"MGM: {self.what} runs as {self.n_calls} compiled calls, projected to take "
-                f"{convergence.format_seconds(left)} more at {convergence.format_seconds(seconds)} a call, as "
-                "timed on the last; Ctrl-C stops the search after the call in flight.",
-                stacklevel=5,
-            )
-
-
-def _in_groups(search, keys, active, pace: _CallPace):
-    """``search(keys, active)`` of all runs (rows), in groups of at most :data:`RUNS_PER_CALL` rows."""
+def _in_groups(search, keys, active, projection: convergence.TimeProjection):
+    """``search(keys, active)`` of all runs (rows), in groups of at most :data:`RUNS_PER_CALL` rows, each
+    call timed for the search's ``projection``."""
     runs, parts = len(keys), []
     for first in range(0, runs, RUNS_PER_CALL):
         rows = np.minimum(np.arange(first, first + RUNS_PER_CALL), runs - 1) if runs > RUNS_PER_CALL else slice(None)
         started = time.perf_counter()
         group = search(keys[rows], active[rows])
-        pace.record(time.perf_counter() - started)
+        projection.record(time.perf_counter() - started, 1)
         parts.append(jax.tree.map(lambda leaf, kept=min(RUNS_PER_CALL, runs - first): leaf[:kept], group))
     return parts[0] if len(parts) == 1 else jax.tree.map(lambda *leaves: np.concatenate(leaves), *parts)
 
@@ -436,9 +416,15 @@ def _search(array, cluster_numbers, width, per_batch, *, restarts, seed, priors,
         return mgm_vi.search_batch(keys, W, observed, features, jnp.asarray(active), priors=priors, config=config,
                                    on_merges=on_merges)  # fmt: skip
 
-    n_batches = -(-len(cluster_numbers) // per_batch)
+    n_calls = -(-len(cluster_numbers) // per_batch) * -(-runs // RUNS_PER_CALL)
     numbers = f" for {len(cluster_numbers)} numbers of clusters" if len(cluster_numbers) > 1 else ""
-    pace = _CallPace(n_batches * -(-runs // RUNS_PER_CALL), f"restarts={restarts}{numbers}")
+
+    def message(left, _, per_call):
+        return (f"MGM: restarts={restarts}{numbers} runs as {n_calls} compiled calls, projected to take "
+                f"{convergence.format_seconds(left)} more at {convergence.format_seconds(per_call)} a call, as "
+                "timed on the last; Ctrl-C stops the search after the call in flight.")
+
+    projection = convergence.TimeProjection(n_calls, message, stacklevel=4)
     results = {}
     for first in range(0, len(cluster_numbers), per_batch):
         if bar is not None:
@@ -447,7 +433,7 @@ def _search(array, cluster_numbers, width, per_batch, *, restarts, seed, priors,
         padded = chunk + chunk[-1:] * (per_batch - len(chunk))
         keys = jnp.concatenate([_restart_keys(seed, k, restarts) for k in padded])
         active = np.repeat(np.arange(width)[None, :] < np.array(padded)[:, None], restarts, axis=0)
-        batch = _in_groups(search, keys, active, pace)
+        batch = _in_groups(search, keys, active, projection)
         for c, k in enumerate(chunk):
             rows = slice(c * restarts, (c + 1) * restarts)
             results[k] = jax.tree.map(lambda leaf, rows=rows: leaf[rows], batch)

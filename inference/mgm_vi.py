@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import warnings
 from functools import partial
 from typing import NamedTuple
 
@@ -988,7 +987,16 @@ def search_batch(keys, W, observed, features, active, *, priors: Priors, config:
     values = compiled_hooks.prior_values(priors)
     states = _begin_batch(keys, W, observed, features, active, values, hooks=hooks, config=config)
     states = _moves_batch(keys, states, 0, values, hooks=hooks, config=config)
-    per_iteration, calls, merged = None, 0, 0
+    per_iteration = None
+
+    def message(left, _, per_unit):
+        return (f"MGM: max_iter={config.max_iter} merge iterations of n_proposals={config.n_proposals} proposals "
+                f"are projected to take at most {convergence.format_seconds(left)} more, at "
+                f"{convergence.format_seconds(per_unit)} an iteration as timed on the last; Ctrl-C stops the "
+                "search after the call in flight (one iteration at least).")
+
+    # at most: rel_tol may stop the restarts before max_iter
+    projection = convergence.TimeProjection(config.max_iter, message, stacklevel=3)
     while True:
         done, iteration, first = jax.device_get((states.done, states.iteration, states.first))
         if merging_finished(done, iteration, first, config.max_iter).all():
@@ -997,29 +1005,14 @@ def search_batch(keys, W, observed, features, active, *, priors: Priors, config:
         started = time.perf_counter()
         states = _merge_batch(keys, states, int(iteration.max()) + count, values, hooks=hooks, config=config)
         ran = int(jax.device_get(states.iteration).max() - iteration.max())  # the restarts not stopped, in step
-        per_iteration = max(time.perf_counter() - started, 1e-9) / ran
-        calls, merged = calls + 1, merged + ran
-        if calls == 2:  # the first call's time may include compiling
-            _warn_if_long(config, config.max_iter - merged, per_iteration)
+        elapsed = max(time.perf_counter() - started, 1e-9)
+        per_iteration = elapsed / ran
+        projection.record(elapsed, ran)
         if on_merges is not None:
             on_merges(ran)
     # on the host at once: slicing device arrays would compile one small program per operation
     final = jax.device_get(_moves_batch(keys, states, 1, values, hooks=hooks, config=config))
     return SearchResult(final.ext, final.params, final.value, final.trace, final.iteration - 2)
-
-
-def _warn_if_long(config: SearchConfig, iterations_left: int, per_iteration: float) -> None:
-    """A warning when ``iterations_left`` merge iterations at ``per_iteration`` seconds each would take more
-    than ``convergence.LONG_RUN_SECONDS`` (at most: ``rel_tol`` may stop the restarts before ``max_iter``)."""
-    left = iterations_left * per_iteration
-    if left > convergence.LONG_RUN_SECONDS:
-        warnings.warn(
-            f"MGM: max_iter={config.max_iter} merge iterations of n_proposals={config.n_proposals} proposals are "
-            f"projected to take at most {convergence.format_seconds(left)} more, at "
-            f"{convergence.format_seconds(per_iteration)} an iteration as timed on the last; Ctrl-C stops the "
-            "search after the call in flight (one iteration at least).",
-            stacklevel=4,
-        )
 
 
 def _search_priors(prior_values, hooks):
