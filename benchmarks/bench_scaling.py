@@ -21,7 +21,7 @@ import numpy as np
 
 from benchmarks.bench_prototype_selection import numpy_greedy
 from benchmarks.runner import (SPEED_ROUNDS, Comparison, PeerUnavailable, backend_suffix, benchmark, import_peer,
-                               median_of, ratio_range, time_call)
+                               format_seconds, median_of, ratio_range, time_call)
 from interpretable_zoo.inference.memory import format_bytes
 
 SIZES = (5_000, 10_000, 20_000, 60_000, 100_000, 200_000)
@@ -150,14 +150,15 @@ def scaling_prototype_selection() -> list[Comparison]:
     peers=("bayessets",),
     description=(
         "Bayesian Sets on NELL (229,897 x 5,548 sparse): B random queries (2-15 items), top 10 per query. Ours: one "
-        "batched `query(queries, top_k=10)` (scores over blocks of items, BATCH_BYTES = 64 MiB of working memory, "
-        "with reasons); peer: `bayessets` scoring the queries one at a time, each top 10 picked by `numpy.argpartition` "
-        "and only those sorted. Each in a fresh process; "
+        "batched `query(queries, top_k=10)` (the pruned walk of `inference.bayesian_sets_top_k` over the queries "
+        "in pieces on every core, BATCH_BYTES = 64 MiB of working memory, with reasons), and the same on one core; "
+        "peer: `bayessets` scoring the queries one at a time (single-threaded SciPy), each top 10 picked by "
+        "`numpy.argpartition` and only those sorted. Each in a fresh process; "
         "time of the second of two calls (the first in notes), peak RSS (VmHWM) with the RSS before the calls "
         "(imports, data, model), the largest over the rounds. Every count runs in 3 interleaved rounds of one "
-        "process of ours and one of the peer's; the table gives medians and the notes the lowest and highest "
-        "ratio of a round. Goal at 1,000 queries: >= 10x and memory <= 300 MB. Plot: scaling_bayesian_sets.png "
-        "(_gpu for a GPU run)."
+        "process of ours, one of ours on one core and one of the peer's; the table gives medians and the notes the "
+        "lowest and highest ratio of a round. Goal at 1,000 queries: >= 10x and memory <= 300 MB. "
+        "Plot: scaling_bayesian_sets.png (_gpu for a GPU run)."
     ),
 )
 def scaling_bayesian_sets() -> list[Comparison]:
@@ -165,21 +166,22 @@ def scaling_bayesian_sets() -> list[Comparison]:
     counts, ours_times, peer_times, ours_peaks, peer_peaks, rows = _sizes("SCALING_QUERIES", QUERY_COUNTS), [], [], [], [], []
     for count in counts:
         # rounds of one worker each, ours then the peer's: fresh processes vary by tens of percent
-        records = [(run_worker("bayesian_sets", str(count)), run_worker("bayesian_sets", str(count), "--peer"))
-                   for _ in range(SPEED_ROUNDS)]
+        records = [(run_worker("bayesian_sets", str(count)), run_worker("bayesian_sets", str(count), "--peer"),
+                    run_worker("bayesian_sets", str(count), "--one-core")) for _ in range(SPEED_ROUNDS)]
         failed = [record["error"] for pair in records for record in pair if "error" in record]
         if failed:
             rows.append(Comparison(f"{count} queries", float("nan"), "bayessets", None, failed[0]))
             ours_times.append(None), peer_times.append(None), ours_peaks.append(None), peer_peaks.append(None)
             continue
-        rounds = [{"ours": ours["seconds"], "peer": peer["seconds"]} for ours, peer in records]
+        rounds = [{"ours": ours["seconds"], "peer": peer["seconds"], "one core": one_core["seconds"]}
+                  for ours, peer, one_core in records]
         ours = max((pair[0] for pair in records), key=lambda record: record["peak"] - record["rss_before"])
         peer = max((pair[1] for pair in records), key=lambda record: record["peak"] - record["rss_before"])
         ours_times.append(median_of(rounds, "ours"))
         peer_times.append(median_of(rounds, "peer"))
         ours_peaks.append((ours["peak"] - ours["rss_before"]) / 2**20)
         peer_peaks.append((peer["peak"] - peer["rss_before"]) / 2**20)
-        first = ", ".join(f"{o['first_seconds']:.3f}/{p['first_seconds']:.3f} s" for o, p in records)
+        first = ", ".join(f"{o['first_seconds']:.3f}/{p['first_seconds']:.3f} s" for o, p, _ in records)
         rows.append(
             Comparison(
                 f"{count} queries, top 10 with reasons",
@@ -191,6 +193,9 @@ def scaling_bayesian_sets() -> list[Comparison]:
                     ("peak RSS (ours)", format_bytes(ours["peak"])),
                     ("above RSS before (ours)", format_bytes(ours["peak"] - ours["rss_before"])),
                     ("peak RSS (peer)", format_bytes(peer["peak"])),
+                    ("ours on one core", format_seconds(median_of(rounds, "one core"))),
+                    ("peer / ours on one core", f"{median_of(rounds, 'peer') / median_of(rounds, 'one core'):.2f}x "
+                     f"({ratio_range(rounds, 'one core', 'peer')})"),
                 ),
             )
         )

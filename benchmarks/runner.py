@@ -157,7 +157,7 @@ def machine_description() -> str:
 
 
 def package_versions(extra: tuple[str, ...] = ()) -> str:
-    names = ("jax", "jaxlib", "numpyro", "arviz", "numpy", "scipy", "scikit-learn", *extra)
+    names = ("jax", "jaxlib", "numpyro", "arviz", "numpy", "scipy", "scikit-learn", "numba", *extra)
     found = []
     for name in names:
         try:

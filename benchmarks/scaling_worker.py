@@ -4,7 +4,7 @@
 USPS train replicated with small Gaussian noise (sd 0.01 per pixel, pixels in [-1, 1]), eps = the 5th
 percentile of 200,000 random pair dissimilarities. ``python -m benchmarks.scaling_worker bayesian_sets B``
 answers B random NELL queries (2-15 items) with their top 10 in one batched ``query``, or with
-``--peer`` scores them with `bayessets` one at a time keeping the top 10. Peak memory is the process's
+``--peer`` scores them with `bayessets` one at a time keeping the top 10 (``--one-core``: on one core). Peak memory is the process's
 high-water mark of resident memory (VmHWM); ``rss_before`` is the resident memory just before the timed call.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import time
 from pathlib import Path
@@ -136,7 +137,10 @@ def main() -> None:
     parser.add_argument("case", choices=("prototypes", "bayesian_sets"))
     parser.add_argument("size", type=int)
     parser.add_argument("--peer", action="store_true")
+    parser.add_argument("--one-core", action="store_true", help="run on one of the process's cores")
     args = parser.parse_args()
+    if args.one_core:
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     record = prototypes(args.size) if args.case == "prototypes" else bayesian_sets(args.size, args.peer)
     print(json.dumps(record), flush=True)
 

@@ -11,8 +11,9 @@ reads the prior and every score formula from :mod:`interpretable_zoo.models.baye
   probability at least 1/2; the prior membership rate rho is estimated by maximum marginal likelihood
   unless ``Priors.membership_rate`` fixes it);
 - ``query(queries, top_k)`` on a batch returns each query's top k with scores and reasons
-  (:class:`BayesianSetsBatch`), scored over blocks of items within BATCH_BYTES of working memory,
-  never holding the batch x items score matrix.
+  (:class:`BayesianSetsBatch`) by a pruned walk over the items that share a feature with the query
+  (``inference.bayesian_sets_top_k``), within BATCH_BYTES of working memory, never holding the
+  batch x items score matrix.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ MEMBERSHIP_THRESHOLD = 0.5
 """An item joins the completed set when its posterior probability of membership is at least this."""
 
 BATCH_BYTES = 1 << 26
-"""Working memory of one chunk of a batched top-k query (a chunk holds at least one query)."""
+"""Working memory of one chunk of a batched top-k query: the queries' weights and the base scores of their
+sizes (a chunk holds at least one query)."""
 
 
 def _is_single_query(query) -> bool:
@@ -301,6 +303,7 @@ class BayesianSets:
         self._index_of_name: dict[str, int | None] | None = None
         self._terms_by_size: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._csr: scipy.sparse.csr_matrix | None = None
+        self._csc: scipy.sparse.csc_matrix | None = None
 
     # -- queries -------------------------------------------------------------------------------------
     def _index_of_names(self) -> dict[str, int | None]:
@@ -328,18 +331,26 @@ class BayesianSets:
         """One query (item indices or names) as a checked int64 array: non-empty, in range, no duplicates."""
         if not isinstance(query, np.ndarray) and (isinstance(query, (str, bytes)) or not isinstance(query, Sequence)):
             raise ValueError(f"query: expected a sequence of item indices or names, got {type(query).__name__}")
-        items = query.tolist() if isinstance(query, np.ndarray) else list(query)
+        if isinstance(query, np.ndarray) and query.ndim == 1 and query.dtype.kind in "iu" and query.size:
+            outside = (query < 0) | (query >= self.n_items)
+            if outside.any():
+                raise ValueError(f"query: item index {query[outside][0]} is out of range for {self.n_items} items")
+            indices = query.astype(np.int64)
+        else:
+            indices = self._indices_of_items(query.tolist() if isinstance(query, np.ndarray) else list(query))
+        if np.unique(indices).size != indices.size:
+            values, counts = np.unique(indices, return_counts=True)
+            raise ValueError(f"query: duplicate items {values[counts > 1].tolist()}")
+        return indices
+
+    def _indices_of_items(self, items: list) -> np.ndarray:
         if not items:
             raise ValueError("query: is empty; give at least one item")
         unknown = [item for item in items if isinstance(item, str) and item not in self._index_of_names()]
         if unknown:
             plural = "s" if len(unknown) > 1 else ""
             raise ValueError(f"query: no item{plural} named {', '.join(map(repr, unknown))} ({len(items)} query items)")
-        indices = np.array([self._item_index(item) for item in items], dtype=np.int64)
-        if np.unique(indices).size != indices.size:
-            values, counts = np.unique(indices, return_counts=True)
-            raise ValueError(f"query: duplicate items {values[counts > 1].tolist()}")
-        return indices
+        return np.array([self._item_index(item) for item in items], dtype=np.int64)
 
     def _batch(self, query) -> tuple[list[np.ndarray], bool]:
         if _is_single_query(query):
@@ -369,7 +380,9 @@ class BayesianSets:
             (np.ones(sizes.sum()), np.concatenate(queries), np.concatenate([[0], np.cumsum(sizes)])),
             shape=(len(queries), self.n_items),
         )
-        return scipy.sparse.csr_matrix(indicator @ self.X)
+        counts = scipy.sparse.csr_matrix(indicator @ self.X)
+        counts.sort_indices()  # the product leaves them unsorted; sorted, c sums as a single query's does
+        return counts
 
     def _coefficients_from_counts(self, n_ones, queries: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         sizes = np.array([indices.size for indices in queries])
@@ -433,63 +446,44 @@ class BayesianSets:
             self._csr = self.X if scipy.sparse.issparse(self.X) else scipy.sparse.csr_matrix(self.X)
         return self._csr
 
+    def _columns(self) -> scipy.sparse.csc_matrix:
+        """X as CSC (each feature's items), kept."""
+        if self._csc is None:
+            self._csc = self._rows().tocsc()
+        return self._csc
+
     def _top_k_batch(self, queries: list[np.ndarray], top_k: int, include_query: bool, n_reasons: int) -> BayesianSetsBatch:
-        """The top ``top_k`` items of every query, scored in blocks of items: a chunk of queries' weights Q
-        (at most BATCH_BYTES / 2) against one block of rows of X at a time (X_block Q^T + c, eq. 15: the
-        products of :meth:`log_scores`), keeping each query's best items so far; memory is BATCH_BYTES
-        whatever the number of items or queries."""
-        per_query = 8 * self.n_features
-        chunk = max(1, (BATCH_BYTES // 2) // per_query)
-        answers = [
-            self._top_k_chunk(queries[start : start + chunk], top_k, include_query, n_reasons)
-            for start in range(0, len(queries), chunk)
-        ]
-        items, scores, constants, features, weights = (np.concatenate(part) for part in zip(*answers))
+        """The top ``top_k`` items of every query by the pruned walk of ``inference.bayesian_sets_top_k``, in
+        chunks of queries of neighbouring sizes whose weights q (8 J bytes a query) and base scores (8 n_items
+        bytes a query size) fit in BATCH_BYTES (a chunk holds at least one query)."""
+        sizes = np.array([indices.size for indices in queries])
+        by_size = np.argsort(sizes, kind="stable")
+        chunks, start, used = [], 0, 0
+        for position, query in enumerate(by_size):
+            new_size = position == start or sizes[query] != sizes[by_size[position - 1]]
+            cost = 8 * self.n_features + (8 * self.n_items if new_size else 0)
+            if position > start and used + cost > BATCH_BYTES:
+                chunks.append(by_size[start:position])
+                start, used = position, 8 * (self.n_features + self.n_items)
+            else:
+                used += cost
+        chunks.append(by_size[start:])
+        answers = [self._top_k_chunk([queries[b] for b in chunk], top_k, include_query, n_reasons) for chunk in chunks]
+        in_order = np.argsort(np.concatenate(chunks))
+        items, scores, constants, features, weights = (np.concatenate(part)[in_order] for part in zip(*answers))
         return BayesianSetsBatch(
             items, scores, constants, features, weights, tuple(queries), self.item_names, self.feature_names
         )
 
     def _top_k_chunk(self, queries: list[np.ndarray], top_k: int, include_query: bool, n_reasons: int):
-        rows = self._rows()
-        c, q = self._coefficients(queries)
-        weights = np.ascontiguousarray(q.T)  # scipy's sparse x dense product wants C order
-        n_queries = len(queries)
-        block = max(1, (BATCH_BYTES // 2) // (24 * n_queries))  # the products, and the reaching columns' copy and mask
-        owner = np.repeat(np.arange(n_queries), [len(indices) for indices in queries])
-        query_items = np.concatenate(queries)
-        items = np.full((n_queries, top_k), -1, dtype=np.int64)
-        scores = np.full((n_queries, top_k), -np.inf)
-        for start in range(0, self.n_items, block):
-            products = rows[start : start + block] @ weights  # the scores less c, which the comparisons move
-            if not include_query:
-                inside = (query_items >= start) & (query_items < start + block)
-                products[query_items[inside] - start, owner[inside]] = -np.inf
-            # candidates: the items scoring at least each query's top_k-th best so far (ties included); while a
-            # query has fewer, at least its top_k-th best in the block
-            threshold = scores[:, top_k - 1]
-            if np.isneginf(threshold).any() and len(products) > top_k:
-                block_last = -np.partition(-products, top_k - 1, axis=0)[top_k - 1] + c
-                threshold = np.maximum(threshold, block_last)
-            # the block against the thresholds less c, widened by a rounding's worth (in the columns whose best
-            # reaches them), then the exact test on the candidates' scores
-            low = np.nan_to_num(threshold - c - 1e-12 * (np.abs(threshold) + np.abs(c)), nan=-np.inf)
-            reaching = np.flatnonzero(products.max(axis=0) >= low)
-            candidate_rows, columns = np.nonzero(products[:, reaching] >= low[reaching])
-            candidate_queries = reaching[columns]
-            candidate_scores = products[candidate_rows, candidate_queries] + c[candidate_queries]
-            exact = (candidate_scores >= threshold[candidate_queries]) & (candidate_scores > -np.inf)
-            candidate_rows, candidate_queries, candidate_scores = (
-                candidate_rows[exact], candidate_queries[exact], candidate_scores[exact])
-            kept = items.ravel() >= 0
-            merged_queries = np.concatenate([np.repeat(np.arange(n_queries), top_k)[kept], candidate_queries])
-            merged_items = np.concatenate([items.ravel()[kept], candidate_rows + start])
-            merged_scores = np.concatenate([scores.ravel()[kept], candidate_scores])
-            order = np.lexsort((merged_items, -merged_scores, merged_queries))  # by query, best first, ties by index
-            first = np.searchsorted(merged_queries[order], np.arange(n_queries))
-            rank = np.arange(len(order)) - first[merged_queries[order]]
-            keep = order[rank < top_k]
-            items[merged_queries[keep], rank[rank < top_k]] = merged_items[keep]
-            scores[merged_queries[keep], rank[rank < top_k]] = merged_scores[keep]
+        from interpretable_zoo.inference import bayesian_sets_top_k as pruned  # numba only when a batch is ranked
+
+        counts = self._counts(queries)
+        c, q = self._coefficients_from_counts(counts, queries)
+        size_weights = self._size_terms(np.unique([indices.size for indices in queries]))[1]
+        items, scores = pruned.top_k(
+            self._rows(), self._columns(), counts, q, c, queries, size_weights, self.informative, include_query, top_k
+        )
         features, reason_weights = self._reasons(items, q, n_reasons)
         return items, scores, c, features, reason_weights
 
