@@ -165,5 +165,6 @@ def _frequency_mcse(az, columns, inverse, multiplicity, n_chains: int, n_draws: 
         by_chain = az.convert_to_dataset(relative[:, varying].reshape(n_chains, n_draws, -1))
         mcse[varying] = az.mcse(by_chain, method="mean")["x"].values
         ess[varying] = az.ess(by_chain, method="mean")["x"].values
-        total = float(az.mcse((relative @ multiplicity).reshape(n_chains, n_draws), method="mean"))
+        total_mcse = az.mcse((relative @ multiplicity).reshape(n_chains, n_draws), method="mean")
+        total = float(np.ravel(total_mcse)[0])  # shape (1,) where ArviZ computes with numba, else a scalar
     return {"mcse_elpd_loo": total, "mcse_loo_i": mcse[inverse]}, bool(np.any(ess < MIN_ESS))

@@ -60,6 +60,8 @@ def _read_checked(path: Path, tag: tuple, argument: str, what: str):
     says it is one (``what``, e.g. "a result saved by interpretable_zoo.save_result") in this layout, and its
     length and checksum match the bytes that follow; otherwise a ValueError naming ``argument``, the file and
     the problem, raised before anything is unpickled or a claimed length allocated."""
+    if path.is_dir():
+        raise ValueError(f"{argument}: {path} is a folder, not {what}")
     with path.open("rb") as file:
         header = file.readline(HEADER_LIMIT)
         fields = header.decode("ascii", errors="replace").rstrip("\n").rsplit(" ", 3)

@@ -391,7 +391,7 @@ def test_saved_result_loads_to_the_same_predictions_explanation_and_continuation
 def test_a_saved_result_is_checked_against_its_header_before_it_is_unpickled(planted, tmp_path):
     """Each damaged or foreign file is refused by name, with what is wrong, and none is unpickled: a pickle
     without the header (an earlier version's file), a byte flipped, the file cut short, a header announcing
-    16 GiB, another kind of file, another layout, and a well-formed file that holds no result."""
+    16 GiB, another kind of file, another layout, a well-formed file that holds no result, and a folder."""
     from interpretable_zoo import load_result, save_result
     from interpretable_zoo.inference import checkpoint
 
@@ -420,6 +420,9 @@ def test_a_saved_result_is_checked_against_its_header_before_it_is_unpickled(pla
         checkpoint._write_atomically(tmp_path / name, tag, value)
         with pytest.raises(ValueError, match=f"^path: .*{name} {message}"):
             load_result(tmp_path / name)
+    (tmp_path / "folder.pkl").mkdir()
+    with pytest.raises(ValueError, match="^path: .*folder.pkl is a folder, not a result saved by"):
+        load_result(tmp_path / "folder.pkl")
     assert load_result(tmp_path / "brl.pkl").explain() == result.explain()
 
 
