@@ -149,7 +149,8 @@ def scaling_prototype_selection() -> list[Comparison]:
     "scaling_bayesian_sets",
     peers=("bayessets",),
     description=(
-        "Bayesian Sets on NELL (229,897 x 5,548 sparse): B random queries (2-15 items), top 10 per query. Ours: one "
+        "Bayesian Sets on NELL (228,161 x 5,548 sparse, repeated phrases merged): B random queries (2-15 items), top 10 "
+        "per query. Ours: one "
         "batched `query(queries, top_k=10)` (the pruned walk of `inference.bayesian_sets_top_k` over the queries "
         "in pieces on every core, BATCH_BYTES = 64 MiB of working memory, with reasons), and the same on one core; "
         "peer: `bayessets` scoring the queries one at a time (single-threaded SciPy), each top 10 picked by "
