@@ -447,15 +447,28 @@ class BayesianSets:
         return self._csr
 
     def _columns(self) -> scipy.sparse.csc_matrix:
-        """X as CSC (each feature's items), kept."""
+        """X's pattern by columns (each feature's items; CSC without the values, all 1), kept."""
         if self._csc is None:
-            self._csc = self._rows().tocsc()
+            rows = self._rows()
+            pattern = scipy.sparse.csr_matrix((np.ones(rows.nnz, dtype=np.int8), rows.indices, rows.indptr), rows.shape)
+            self._csc = pattern.tocsc()
         return self._csc
 
     def _top_k_batch(self, queries: list[np.ndarray], top_k: int, include_query: bool, n_reasons: int) -> BayesianSetsBatch:
         """The top ``top_k`` items of every query by the pruned walk of ``inference.bayesian_sets_top_k``, in
         chunks of queries of neighbouring sizes whose weights q (8 J bytes a query) and base scores (8 n_items
         bytes a query size) fit in BATCH_BYTES (a chunk holds at least one query)."""
+        from interpretable_zoo.inference import bayesian_sets_top_k as pruned  # numba only when a batch is ranked
+
+        rows = self._rows()
+        index_bytes = rows.indices.itemsize + 1  # a row index and an int8 1 per one
+        column_copy = 0 if self._csc is not None else index_bytes * rows.nnz + rows.indptr.itemsize * (self.n_features + 1)
+        memory.check_memory(
+            column_copy + 8 * (self.n_features + self.n_items) + 4 * self.n_items * pruned.threads(),
+            f"query: ranking a batch over {self.n_items} items (a copy of X by columns, kept; per query size a "
+            "base score per item; per core a mark per item)",
+            "answer the queries one at a time (one score per item each)",
+        )
         sizes = np.array([indices.size for indices in queries])
         by_size = np.argsort(sizes, kind="stable")
         chunks, start, used = [], 0, 0
@@ -476,7 +489,7 @@ class BayesianSets:
         )
 
     def _top_k_chunk(self, queries: list[np.ndarray], top_k: int, include_query: bool, n_reasons: int):
-        from interpretable_zoo.inference import bayesian_sets_top_k as pruned  # numba only when a batch is ranked
+        from interpretable_zoo.inference import bayesian_sets_top_k as pruned
 
         counts = self._counts(queries)
         c, q = self._coefficients_from_counts(counts, queries)

@@ -140,6 +140,11 @@ def _top_k_of_range(row_starts, row_features, column_starts, column_items, weigh
                 _offer(items, scores, item, _row_sum(row_starts, row_features, q, item) + c)
 
 
+def threads() -> int:
+    """The cores this process may run on: the walk runs one piece of queries on each at a time."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def top_k(rows, columns, counts, weights, constants, queries, size_weights, informative, include_query, k):
     """(items, scores), each (B, k): every query's ``k`` best items and their log scores, best first, ties
     to the lower index, padded with -1 and -inf when fewer items are eligible.
@@ -154,14 +159,14 @@ def top_k(rows, columns, counts, weights, constants, queries, size_weights, info
     scores = np.full((len(queries), k), -np.inf)
     base_scores = np.empty((len(size_weights), rows.shape[0]))
     gain_starts, gain_features, gains = _gains_by_query(counts, weights, size_weights, size_group, informative)
-    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    pool = ThreadPoolExecutor(threads)
+    cores = threads()
+    pool = ThreadPoolExecutor(cores)
     try:  # on Ctrl-C the pieces not started are dropped, and the running ones end within a piece
-        item_cuts = np.linspace(0, rows.shape[0], threads + 1).astype(np.int64)
+        item_cuts = np.linspace(0, rows.shape[0], cores + 1).astype(np.int64)
         list(pool.map(lambda piece: _row_sums_of_range(rows.indptr, rows.indices, size_weights, base_scores,
-                                                       item_cuts[piece], item_cuts[piece + 1]), range(threads)))
+                                                       item_cuts[piece], item_cuts[piece + 1]), range(cores)))
         order_starts, order = _base_order(base_scores, min(rows.shape[0], k + sizes.max() + 1))
-        query_cuts = np.linspace(0, len(queries), min(len(queries), PIECES_PER_THREAD * threads) + 1).astype(np.int64)
+        query_cuts = np.linspace(0, len(queries), min(len(queries), PIECES_PER_THREAD * cores) + 1).astype(np.int64)
         arguments = (rows.indptr, rows.indices, columns.indptr, columns.indices, weights, constants,
                      np.concatenate([[0], np.cumsum(sizes)]), np.concatenate(queries), include_query, size_group,
                      base_scores, order_starts, order, gain_starts, gain_features, gains, items, scores)

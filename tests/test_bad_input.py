@@ -403,6 +403,13 @@ BAYESIAN_SETS = [
         r"^query: scoring a batch of 3 queries over 14 items needs about .*; score fewer queries per call",
         "memory-batch",
     ),
+    (
+        lambda mp: (no_memory(mp), BayesianSets(BINARY).query([[0], [1], [2]], top_k=3)),
+        InsufficientMemoryError,
+        r"^query: ranking a batch over 14 items \(a copy of X by columns, kept; .* needs about .*; answer the queries "
+        r"one at a time",
+        "memory-top-k-batch",
+    ),
     (lambda mp: BayesianSets(np.ma.masked_array(BINARY, mask=np.eye(*BINARY.shape, dtype=bool) & (np.arange(BINARY.shape[1]) == 0))), ValueError, r"^X: a masked array \(numpy\.ma\) with 1 masked cells", "X-masked"),
 ]
 
