@@ -117,18 +117,29 @@ def honours_limit(fit):
     return limited
 
 
+USABLE_SHARE = 0.9
+"""The share of the available memory that a checked computation may take. The rest is left to what no
+estimate counts: compiling (XLA holds a program's buffers and its passes' copies while it compiles), the
+interpreter and the allocator's slack; a run estimated at nearly all of the available memory can fail
+inside XLA. A ``memory_limit`` is taken whole."""
+
+
 def allowed_bytes() -> int | None:
-    """The bound of :func:`check_memory`: the :func:`limit` in force, else :func:`available_bytes`."""
+    """The bound of :func:`check_memory`: the :func:`limit` in force, else :data:`USABLE_SHARE` of
+    :func:`available_bytes`."""
     bound = _LIMIT.get()
-    return available_bytes() if bound is None else bound
+    if bound is not None:
+        return bound
+    available = available_bytes()
+    return None if available is None else int(available * USABLE_SHARE)
 
 
 def check_memory(needed_bytes: float, what: str, remedy: str) -> None:
     """InsufficientMemoryError when ``needed_bytes`` exceeds the available memory (or the :func:`limit`).
 
-    The message reads "{what} needs about 5.4 GiB, more than the 2.1 GiB available; {remedy}", so ``what``
-    names the argument and the structure (e.g. "X: the 100000 x 100000 cover matrix") and ``remedy``
-    says what to change; it ends by naming ``memory_limit``, which moves the bound.
+    The message reads "{what} needs about 5.4 GiB, more than the 1.89 GiB usable (90% of the memory
+    available); {remedy}", so ``what`` names the argument and the structure (e.g. "X: the 100000 x 100000
+    cover matrix") and ``remedy`` says what to change; it ends by naming ``memory_limit``, which moves the bound.
     """
     available = allowed_bytes()
     if available is not None and needed_bytes > available:
@@ -139,8 +150,11 @@ def check_memory(needed_bytes: float, what: str, remedy: str) -> None:
 
 
 def bound_text(allowed: int) -> str:
-    """``allowed`` (from :func:`allowed_bytes`) in words: "the 2.1 GiB available" or "the 1 GiB of memory_limit"."""
-    return f"the {format_bytes(allowed)} {'available' if _LIMIT.get() is None else 'of memory_limit'}"
+    """``allowed`` (from :func:`allowed_bytes`) in words: "the 1.89 GiB usable (90% of the memory available)"
+    or "the 1 GiB of memory_limit"."""
+    if _LIMIT.get() is not None:
+        return f"the {format_bytes(allowed)} of memory_limit"
+    return f"the {format_bytes(allowed)} usable ({USABLE_SHARE:.0%} of the memory available)"
 
 
 def format_bytes(n_bytes: float) -> str:

@@ -225,7 +225,7 @@ PROTOTYPE_SELECTION = [
         lambda mp: (no_memory(mp), select_prototypes(X, Y, eps=1.0)),
         InsufficientMemoryError,
         r"^X: the eps-ball cover of prototype selection \(greedy; 12 points x 12 candidates, about [0-9.]+% of the pairs within "
-        r"eps = 1\) needs about .*, more than .* available; use a smaller eps",
+        r"eps = 1\) needs about .*, more than .* usable \(90% of the memory available\); use a smaller eps",
         "memory-X",
     ),
     (
@@ -277,7 +277,7 @@ PROTOTYPE_SELECTION = [
         lambda mp: (memory_runs_out(mp, after_checks=1), select_prototypes(X, Y, eps=1.0)),
         InsufficientMemoryError,
         r"^eps: the eps-ball cover \(eps = 1\) stopped fitting while being built \(.*\): assembling the \d+ pairs "
-        r"found in the first 12 of 12 rows needs about .* more than the 100 bytes available; use a smaller eps",
+        r"found in the first 12 of 12 rows needs about .* more than the 90 bytes usable \(90% of the memory available\); use a smaller eps",
         "memory-cover-outgrows-its-estimate",
     ),
     (
@@ -493,15 +493,15 @@ RULE_LISTS = [
     (
         lambda mp: (no_memory(mp), fit_brl(XB, YB)),
         InsufficientMemoryError,
-        r"^antecedents: the truth table of 16 samples x \d+ antecedents needs about .* more than the 100 bytes "
-        r"available; raise min_support",
+        r"^antecedents: the truth table of 16 samples x \d+ antecedents needs about .* more than the 90 bytes "
+        r"usable \(90% of the memory available\); raise min_support",
         "memory-truth-table",
     ),
     (
         lambda mp: (memory_runs_out(mp, 1), fit_brl(XB, YB)),
         InsufficientMemoryError,
         r"^antecedents: the neighbour move's table of \d+ antecedents \(\d+ neighbours in all\) needs about .* "
-        r"more than the 100 bytes available; raise min_support",
+        r"more than the 90 bytes usable \(90% of the memory available\); raise min_support",
         "memory-neighbour-table",
     ),
     (
@@ -545,7 +545,7 @@ RULE_LISTS = [
         lambda mp: fit_brl(XB, YB, num_chains=10**7),
         InsufficientMemoryError,
         r"^num_chains: the proposal tables of 10000000 chains \(each chain learns its own\) needs about .*, "
-        r"more than the .* available; lower num_chains",
+        r"more than the .* usable \(90% of the memory available\); lower num_chains",
         "num-chains-beyond-memory",
     ),
     (
@@ -708,7 +708,7 @@ CASE_MODEL = [
     (
         lambda mp: fit_bcm(one_large_code(30_000), 2, n_values=30_001),
         ValueError,
-        r"^X: feature 'x0' has 30001 categories, .* needing at least [0-9.]+ TiB, more than the .* available",
+        r"^X: feature 'x0' has 30001 categories, .* needing at least [0-9.]+ TiB, more than the .* usable \(90% of the memory available\)",
         "memory-n-values-30001",
     ),
     (
@@ -720,7 +720,7 @@ CASE_MODEL = [
     (
         lambda mp: (no_memory(mp), fit_bcm(XC, 2)),
         ValueError,
-        r"^X: feature 'x0' has 3 categories, .* more than the 100 bytes available; merge or bin",
+        r"^X: feature 'x0' has 3 categories, .* more than the 90 bytes usable \(90% of the memory available\); merge or bin",
         "memory-available",
     ),
     (lambda mp: fit_bcm([[0, 1], [1]], 1), ValueError, r"^X: cannot be read as a 2-D array", "X-ragged"),
@@ -1388,6 +1388,11 @@ def test_available_memory_is_the_smaller_of_the_system_the_cgroup_and_the_addres
     assert memory.available_bytes() == 8 << 30  # a cgroup without a limit
     limit.write_text(str(3 << 30))
     assert memory.available_bytes() == 2 << 30  # the limit less what the cgroup uses
-    with pytest.raises(InsufficientMemoryError, match=r"^thing needs about 3 GiB, more than the 2 GiB available; less"):
+    with pytest.raises(InsufficientMemoryError, match=r"^thing needs about 3 GiB, more than the 1.8 GiB usable \(90% "
+                                                      r"of the memory available\); less"):
         memory.check_memory(3 << 30, "thing", "less")
     memory.check_memory(1 << 30, "thing", "less")
+    with pytest.raises(InsufficientMemoryError):  # within the available memory, but not within the usable share
+        memory.check_memory(1.9 * (1 << 30), "thing", "less")
+    with memory.limit(2 << 30):  # a memory_limit is taken whole
+        memory.check_memory(1.9 * (1 << 30), "thing", "less")
