@@ -150,8 +150,7 @@ def scaling_prototype_selection() -> list[Comparison]:
     peers=("bayessets",),
     description=(
         "Bayesian Sets on NELL (228,161 x 5,548 sparse, repeated phrases merged): B random queries (2-15 items), top 10 "
-        "per query. Ours: one "
-        "batched `query(queries, top_k=10)` (the pruned walk of `inference.bayesian_sets_top_k` over the queries "
+        "per query. Ours: one batched `query(queries, top_k=10)` (the pruned walk of `inference.bayesian_sets_top_k` over the queries "
         "in pieces on every core, BATCH_BYTES = 64 MiB of working memory, with reasons), and the same on one core; "
         "peer: `bayessets` scoring the queries one at a time (single-threaded SciPy), each top 10 picked by "
         "`numpy.argpartition` and only those sorted. Each in a fresh process; "
@@ -166,18 +165,18 @@ def scaling_bayesian_sets() -> list[Comparison]:
     import_peer("bayessets", "pip install bayessets")
     counts, ours_times, peer_times, ours_peaks, peer_peaks, rows = _sizes("SCALING_QUERIES", QUERY_COUNTS), [], [], [], [], []
     for count in counts:
-        # rounds of one worker each, ours then the peer's: fresh processes vary by tens of percent
+        # rounds of one worker each, ours, the peer's, ours on one core: fresh processes vary by tens of percent
         records = [(run_worker("bayesian_sets", str(count)), run_worker("bayesian_sets", str(count), "--peer"),
                     run_worker("bayesian_sets", str(count), "--one-core")) for _ in range(SPEED_ROUNDS)]
-        failed = [record["error"] for pair in records for record in pair if "error" in record]
+        failed = [record["error"] for workers in records for record in workers if "error" in record]
         if failed:
             rows.append(Comparison(f"{count} queries", float("nan"), "bayessets", None, failed[0]))
             ours_times.append(None), peer_times.append(None), ours_peaks.append(None), peer_peaks.append(None)
             continue
         rounds = [{"ours": ours["seconds"], "peer": peer["seconds"], "one core": one_core["seconds"]}
                   for ours, peer, one_core in records]
-        ours = max((pair[0] for pair in records), key=lambda record: record["peak"] - record["rss_before"])
-        peer = max((pair[1] for pair in records), key=lambda record: record["peak"] - record["rss_before"])
+        ours = max((workers[0] for workers in records), key=lambda record: record["peak"] - record["rss_before"])
+        peer = max((workers[1] for workers in records), key=lambda record: record["peak"] - record["rss_before"])
         ours_times.append(median_of(rounds, "ours"))
         peer_times.append(median_of(rounds, "peer"))
         ours_peaks.append((ours["peak"] - ours["rss_before"]) / 2**20)
