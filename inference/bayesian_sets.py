@@ -461,10 +461,11 @@ class BayesianSets:
         from interpretable_zoo.inference import bayesian_sets_top_k as pruned  # numba only when a batch is ranked
 
         rows = self._rows()
+        per_query, per_size = 8 * self.n_features, 8 * self.n_items  # a query's q; a size's base scores
         index_bytes = rows.indices.itemsize + 1  # a row index and an int8 1 per one
         column_copy = 0 if self._csc is not None else index_bytes * rows.nnz + rows.indptr.itemsize * (self.n_features + 1)
         memory.check_memory(
-            column_copy + 8 * (self.n_features + self.n_items) + 4 * self.n_items * pruned.threads(),
+            column_copy + per_query + per_size + 4 * self.n_items * pruned.threads(),
             f"query: ranking a batch over {self.n_items} items (a copy of X by columns, kept; per query size a "
             "base score per item; per core a mark per item)",
             "answer the queries one at a time (one score per item each)",
@@ -474,10 +475,10 @@ class BayesianSets:
         chunks, start, used = [], 0, 0
         for position, query in enumerate(by_size):
             new_size = position == start or sizes[query] != sizes[by_size[position - 1]]
-            cost = 8 * self.n_features + (8 * self.n_items if new_size else 0)
+            cost = per_query + (per_size if new_size else 0)
             if position > start and used + cost > BATCH_BYTES:
                 chunks.append(by_size[start:position])
-                start, used = position, 8 * (self.n_features + self.n_items)
+                start, used = position, per_query + per_size
             else:
                 used += cost
         chunks.append(by_size[start:])
