@@ -27,6 +27,7 @@ from interpretable_zoo.inference.validation import (
     check_positive_int,
     check_real_matrix,
     encode_labels,
+    numeric_matrix,
 )
 from interpretable_zoo.models import prototype_selection as ps_model
 
@@ -254,6 +255,24 @@ def _check_cover_memory(estimate: set_cover.CoverEstimate, eps: float, method: s
         )
 
 
+ESTIMATE_ROWS = 4096
+"""Rows of a given dissimilarity matrix read to estimate its cover (all of them in a smaller matrix)."""
+
+
+def _given_cover_estimate(dissimilarity: np.ndarray, eps: float) -> set_cover.CoverEstimate:
+    """:class:`~set_cover.CoverEstimate` of the cover read from a given dissimilarity matrix, from up to
+    :data:`ESTIMATE_ROWS` randomly sampled rows (checked as the whole matrix is later), read in blocks of
+    at most 2^22 entries: a matrix too large for its cover is refused without reading all of it."""
+    n, m = dissimilarity.shape
+    rows = np.arange(n) if n <= ESTIMATE_ROWS else np.sort(np.random.default_rng(0).choice(n, ESTIMATE_ROWS, replace=False))
+    block = max(1, (1 << 22) // m)
+    per_row = np.concatenate([
+        np.mean(check_real_matrix(dissimilarity[rows[start : start + block]], "dissimilarity", nonnegative=True) < eps, axis=1)
+        for start in range(0, len(rows), block)
+    ])  # fmt: skip
+    return set_cover.estimate_from_rows(per_row, n, m, m, False, min(n, 4096))
+
+
 @memory.honours_limit
 def select_prototypes(
     X=None,
@@ -297,7 +316,7 @@ def select_prototypes(
     if (X is None) == (dissimilarity is None):
         raise ValueError("give exactly one of X (features) or dissimilarity (training x candidate matrix)")
     if dissimilarity is not None:
-        dissimilarity = check_real_matrix(dissimilarity, "dissimilarity", nonnegative=True)
+        dissimilarity = numeric_matrix(dissimilarity, "dissimilarity")
         n, m = dissimilarity.shape
         if candidates is None and n != m:
             raise ValueError(
@@ -307,12 +326,8 @@ def select_prototypes(
         if candidates is not None and _length(candidates, "candidates") != m:
             raise ValueError(f"candidates: has {len(candidates)} entries for {m} dissimilarity columns")
         classes, codes = encode_labels(y, n, "prototype selection")
-        n_inside = sum(
-            int(np.count_nonzero(dissimilarity[start : start + 4096] < params.eps)) for start in range(0, n, 4096)
-        )
-        fraction = n_inside / max(n * m, 1)
-        estimate = set_cover.CoverEstimate(n, m, False, fraction, fraction, min(n, 4096))
-        _check_cover_memory(estimate, params.eps, method, "dissimilarity")
+        _check_cover_memory(_given_cover_estimate(dissimilarity, params.eps), params.eps, method, "dissimilarity")
+        dissimilarity = check_real_matrix(dissimilarity, "dissimilarity", nonnegative=True)
         cover = set_cover.BallCover.from_row_blocks(
             lambda start, stop: dissimilarity[start:stop] < params.eps, n, m, share_symmetric=candidates is None
         )

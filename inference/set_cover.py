@@ -427,7 +427,8 @@ def _mirror_upper(n: int, chunks: list) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass(frozen=True)
 class CoverEstimate:
-    """The size of a cover estimated before it is built, from one tile of randomly sampled pairs.
+    """The size of a cover estimated before it is built, from randomly sampled pairs (one tile of points and
+    candidates, or rows of a given dissimilarity matrix).
 
     fraction: share of the sampled (point, candidate) pairs within eps; upper: that share plus three
     standard errors (the sampled points as units), capped at 1; exact when every pair was sampled.
@@ -470,13 +471,21 @@ def estimate_cover(X: np.ndarray, Z: np.ndarray | None, eps: float, metric: str 
     state = np.asarray(
         _classify(_padded(X64[rows], size), _padded(Z64[columns], size), _threshold(eps, metric), metric)
     )[: len(rows), : len(columns)]
-    per_row = np.mean(state != 0, axis=1)
+    return estimate_from_rows(np.mean(state != 0, axis=1), n, m, len(columns), symmetric, size)
+
+
+def estimate_from_rows(per_row: np.ndarray, n_points: int, n_candidates: int, n_columns: int, symmetric: bool,
+                       tile: int) -> CoverEstimate:
+    """:class:`CoverEstimate` from ``per_row``, the share of sampled candidates (``n_columns`` of them) within eps
+    of each sampled point (rows sampled without replacement)."""
+    rows = len(per_row)
     fraction = float(per_row.mean())
-    spread = float(per_row.std(ddof=1)) if len(rows) > 1 else 1.0
-    error = 0.0 if (len(rows) == n and len(columns) == m) else 3 * spread * math.sqrt(max(1 - len(rows) / n, 0) / len(rows))
-    if len(columns) < m:
-        error += 3 * math.sqrt(fraction * (1 - fraction) / (len(rows) * len(columns)))
-    return CoverEstimate(n, m, symmetric, fraction, min(1.0, fraction + error), size)
+    spread = float(per_row.std(ddof=1)) if rows > 1 else 1.0
+    error = 0.0 if (rows == n_points and n_columns == n_candidates) else (
+        3 * spread * math.sqrt(max(1 - rows / n_points, 0) / rows))
+    if n_columns < n_candidates:
+        error += 3 * math.sqrt(fraction * (1 - fraction) / (rows * n_columns))
+    return CoverEstimate(n_points, n_candidates, symmetric, fraction, min(1.0, fraction + error), tile)
 
 
 def _threshold(eps: float, metric: str):

@@ -125,14 +125,21 @@ def check_binary_matrix(
 def check_real_matrix(value, name: str, *, nonnegative: bool = False) -> np.ndarray:
     """``value`` as a finite float64 matrix with at least one row and one column (and no negative entry when
     ``nonnegative``, as a dissimilarity)."""
-    array = _as_matrix(value, name)
-    _check_size(array.shape, name, "one row and one column")
-    array = array.astype(np.float64, copy=False)
+    array = numeric_matrix(value, name)
     low, high = array.min(), array.max()  # reductions: no temporary as large as the matrix
     if not (np.isfinite(low) and np.isfinite(high)):
         raise ValueError(f"{name}: contains NaN or infinite values")
     if nonnegative and low < 0:
         raise ValueError(f"{name}: a dissimilarity is never negative, got values down to {low:.6g}")
+    return array.astype(np.float64, copy=False)
+
+
+def numeric_matrix(value, name: str) -> np.ndarray:
+    """``value`` as a numeric matrix with at least one row and one column, its values not yet read (an
+    array is not copied): for a check that reads a sample of a large matrix before
+    :func:`check_real_matrix` reads all of it."""
+    array = _as_matrix(value, name)
+    _check_size(array.shape, name, "one row and one column")
     return array
 
 

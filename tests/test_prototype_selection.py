@@ -411,6 +411,37 @@ def test_kmeans_candidates_and_rectangular_dissimilarity():
     assert rounded.prototypes.max() < 129
 
 
+def test_a_given_dissimilarity_too_large_for_its_cover_is_refused_from_a_sample_of_its_rows(monkeypatch):
+    """The cover's size is estimated from sampled rows, so a matrix too large for its cover is refused without
+    reading all of it; one that fits is then checked whole (a NaN or negative value anywhere is refused)."""
+    from interpretable_zoo.inference import memory
+    from interpretable_zoo.inference import prototype_selection as selection
+
+    checked = []
+
+    def recorded(value, name, **options):
+        checked.append(np.shape(value))
+        return check(value, name, **options)
+
+    check = selection.check_real_matrix
+    monkeypatch.setattr(selection, "check_real_matrix", recorded)
+    n = 20_000
+    everything_within_eps = np.broadcast_to(np.float64(0.5), (n, n))  # 4e8 pairs in the cover: about 3 GB
+    with pytest.raises(memory.InsufficientMemoryError, match=r"^dissimilarity: the eps-ball cover .* about 100\.0% of"):
+        select_prototypes(y=np.arange(n) % 2, dissimilarity=everything_within_eps, eps=1.0, memory_limit=10**9)
+    assert sum(rows * columns for rows, columns in checked) == selection.ESTIMATE_ROWS * n
+    checked.clear()
+    data = make_gaussian_mixture(40, seed=8)
+    D = cdist(data.X, data.X)
+    monkeypatch.setattr(selection, "ESTIMATE_ROWS", 16)
+    result = select_prototypes(y=data.y, dissimilarity=D, eps=0.7)
+    assert checked[-1] == D.shape and sum(rows for rows, _ in checked[:-1]) == 16
+    assert result.prototypes.tolist() == select_prototypes(data.X, data.y, eps=0.7).prototypes.tolist()
+    D[-1, 0] = np.nan
+    with pytest.raises(ValueError, match="^dissimilarity: contains NaN"):
+        select_prototypes(y=data.y, dissimilarity=D, eps=0.7)
+
+
 def test_explain_lists_classes_and_cover_counts():
     data = make_gaussian_mixture(30, seed=10)
     result = select_prototypes(data.X, data.y, eps=0.9)
