@@ -125,13 +125,13 @@ def check_binary_matrix(
 def check_real_matrix(value, name: str, *, nonnegative: bool = False) -> np.ndarray:
     """``value`` as a finite float64 matrix with at least one row and one column (and no negative entry when
     ``nonnegative``, as a dissimilarity)."""
-    array = numeric_matrix(value, name)
+    array = numeric_matrix(value, name).astype(np.float64, copy=False)
     low, high = array.min(), array.max()  # reductions: no temporary as large as the matrix
     if not (np.isfinite(low) and np.isfinite(high)):
         raise ValueError(f"{name}: contains NaN or infinite values")
     if nonnegative and low < 0:
         raise ValueError(f"{name}: a dissimilarity is never negative, got values down to {low:.6g}")
-    return array.astype(np.float64, copy=False)
+    return array
 
 
 def numeric_matrix(value, name: str) -> np.ndarray:
