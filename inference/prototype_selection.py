@@ -259,20 +259,6 @@ ESTIMATE_ROWS = 4096
 """Rows of a given dissimilarity matrix read to estimate its cover (all of them in a smaller matrix)."""
 
 
-def _given_cover_estimate(dissimilarity: np.ndarray, eps: float) -> set_cover.CoverEstimate:
-    """:class:`~set_cover.CoverEstimate` of the cover read from a given dissimilarity matrix, from up to
-    :data:`ESTIMATE_ROWS` randomly sampled rows (checked as the whole matrix is later), read in blocks of
-    at most 2^22 entries: a matrix too large for its cover is refused without reading all of it."""
-    n, m = dissimilarity.shape
-    rows = np.arange(n) if n <= ESTIMATE_ROWS else np.sort(np.random.default_rng(0).choice(n, ESTIMATE_ROWS, replace=False))
-    block = max(1, (1 << 22) // m)
-    per_row = np.concatenate([
-        np.mean(check_real_matrix(dissimilarity[rows[start : start + block]], "dissimilarity", nonnegative=True) < eps, axis=1)
-        for start in range(0, len(rows), block)
-    ])  # fmt: skip
-    return set_cover.estimate_from_rows(per_row, n, m, m, False, min(n, 4096))
-
-
 @memory.honours_limit
 def select_prototypes(
     X=None,
@@ -326,7 +312,11 @@ def select_prototypes(
         if candidates is not None and _length(candidates, "candidates") != m:
             raise ValueError(f"candidates: has {len(candidates)} entries for {m} dissimilarity columns")
         classes, codes = encode_labels(y, n, "prototype selection")
-        _check_cover_memory(_given_cover_estimate(dissimilarity, params.eps), params.eps, method, "dissimilarity")
+        estimate = set_cover.estimate_from_sampled_rows(  # the sampled rows checked as the whole matrix is below
+            lambda rows: check_real_matrix(dissimilarity[rows], "dissimilarity", nonnegative=True) < params.eps,
+            n, m, ESTIMATE_ROWS, tile=min(n, 4096),
+        )
+        _check_cover_memory(estimate, params.eps, method, "dissimilarity")
         dissimilarity = check_real_matrix(dissimilarity, "dissimilarity", nonnegative=True)
         cover = set_cover.BallCover.from_row_blocks(
             lambda start, stop: dissimilarity[start:stop] < params.eps, n, m, share_symmetric=candidates is None

@@ -227,6 +227,11 @@ def _tiles(X64: np.ndarray, Z64: np.ndarray, metric: str, symmetric: bool):
 _CHUNK_ENTRIES = 1 << 22  # (point, ball) pairs handled at once when the structure is assembled or read
 
 
+def _block_rows(n_candidates: int) -> int:
+    """Rows of a cover read at once: about _CHUNK_ENTRIES entries, at least one row."""
+    return max(1, _CHUNK_ENTRIES // max(n_candidates, 1))
+
+
 @dataclass(frozen=True, eq=False)
 class BallCover:
     """The cover ``cover[i, j] = d(x_i, z_j) < eps`` of n training points by m candidate balls, kept sparse.
@@ -255,7 +260,7 @@ class BallCover:
     @classmethod
     def from_row_blocks(cls, rows, n_points: int, n_candidates: int, *, share_symmetric: bool = True) -> BallCover:
         """From ``rows(start, stop)``, the boolean rows start..stop-1 of the cover, read in blocks of bounded size."""
-        block = max(1, _CHUNK_ENTRIES // max(n_candidates, 1))
+        block = _block_rows(n_candidates)
         offsets, candidates = _compress(rows(start, min(start + block, n_points)) for start in range(0, n_points, block))
         if share_symmetric and n_points == n_candidates:
             ball_offsets, balls = _transpose_lists(offsets, candidates, n_candidates)
@@ -471,11 +476,23 @@ def estimate_cover(X: np.ndarray, Z: np.ndarray | None, eps: float, metric: str 
     state = np.asarray(
         _classify(_padded(X64[rows], size), _padded(Z64[columns], size), _threshold(eps, metric), metric)
     )[: len(rows), : len(columns)]
-    return estimate_from_rows(np.mean(state != 0, axis=1), n, m, len(columns), symmetric, size)
+    return _estimate_from_rows(np.mean(state != 0, axis=1), n, m, len(columns), symmetric, size)
 
 
-def estimate_from_rows(per_row: np.ndarray, n_points: int, n_candidates: int, n_columns: int, symmetric: bool,
-                       tile: int) -> CoverEstimate:
+def estimate_from_sampled_rows(rows, n_points: int, n_candidates: int, n_sampled: int, tile: int) -> CoverEstimate:
+    """:class:`CoverEstimate` of the cover whose boolean rows ``rows(indices)`` returns, from up to ``n_sampled``
+    rows drawn at random (every row of a smaller cover), read in blocks of bounded size as
+    :meth:`BallCover.from_row_blocks` reads the cover: a cover too large to build is refused without reading
+    all of its rows."""
+    sample = np.arange(n_points) if n_points <= n_sampled else np.sort(
+        np.random.default_rng(0).choice(n_points, n_sampled, replace=False))
+    block = _block_rows(n_candidates)
+    per_row = np.concatenate([np.mean(rows(sample[start : start + block]), axis=1) for start in range(0, len(sample), block)])
+    return _estimate_from_rows(per_row, n_points, n_candidates, n_candidates, False, tile)
+
+
+def _estimate_from_rows(per_row: np.ndarray, n_points: int, n_candidates: int, n_columns: int, symmetric: bool,
+                        tile: int) -> CoverEstimate:
     """:class:`CoverEstimate` from ``per_row``, the share of sampled candidates (``n_columns`` of them) within eps
     of each sampled point (rows sampled without replacement)."""
     rows = len(per_row)
