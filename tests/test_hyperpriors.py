@@ -16,6 +16,7 @@ import numpyro
 import numpyro.distributions as dist
 import pytest
 import scipy.integrate
+import scipy.sparse
 import scipy.special
 import scipy.stats
 from numpyro.infer import Predictive
@@ -207,15 +208,22 @@ def exact_with_lam_and_c(beta):
     signatures, of_state = np.unique(np.sort(index.reshape(len(index), -1), 1), axis=0, return_inverse=True)
     of_state = of_state.ravel()
     terms = log_cell_term(kinds, G_GRIDS["lam"], G_GRIDS["c"])
-    log_surface = beta * terms[signatures].sum(1)  # (signatures, lam, c)
+    # each signature's sum of its cells' terms, as (signatures, kinds) counts times the terms (one product)
+    occurrences = np.zeros((len(signatures), len(kinds)))
+    np.add.at(occurrences, (np.arange(len(signatures))[:, None], signatures), 1.0)
     log_hyperprior = sum(scipy.stats.gamma.logpdf(G_GRIDS[name], a, scale=1 / b)[(slice(None),) + (None,) * axis]
                          for axis, (name, (a, b)) in zip((1, 0), G_GAMMAS.items()))
-    top = log_surface.max((1, 2), keepdims=True)
-    density = np.exp(log_surface - top + log_hyperprior)
-    by_c = scipy.integrate.trapezoid(density, G_GRIDS["c"], axis=2)  # (signatures, lam)
-    by_lam = scipy.integrate.trapezoid(density, G_GRIDS["lam"], axis=1)  # (signatures, c)
+    top, by_c, by_lam = [], [], []
+    # in blocks of signatures, so that their (signatures, lam, c) surfaces are not all held at once
+    for block in np.array_split(occurrences, max(1, len(signatures) // 64)):
+        log_surface = beta * (block @ terms.reshape(len(kinds), -1)).reshape(-1, *terms.shape[1:])
+        top.append(log_surface.max((1, 2)))
+        density = np.exp(log_surface - top[-1][:, None, None] + log_hyperprior)
+        by_c.append(scipy.integrate.trapezoid(density, G_GRIDS["c"], axis=2))  # (signatures, lam)
+        by_lam.append(scipy.integrate.trapezoid(density, G_GRIDS["lam"], axis=1))  # (signatures, c)
+    top, by_c, by_lam = (np.concatenate(parts) for parts in (top, by_c, by_lam))
     total = scipy.integrate.trapezoid(by_c, G_GRIDS["lam"], axis=1)
-    integrated = (np.log(total) + top[:, 0, 0])[of_state]
+    integrated = (np.log(total) + top)[of_state]
     probs = enumerate_posterior(lambda i: log_prior[i] + integrated[i], list(range(len(log_prior))), method="loop")
     weight = np.bincount(of_state, probs, len(signatures)) / total
     cdfs = {name: scipy.integrate.cumulative_trapezoid(weight @ marginal, G_GRIDS[name], initial=0.0)
@@ -434,28 +442,39 @@ def log_hyperparameter_factors(states, grids):
     length = m * np.log(lam) - scipy.special.gammaln(m + 1)
     length = length - scipy.special.logsumexp(length, axis=1, keepdims=True)
     c = np.arange(1, CARDINALITIES.max() + 1)
-    eta = grids["eta"][:, None]
-    weights = c * np.log(eta) - scipy.special.gammaln(c + 1)  # (grid, C)
+    weights = c * np.log(grids["eta"][:, None]) - scipy.special.gammaln(c + 1)  # (grid, C)
     counts = np.bincount(CARDINALITIES, minlength=c.size + 1)[1:]
-    cardinality = np.zeros((len(eta), len(states["length"])))
+    truth_table, y = tiny_problem()
+    # A rule's eta term depends on its cardinality and the cardinalities still available before it, its alpha
+    # term on the labels it captures: each distinct term is computed once, and a list sums its rules' terms.
+    eta_terms, label_terms = {}, {}  # term -> its column
+    eta_uses, label_uses = [], []  # (column, list)
     for index, (rules, length_d) in enumerate(zip(states["rules"], states["length"])):
         used = np.zeros_like(counts)
         for rule in rules[:length_d]:
-            card = CARDINALITIES[rule]
-            available = used < counts
-            cardinality[:, index] += weights[:, card - 1] - scipy.special.logsumexp(weights[:, available], axis=1)
-            used[card - 1] += 1
-    truth_table, y = tiny_problem()
-    gammaln, alpha = scipy.special.gammaln, grids["alpha"]
-    labels = np.zeros((len(alpha), len(states["length"])))
-    for index, (rules, length_d) in enumerate(zip(states["rules"], states["length"])):
+            term = (CARDINALITIES[rule], tuple(used < counts))
+            eta_uses.append((eta_terms.setdefault(term, len(eta_terms)), index))
+            used[term[0] - 1] += 1
         uncaught = np.ones(len(y), bool)
         for rule in [*rules[:length_d], None]:  # the default rule last
             caught = uncaught if rule is None else uncaught & truth_table[:, rule]
-            n = np.bincount(y[caught], minlength=2)
-            labels[:, index] += (gammaln(alpha + n[0]) + gammaln(alpha + n[1]) - 2 * gammaln(alpha)
-                                 - gammaln(2 * alpha + n.sum()) + gammaln(2 * alpha))
+            term = tuple(np.bincount(y[caught], minlength=2))
+            label_uses.append((label_terms.setdefault(term, len(label_terms)), index))
             uncaught &= ~caught
+    eta_table = np.stack([weights[:, card - 1] - scipy.special.logsumexp(weights[:, np.array(available)], axis=1)
+                          for card, available in eta_terms], 1)
+    gammaln, alpha = scipy.special.gammaln, grids["alpha"][:, None]
+    n = np.array(list(label_terms), float)  # (terms, 2)
+    label_table = (gammaln(alpha + n[:, 0]) + gammaln(alpha + n[:, 1]) - 2 * gammaln(alpha)
+                   - gammaln(2 * alpha + n.sum(1)) + gammaln(2 * alpha))
+
+    def summed_by_list(table, uses):
+        column, of_list = np.array(uses).T
+        occurrences = scipy.sparse.csr_matrix((np.ones(len(uses)), (of_list, column)),
+                                              shape=(len(states["length"]), table.shape[1]))
+        return (occurrences @ table.T).T  # (grid, list)
+
+    cardinality, labels = summed_by_list(eta_table, eta_uses), summed_by_list(label_table, label_uses)
     return {"lam": length[:, states["length"]], "eta": cardinality, "alpha": labels}
 
 
