@@ -16,7 +16,6 @@ import numpyro
 import numpyro.distributions as dist
 import pytest
 import scipy.integrate
-import scipy.sparse
 import scipy.special
 import scipy.stats
 from numpyro.infer import Predictive
@@ -196,6 +195,14 @@ def log_cell_term(kinds, lam, c):
             - gammaln(g[0]) - gammaln(g[1]) + gammaln(g[0] + g[1]))
 
 
+def term_counts(of_row, term, shape):
+    """(rows, terms) the number of times each row uses each term, from the (row, term) pairs of its uses:
+    a row's sum of its terms is then one product with the table of the terms."""
+    counts = np.zeros(shape)
+    np.add.at(counts, (of_row, term), 1.0)
+    return counts
+
+
 @lru_cache
 def exact_with_lam_and_c(beta):
     """States, their exact probabilities under p(lam) p(c) p(omega) p(prototypes) p(z) L(lam, c)^beta with
@@ -209,8 +216,8 @@ def exact_with_lam_and_c(beta):
     of_state = of_state.ravel()
     terms = log_cell_term(kinds, G_GRIDS["lam"], G_GRIDS["c"])
     # each signature's sum of its cells' terms, as (signatures, kinds) counts times the terms (one product)
-    occurrences = np.zeros((len(signatures), len(kinds)))
-    np.add.at(occurrences, (np.arange(len(signatures))[:, None], signatures), 1.0)
+    occurrences = term_counts(np.repeat(np.arange(len(signatures)), signatures.shape[1]), signatures.ravel(),
+                              (len(signatures), len(kinds)))
     log_hyperprior = sum(scipy.stats.gamma.logpdf(G_GRIDS[name], a, scale=1 / b)[(slice(None),) + (None,) * axis]
                          for axis, (name, (a, b)) in zip((1, 0), G_GAMMAS.items()))
     top, by_c, by_lam = [], [], []
@@ -470,9 +477,7 @@ def log_hyperparameter_factors(states, grids):
 
     def summed_by_list(table, uses):
         column, of_list = np.array(uses).T
-        occurrences = scipy.sparse.csr_matrix((np.ones(len(uses)), (of_list, column)),
-                                              shape=(len(states["length"]), table.shape[1]))
-        return (occurrences @ table.T).T  # (grid, list)
+        return (term_counts(of_list, column, (len(states["length"]), table.shape[1])) @ table.T).T  # (grid, list)
 
     cardinality, labels = summed_by_list(eta_table, eta_uses), summed_by_list(label_table, label_uses)
     return {"lam": length[:, states["length"]], "eta": cardinality, "alpha": labels}
