@@ -35,12 +35,13 @@ def _sizes(variable: str, default: tuple[int, ...]) -> list[int]:
     return [int(part) for part in text.split(",")] if text else list(default)
 
 
-def run_worker(*args: str) -> dict:
-    """The worker's JSON record, or {"error": why} when it failed or ran out of time."""
+def run_worker(*args: str, module: str = "benchmarks.scaling_worker", env: dict[str, str] | None = None) -> dict:
+    """The JSON record of worker ``module`` (run with ``args``, in environment ``env``, default this process's),
+    or {"error": why} when it failed or ran out of time."""
     timeout = float(os.environ.get("SCALING_TIMEOUT", 1800))
     try:
         completed = subprocess.run(
-            [sys.executable, "-m", "benchmarks.scaling_worker", *args], capture_output=True, text=True, timeout=timeout
+            [sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=timeout, env=env
         )
     except subprocess.TimeoutExpired:
         return {"error": f"did not finish within {timeout:.0f} s"}

@@ -1,7 +1,9 @@
-"""Chains split over several devices give the same draws as on one (issue: chains across devices).
+"""Chains split over several devices give the same draws as on one (issue: chains across devices), and so
+does a process whose XLA thread pool has one thread.
 
-JAX fixes its device count at start-up, so the fits run in a subprocess that asks the CPU for four
-devices (``--xla_force_host_platform_device_count=4``).
+JAX fixes its device count and XLA its CPU pool at start-up, so the fits run in subprocesses: one that asks
+the CPU for four devices (``--xla_force_host_platform_device_count=4``) and keeps the default pool, one
+with one device and a pool of one thread (``PJRT_NPROC=1``).
 """
 
 import json
@@ -15,6 +17,8 @@ import pytest
 SCRIPT = textwrap.dedent(
     """
     import json
+    from pathlib import Path
+
     import numpy as np
     import jax
     import interpretable_zoo as iz
@@ -35,28 +39,45 @@ SCRIPT = textwrap.dedent(
         return [np.asarray(v).tolist() for _, v in sorted({**run.summaries, **run.records}.items())]
 
     report = {"devices_seen": len(jax.devices())}
+    several = len(jax.devices()) == 4
     for name, fit in fits.items():
-        for devices in ((1, 2, 4) if name == "brl" else (1, 4)):
+        for devices in ((1, 2, 4) if name == "brl" else (1, 4)) if several else (1,):
             result = fit(devices, 3)
             report[f"{name}/{devices}"] = draws(result)
             report[f"{name}/{devices}/used"] = len(result.run.ladder.rng_key.sharding.device_set)
-        report[f"{name}/other seed"] = draws(fit(4, 4))
-    for devices in (3, 5):
+        if several:
+            report[f"{name}/other seed"] = draws(fit(4, 4))
+    for devices in (3, 5) if several else ():
         try:
             fits["brl"](devices, 3)
         except ValueError as error:
             report[f"error/{devices}"] = str(error)
+    # the threads of XLA's CPU pool, by the name the runtime gives them (Linux)
+    tasks = Path("/proc/self/task")
+    report["pool_threads"] = sum((task / "comm").read_text().startswith("tf_XLAEigen") for task in tasks.iterdir())
     print(json.dumps(report))
     """
 )
 
 
-@pytest.fixture(scope="module")
-def report():
-    env = {**os.environ, "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4"}
-    completed = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600)
+def _run_script(extra_env):
+    """SCRIPT's report, run with ``extra_env`` over this environment, less the variables that size XLA's CPU
+    pool (PJRT_NPROC, then NPROC) unless ``extra_env`` sets them."""
+    env = {name: value for name, value in os.environ.items() if name not in ("PJRT_NPROC", "NPROC")}
+    completed = subprocess.run([sys.executable, "-c", SCRIPT], env={**env, **extra_env}, capture_output=True,
+                               text=True, timeout=600)
     assert completed.returncode == 0, completed.stderr[-3000:]
     return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def report():
+    return _run_script({"XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4"})
+
+
+@pytest.fixture(scope="module")
+def one_thread_report():
+    return _run_script({"PJRT_NPROC": "1"})
 
 
 def test_the_subprocess_sees_four_devices(report):
@@ -68,6 +89,17 @@ def test_same_seed_same_draws_on_more_devices(report, name, devices):
     assert report[f"{name}/{devices}/used"] == devices  # the chains really were split
     assert report[f"{name}/1/used"] == 1
     assert report[f"{name}/{devices}"] == report[f"{name}/1"]
+
+
+@pytest.mark.parametrize("name", ["brl", "bcm"])
+def test_same_seed_same_draws_with_a_pool_of_one_thread(report, one_thread_report, name):
+    """XLA's CPU pool (one thread per core by default) splits work, not the draws: the same seed gives the
+    same draws with a pool of one thread, as the scaling guide advises on small machines."""
+    assert one_thread_report["devices_seen"] == 1
+    assert one_thread_report["pool_threads"] == 1
+    # the comparison's other side: the default pool, of at least one thread per core (and per forced device)
+    assert report["pool_threads"] >= len(os.sched_getaffinity(0))
+    assert one_thread_report[f"{name}/1"] == report[f"{name}/1"]
 
 
 @pytest.mark.parametrize("name", ["brl", "bcm"])
