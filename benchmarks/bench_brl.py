@@ -146,9 +146,14 @@ FIT_NOTES = (
     "100,000 draws"
 )
 """The row of ``brl_mh_speed`` that times the whole engine (``convergence.sample``) at one step per draw."""
+KERNEL_ROW = "10 chains, fit_brl's kernel, compiled step"
+"""The row that times fit_brl's kernel (lists of at most 30 rules, neighbour moves) as the plain step is timed
+(100 iterations per call): against the 10-chain row, the cost of that configuration."""
 ENGINE_ROW = "10 chains, fit_brl's kernel in the engine's compiled scans, 1 MH step per scan, untempered"
 """The row that times the same kernel (lists of at most 30 rules, neighbour moves, one step per call) in the
-engine's compiled scans without their host work: FIT_ROW minus this row is the host's share of a draw."""
+engine's compiled scans without their host work: this row minus KERNEL_ROW is the scans' own work (one call
+of the step a scan, the record, the summaries and the swap statistics), FIT_ROW minus this row the host's
+share of a draw."""
 
 
 @benchmark(
@@ -163,11 +168,13 @@ engine's compiled scans without their host work: FIT_ROW minus this row is the h
         "lists of at most 20 rules, the kernel's compiled sample step (100 iterations per call, uniforms drawn "
         "once per call) without trace collection; plain Metropolis-Hastings (one rung) unless the row names "
         "a 4-rung tempering ladder (the engine's scans: 4 MH steps, a swap round and a kept record), fit_brl's "
-        "kernel (lists of at most 30 rules with neighbour moves, one step per call) in the engine's compiled "
-        "scans without their host work, or fit_brl (the whole engine at 1 MH step per draw, that kernel): the "
-        "difference of the last two rows is the host's share of a draw (chunk dispatch, transfers, the "
-        "convergence test and the result), and the first of them against the 10-chain row is the cost of the "
-        "fit's kernel configuration over the plain step's. Every "
+        "kernel (lists of at most 30 rules with neighbour moves) as a compiled step (100 iterations per call) "
+        "or in the engine's compiled scans (one step per call) without their host work, or fit_brl (the whole "
+        "engine at 1 MH step per draw, that kernel). Against pysbrl the rows split a draw's cost: the plain "
+        "step; the fit's kernel configuration (its step row against the 10-chain row); the scans' own work "
+        "(the engine's row against the kernel's step: a call of the step per scan, the record, the summaries "
+        "and the swap statistics); the host's share (fit_brl's row against the engine's: chunk dispatch, "
+        "transfers, the convergence verdict and the result). Every "
         "configuration and peer is timed once per round, in 3 interleaved rounds; the table gives medians and "
         "the notes the lowest and highest ratio of a round."
     ),
@@ -186,17 +193,19 @@ def bench_speed() -> list[Comparison]:
         against_pysbrl = list(ours)
         peers, missing = {}, {}
     else:
+        fit_capacity = brl.list_capacity(len(antecedents), DEFAULT_MAX_LENGTH)
         ours = {
             "1 chain": ours_timer(table, data.y, antecedents, 1, 200000),
             "4 chains": ours_timer(table, data.y, antecedents, 4, 100000),
             "10 chains": ours_timer(table, data.y, antecedents, 10, 50000),
             "100 chains": ours_timer(table, data.y, antecedents, 100, 5000),
             "10 chains, 4-temperature ladder": ours_timer(table, data.y, antecedents, 10, 10000, n_rungs=4),
+            KERNEL_ROW: ours_timer(table, data.y, antecedents, 10, 50000, neighbour_moves=True, capacity=fit_capacity),
             ENGINE_ROW: ours_timer(table, data.y, antecedents, 10, 20000, n_rungs=1, block=1, neighbour_moves=True,
-                                   capacity=brl.list_capacity(len(antecedents), DEFAULT_MAX_LENGTH)),
+                                   capacity=fit_capacity),
             FIT_ROW: FitTimer(items, data.y, antecedents, draws=100_000),  # a difference well above the fits' noise
         }
-        against_pysbrl = ["10 chains", ENGINE_ROW, FIT_ROW]
+        against_pysbrl = ["10 chains", KERNEL_ROW, ENGINE_ROW, FIT_ROW]
         imodels = ImodelsTimer(items, data.y)
         peers, missing = {"imodels": imodels}, {}
     try:
