@@ -12,7 +12,7 @@ import statistics
 
 from benchmarks.bench_scaling import run_worker
 from benchmarks.runner import Comparison, benchmark, import_peer
-from benchmarks.thread_pool_worker import BCM_TIMERS, BRL_TIMERS
+from benchmarks.thread_pool_worker import BRL_TIMERS
 
 TASKS = {
     "brl_step": "BRL, s / iteration / chain, 10 chains, the compiled step",
@@ -46,11 +46,11 @@ def thread_pool() -> list[Comparison]:
         records["one"].append(run_worker(module="benchmarks.thread_pool_worker", env={**base, "PJRT_NPROC": "1"}))
     failed = [record["error"] for runs_of in records.values() for record in runs_of if "error" in record]
     if failed:
-        return [Comparison(TASKS[name], float("nan"), "default pool", None, f"a worker failed: {failed[0]}")
-                for name in TASKS]
+        return [Comparison(f"{task}, pool of 1 thread", float("nan"), "the same, default pool", None,
+                           f"a worker failed: {failed[0]}") for task in TASKS.values()]
     default_threads = records["default"][0]["pool_threads"]
     rows = []
-    for name in (*BRL_TIMERS[:-1], *BCM_TIMERS):
+    for name, task in TASKS.items():
         one = statistics.median(record[name] for record in records["one"])
         default = statistics.median(record[name] for record in records["default"])
         ratios = ", ".join(f"{d[name] / o[name]:.2f}x" for d, o in zip(records["default"], records["one"]))
@@ -61,6 +61,6 @@ def thread_pool() -> list[Comparison]:
                 for key, label in (("one", "1 thread"), ("default", f"{default_threads} threads"))
             ]
             notes += f"; pysbrl / ours in the same process: {', '.join(against)}"
-        rows.append(Comparison(f"{TASKS[name]}, pool of 1 thread", one,
+        rows.append(Comparison(f"{task}, pool of 1 thread", one,
                                f"the same, default pool of {default_threads} threads", default, notes))
     return rows

@@ -12,18 +12,14 @@ from __future__ import annotations
 import json
 import os
 
-import jax
-
 from benchmarks.bench_bcm import sweep_timer
-from benchmarks.bench_brl import FitTimer, PysbrlTimer, ours_timer, tictactoe_antecedents
+from benchmarks.bench_brl import FitTimer, PysbrlTimer, engine_timer, ours_timer, tictactoe_antecedents
 from benchmarks.runner import SPEED_ROUNDS, interleaved_rounds, median_of
 from interpretable_zoo.datasets import load_usps_bcm
-from interpretable_zoo.inference.brl import DEFAULT_MAX_LENGTH
 from interpretable_zoo.inference.rule_mining import truth_table
-from interpretable_zoo.models import brl
 
-BRL_TIMERS = ("brl_step", "brl_engine", "fit_brl", "pysbrl")
-BCM_TIMERS = ("bcm_sweeps_1_chain", "bcm_sweeps_4_chains")
+BRL_TIMERS = ("brl_step", "brl_engine", "fit_brl")
+"""The timers that pysbrl's, timed in the same process, is compared with."""
 
 
 def main() -> None:
@@ -32,20 +28,15 @@ def main() -> None:
     codes = load_usps_bcm(70).X
     timers = {
         "brl_step": ours_timer(table, data.y, antecedents, 10, 50000),
-        "brl_engine": ours_timer(table, data.y, antecedents, 10, 20000, n_rungs=1, block=1, neighbour_moves=True,
-                                 capacity=brl.list_capacity(len(antecedents), DEFAULT_MAX_LENGTH)),
+        "brl_engine": engine_timer(table, data.y, antecedents),
         "fit_brl": FitTimer(items, data.y, antecedents, draws=100_000),
         "pysbrl": PysbrlTimer(table, data.y),
         "bcm_sweeps_1_chain": sweep_timer(codes, 1, split_merge=False),
         "bcm_sweeps_4_chains": sweep_timer(codes, 4),
     }
     rounds = interleaved_rounds(timers, SPEED_ROUNDS)
-    print(json.dumps({
-        "pjrt_nproc": os.environ.get("PJRT_NPROC"),
-        "pool_threads": os.environ.get("PJRT_NPROC") or str(len(os.sched_getaffinity(0))),
-        "devices": len(jax.devices()),
-        **{name: median_of(rounds, name) for name in timers},
-    }))  # fmt: skip
+    pool_threads = int(os.environ.get("PJRT_NPROC") or len(os.sched_getaffinity(0)))
+    print(json.dumps({"pool_threads": pool_threads, **{name: median_of(rounds, name) for name in timers}}))
 
 
 if __name__ == "__main__":
