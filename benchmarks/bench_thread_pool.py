@@ -1,4 +1,4 @@
-"""XLA's CPU thread pool: the BRL and BCM speed rows with a pool of one thread against the default pool.
+"""XLA's CPU thread pool: every model's speed rows with a pool of one thread against the default pool.
 
 XLA sizes the pool of its CPU client once, when JAX starts: PJRT_NPROC threads, else one per core the process
 may run on. Each configuration therefore runs in its own process (``benchmarks.thread_pool_worker``); the
@@ -20,6 +20,9 @@ TASKS = {
     "fit_brl": "BRL, s / iteration / chain, 10 chains through fit_brl, 1 MH step per draw, untempered",
     "bcm_sweeps_1_chain": "BCM, 100 sweeps, 1 chain, no split-merge",
     "bcm_sweeps_4_chains": "BCM, 100 sweeps, 4 vectorized chains, split-merge every fourth sweep",
+    "prototype_selection": "prototype selection, USPS 7,291 x 256, greedy at eps = the 5th percentile",
+    "bayesian_sets": "Bayesian Sets, NELL, 1,000 queries, batched log scores",
+    "mgm": "MGM, USPS 7,291 x 256 binarised, K = 13, one restart",
 }
 
 
@@ -27,8 +30,9 @@ TASKS = {
     "xla_thread_pool",
     peers=("pysbrl",),
     description=(
-        "The rows of `brl_mh_speed` (tic-tac-toe, 1,328 antecedents; pysbrl timed in the same process) and "
-        "`bcm_tokens_per_second` (USPS 700 x 256, S = 10) with XLA's CPU pool of one thread (PJRT_NPROC=1) "
+        "The rows of `brl_mh_speed` (tic-tac-toe, 1,328 antecedents; pysbrl timed in the same process), "
+        "`bcm_tokens_per_second` (USPS 700 x 256, S = 10), `prototype_selection_usps`, `bayesian_sets_nell` and "
+        "`mgm_usps` (one restart) with XLA's CPU pool of one thread (PJRT_NPROC=1) "
         "against the default pool (one thread per core), each configuration in its own process, the two "
         "alternating (THREAD_POOL_RUNS runs each, default 2; the table gives medians over the runs of each "
         "process's medians of 3 interleaved rounds, the notes every run's ratio and, for BRL, pysbrl / ours "

@@ -1,25 +1,63 @@
-"""The BRL and BCM speed rows timed in a fresh process, whose XLA thread pool the caller sized with PJRT_NPROC.
+"""The speed rows of every model timed in a fresh process, whose XLA thread pool the caller sized with PJRT_NPROC.
 
 ``python -m benchmarks.thread_pool_worker`` prints one JSON line: the median seconds over 3 interleaved
 rounds of BRL's compiled step (10 chains), fit_brl's kernel in the engine's scans, fit_brl itself (as in
-``brl_mh_speed``, per iteration and chain) and pysbrl beside them, and of 100 BCM sweeps (one chain without
-the split-merge move; 4 chains with it, as in ``bcm_tokens_per_second``). XLA sizes its CPU client's pool
-when JAX starts, from PJRT_NPROC (else the cores it may run on), so each pool size needs its own process.
+``brl_mh_speed``, per iteration and chain) and pysbrl beside them; of 100 BCM sweeps (one chain without
+the split-merge move; 4 chains with it, as in ``bcm_tokens_per_second``); and of the models whose work is
+large array operations rather than loops of small ones: prototype selection's greedy on USPS (as in
+``prototype_selection_usps``), 1,000 Bayesian Sets queries on NELL (``bayesian_sets_nell``) and one MGM
+fit of USPS (``mgm_usps``, one restart). XLA sizes its CPU client's pool when JAX starts, from PJRT_NPROC
+(else the cores it may run on), so each pool size needs its own process.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 
+import numpy as np
+
+from benchmarks.bench_bayesian_sets import BATCH_SIZE, SEED, random_queries
 from benchmarks.bench_bcm import sweep_timer
 from benchmarks.bench_brl import FitTimer, PysbrlTimer, engine_timer, ours_timer, tictactoe_antecedents
+from benchmarks.bench_mgm import PAPER_CLUSTERS, binarised_usps
 from benchmarks.runner import SPEED_ROUNDS, interleaved_rounds, median_of
-from interpretable_zoo.datasets import load_usps_bcm
+from interpretable_zoo.datasets import load_nell, load_usps, load_usps_bcm
+from interpretable_zoo.inference.bayesian_sets import BayesianSets
+from interpretable_zoo.inference.mgm import fit_mgm
+from interpretable_zoo.inference.prototype_selection import select_prototypes
 from interpretable_zoo.inference.rule_mining import truth_table
+from interpretable_zoo.inference.set_cover import dissimilarity_quantile
 
 BRL_TIMERS = ("brl_step", "brl_engine", "fit_brl")
 """The timers that pysbrl's, timed in the same process, is compared with."""
+
+
+def call_timer(function):
+    """A timer of ``function()`` in seconds, called once first (compiling, or loading from the cache)."""
+    function()
+
+    def seconds():
+        start = time.perf_counter()
+        function()
+        return time.perf_counter() - start
+
+    return seconds
+
+
+def array_timers() -> dict:
+    """The timers of the models whose work is large array operations (see the module's docstring)."""
+    usps = load_usps("train")
+    eps = dissimilarity_quantile(usps.X, 0.05, "l2")
+    nell = load_nell().X
+    sets, queries = BayesianSets(nell), random_queries(nell, BATCH_SIZE, np.random.default_rng(SEED))
+    binary, _ = binarised_usps()
+    return {
+        "prototype_selection": call_timer(lambda: select_prototypes(usps.X, usps.y, eps=eps)),
+        "bayesian_sets": call_timer(lambda: sets.log_scores(queries)),
+        "mgm": call_timer(lambda: fit_mgm(binary, PAPER_CLUSTERS, restarts=1, seed=0)),
+    }
 
 
 def main() -> None:
@@ -33,6 +71,7 @@ def main() -> None:
         "pysbrl": PysbrlTimer(table, data.y),
         "bcm_sweeps_1_chain": sweep_timer(codes, 1, split_merge=False),
         "bcm_sweeps_4_chains": sweep_timer(codes, 4),
+        **array_timers(),
     }
     rounds = interleaved_rounds(timers, SPEED_ROUNDS)
     pool_threads = int(os.environ.get("PJRT_NPROC") or len(os.sched_getaffinity(0)))
