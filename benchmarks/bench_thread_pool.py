@@ -9,15 +9,55 @@ from __future__ import annotations
 
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
 
 from benchmarks.bench_scaling import run_worker
 from benchmarks.runner import Comparison, benchmark, import_peer
 from benchmarks.thread_pool_worker import BRL_TIMERS
+from interpretable_zoo.cli import usable_cores
+
+COMMAND = ["fit", "brl", "--data", str(Path(__file__).parents[1] / "docs/examples/brl_titanic.csv"), "--target",
+           "survived", "--no-progress"]
+"""The command-line guide's BRL example (``izoo fit``'s defaults: until converged), which on a machine of at most
+2 cores chooses a pool of one thread itself (``cli.xla_pool_threads``)."""
+
+
+def command_run(env: dict, out: Path) -> tuple[float, str]:
+    """(wall seconds, the written explanation) of :data:`COMMAND` in a process of its own, imports included."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "interpretable_zoo.cli", *COMMAND, "--out", str(out)], env=env, check=True,
+                   capture_output=True)  # fmt: skip
+    return time.perf_counter() - start, out.read_text()
+
+
+def command_row(base: dict, runs: int) -> Comparison:
+    """``izoo fit brl`` as it chooses its pool (PJRT_NPROC unset) against XLA's default size (PJRT_NPROC set to
+    the cores), alternating, ``runs`` times each, after a first run that compiles."""
+    seconds, outputs = {"own": [], "default": []}, set()
+    with tempfile.TemporaryDirectory() as folder:
+        command_run(base, Path(folder) / "rules.json")  # fills the compilation cache, which both then read
+        for _ in range(runs):
+            for key, env in (("own", base), ("default", {**base, "PJRT_NPROC": str(usable_cores())})):
+                took, output = command_run(env, Path(folder) / "rules.json")
+                seconds[key].append(took)
+                outputs.add(output)
+    ratios = ", ".join(f"{d / o:.2f}x" for d, o in zip(seconds["default"], seconds["own"]))
+    return Comparison(
+        "izoo fit brl, the guide's Titanic example (defaults, until converged), the whole command, as izoo chooses "
+        "its pool", statistics.median(seconds["own"]), f"the same, PJRT_NPROC={usable_cores()} (XLA's default size)",
+        statistics.median(seconds["default"]), f"per pair of runs {ratios}; the same output in every run: {len(outputs) == 1}",
+    )  # fmt: skip
 
 TASKS = {
     "brl_step": "BRL, s / iteration / chain, 10 chains, the compiled step",
     "brl_engine": "BRL, s / iteration / chain, 10 chains, fit_brl's kernel in the engine's compiled scans",
     "fit_brl": "BRL, s / iteration / chain, 10 chains through fit_brl, 1 MH step per draw, untempered",
+    "fit_brl_titanic": "BRL, fit_brl's defaults until converged, Titanic (Letham's training split), seed 1",
+    "fit_brl_tictactoe": "BRL, fit_brl's defaults until converged, tic-tac-toe, seed 1",
     "bcm_sweeps_1_chain": "BCM, 100 sweeps, 1 chain, no split-merge",
     "bcm_sweeps_4_chains": "BCM, 100 sweeps, 4 vectorized chains, split-merge every fourth sweep",
     "prototype_selection": "prototype selection, USPS 7,291 x 256, greedy at eps = the 5th percentile",
@@ -31,13 +71,16 @@ TASKS = {
     peers=("pysbrl",),
     description=(
         "The rows of `brl_mh_speed` (tic-tac-toe, 1,328 antecedents; pysbrl timed in the same process), "
+        "whole default fits of `convergence_brl` (seed 1, until converged; the time of a converged answer), "
         "`bcm_tokens_per_second` (USPS 700 x 256, S = 10), `prototype_selection_usps`, `bayesian_sets_nell` and "
         "`mgm_usps` (one restart) with XLA's CPU pool of one thread (PJRT_NPROC=1) "
         "against the default pool (one thread per core), each configuration in its own process, the two "
         "alternating (THREAD_POOL_RUNS runs each, default 2; the table gives medians over the runs of each "
         "process's medians of 3 interleaved rounds, the notes every run's ratio and, for BRL, pysbrl / ours "
-        "in the same processes). No goal: it tells whether the scaling guide's advice on small machines holds "
-        "where it is run. The same seed gives the same draws with either pool."
+        "in the same processes). The last row times the command `izoo fit brl` on the guide's example, a "
+        "process of its own each time, as it chooses its pool (one thread on at most 2 cores) against XLA's "
+        "default size, 3 runs each, alternating. No goal: it tells whether the scaling guide's advice and the "
+        "command's choice hold where it is run. The same seed gives the same draws with either pool."
     ),
 )
 def thread_pool() -> list[Comparison]:
@@ -65,6 +108,9 @@ def thread_pool() -> list[Comparison]:
                 for key, label in (("one", "1 thread"), ("default", f"{default_threads} threads"))
             ]
             notes += f"; pysbrl / ours in the same process: {', '.join(against)}"
+        if name.startswith("fit_brl_"):
+            digests = {record["digests"][name] for runs_of in records.values() for record in runs_of}
+            notes += f"; converged, the same draws in every run: {len(digests) == 1 and None not in digests}"
         rows.append(Comparison(f"{task}, pool of 1 thread", one,
                                f"the same, default pool of {default_threads} threads", default, notes))
-    return rows
+    return [*rows, command_row(base, 3)]

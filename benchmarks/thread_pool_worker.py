@@ -2,7 +2,8 @@
 
 ``python -m benchmarks.thread_pool_worker`` prints one JSON line: the median seconds over 3 interleaved
 rounds of BRL's compiled step (10 chains), fit_brl's kernel in the engine's scans, fit_brl itself (as in
-``brl_mh_speed``, per iteration and chain) and pysbrl beside them; of 100 BCM sweeps (one chain without
+``brl_mh_speed``, per iteration and chain) and pysbrl beside them; of fit_brl at its defaults on Titanic
+and tic-tac-toe (until converged, seed 1, as in ``convergence_brl``); of 100 BCM sweeps (one chain without
 the split-merge move; 4 chains with it, as in ``bcm_tokens_per_second``); and of the models whose work is
 large array operations rather than loops of small ones: prototype selection's greedy on USPS (as in
 ``prototype_selection_usps``), 1,000 Bayesian Sets queries on NELL (``bayesian_sets_nell``) and one MGM
@@ -12,6 +13,7 @@ fit of USPS (``mgm_usps``, one restart). XLA sizes its CPU client's pool when JA
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -23,8 +25,9 @@ from benchmarks.bench_bcm import sweep_timer
 from benchmarks.bench_brl import FitTimer, PysbrlTimer, engine_timer, ours_timer, tictactoe_antecedents
 from benchmarks.bench_mgm import PAPER_CLUSTERS, binarised_usps
 from benchmarks.runner import SPEED_ROUNDS, interleaved_rounds, median_of
-from interpretable_zoo.datasets import load_nell, load_usps, load_usps_bcm
+from interpretable_zoo.datasets import load_nell, load_tictactoe, load_titanic, load_usps, load_usps_bcm
 from interpretable_zoo.inference.bayesian_sets import BayesianSets
+from interpretable_zoo.inference.brl import BayesianRuleListClassifier
 from interpretable_zoo.inference.mgm import fit_mgm
 from interpretable_zoo.inference.prototype_selection import select_prototypes
 from interpretable_zoo.inference.rule_mining import truth_table
@@ -46,6 +49,27 @@ def call_timer(function):
     return seconds
 
 
+DEFAULT_FITS = {"fit_brl_titanic": (load_titanic, ("train",), {}),
+                "fit_brl_tictactoe": (load_tictactoe, (), {"negations": False, "max_cardinality": 3})}
+"""fit_brl's default fits (loader, its arguments, the classifier's options), as ``convergence_brl`` fits them."""
+
+
+def default_fit_timers() -> tuple[dict, dict]:
+    """Timers of :data:`DEFAULT_FITS` (seed 1) and a digest of each fit's draws, which a fit that converges
+    within its budget draws alike with any pool."""
+    timers, digests = {}, {}
+    for name, (load, arguments, options) in DEFAULT_FITS.items():
+        data = load(*arguments)
+
+        def fit(data=data, options=options):
+            return BayesianRuleListClassifier(seed=1, progress_bar=False, **options).fit(data.X, data.y).result_
+
+        run = fit().run
+        digests[name] = hashlib.sha1(np.asarray(run.summaries["log_joint"]).tobytes()).hexdigest() if run.converged else None
+        timers[name] = call_timer(fit)
+    return timers, digests
+
+
 def array_timers() -> dict:
     """The timers of the models whose work is large array operations (see the module's docstring)."""
     usps = load_usps("train")
@@ -64,10 +88,12 @@ def main() -> None:
     data, items, antecedents = tictactoe_antecedents()
     table = truth_table(items, antecedents)
     codes = load_usps_bcm(70).X
+    fit_timers, digests = default_fit_timers()
     timers = {
         "brl_step": ours_timer(table, data.y, antecedents, 10, 50000),
         "brl_engine": engine_timer(table, data.y, antecedents),
         "fit_brl": FitTimer(items, data.y, antecedents, draws=100_000),
+        **fit_timers,
         "pysbrl": PysbrlTimer(table, data.y),
         "bcm_sweeps_1_chain": sweep_timer(codes, 1, split_merge=False),
         "bcm_sweeps_4_chains": sweep_timer(codes, 4),
@@ -75,7 +101,8 @@ def main() -> None:
     }
     rounds = interleaved_rounds(timers, SPEED_ROUNDS)
     pool_threads = int(os.environ.get("PJRT_NPROC") or len(os.sched_getaffinity(0)))
-    print(json.dumps({"pool_threads": pool_threads, **{name: median_of(rounds, name) for name in timers}}))
+    print(json.dumps({"pool_threads": pool_threads, "digests": digests,
+                      **{name: median_of(rounds, name) for name in timers}}))
 
 
 if __name__ == "__main__":

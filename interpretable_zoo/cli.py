@@ -284,7 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
         "fit",
         help="fit a model to a data file, print its explanation and write the result",
         epilog="Options after --seed apply to the models named in brackets. "
-        "See docs/guides/cli.md, 'Data files', for what each model's file holds.",
+        "See docs/guides/cli.md, 'Data files', for what each model's file holds. "
+        f"On a machine of at most {SMALL_MACHINE_CORES} cores, brl runs XLA's CPU pool with one thread "
+        "(PJRT_NPROC=1), which makes it faster there; set PJRT_NPROC to choose otherwise.",
     )
     fit.add_argument("model", choices=fitting, metavar="MODEL", help=", ".join(fitting))
     fit.add_argument(
@@ -320,8 +322,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+SMALL_MACHINE_CORES = 2
+"""Machines of at most this many cores run ``izoo fit brl`` with XLA's CPU pool of one thread
+(:func:`xla_pool_threads`)."""
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def xla_pool_threads(command: str, model: str | None, cores: int, environ) -> str | None:
+    """The size of XLA's CPU pool (PJRT_NPROC) that ``izoo`` gives a job, or None for XLA's default (a thread
+    per core): one thread for ``fit brl`` on a machine of at most :data:`SMALL_MACHINE_CORES` cores, unless
+    ``environ`` sizes the pool already (PJRT_NPROC, or NPROC, which XLA reads after it). BRL's programs are
+    loops of small operations that one thread runs while the pool's other threads wait for work by spinning,
+    which on 2 cores takes CPU time from the thread that works: there its fits ran faster with one thread in
+    every measurement, with the same draws (``xla_thread_pool`` in benchmarks/RESULTS.md). The other models
+    gain nothing or lose, and machines of more cores were not measured (docs/guides/scaling.md)."""
+    if command != "fit" or model != "brl" or cores > SMALL_MACHINE_CORES:
+        return None
+    if "PJRT_NPROC" in environ or "NPROC" in environ:
+        return None
+    return "1"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    threads = xla_pool_threads(args.command, getattr(args, "model", None), usable_cores(), os.environ)
+    if threads is not None and "jax" not in sys.modules:  # XLA sizes its pool once, when JAX starts
+        os.environ["PJRT_NPROC"] = threads
     try:
         args.handler(args)
     except CliError as error:
