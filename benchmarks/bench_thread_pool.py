@@ -49,7 +49,8 @@ def command_row(base: dict, runs: int) -> Comparison:
     return Comparison(
         "izoo fit brl, the guide's Titanic example (defaults, until converged), the whole command, as izoo chooses "
         "its pool", statistics.median(seconds["own"]), f"the same, PJRT_NPROC={usable_cores()} (XLA's default size)",
-        statistics.median(seconds["default"]), f"per pair of runs {ratios}; the same output in every run: {len(outputs) == 1}",
+        statistics.median(seconds["default"]),
+        f"per pair of runs {ratios}; the same output in every run: {len(outputs) == 1}",
     )  # fmt: skip
 
 TASKS = {

@@ -25,6 +25,7 @@ from benchmarks.bench_bcm import sweep_timer
 from benchmarks.bench_brl import FitTimer, PysbrlTimer, engine_timer, ours_timer, tictactoe_antecedents
 from benchmarks.bench_mgm import PAPER_CLUSTERS, binarised_usps
 from benchmarks.runner import SPEED_ROUNDS, interleaved_rounds, median_of
+from interpretable_zoo.cli import usable_cores
 from interpretable_zoo.datasets import load_nell, load_tictactoe, load_titanic, load_usps, load_usps_bcm
 from interpretable_zoo.inference.bayesian_sets import BayesianSets
 from interpretable_zoo.inference.brl import BayesianRuleListClassifier
@@ -65,7 +66,8 @@ def default_fit_timers() -> tuple[dict, dict]:
             return BayesianRuleListClassifier(seed=1, progress_bar=False, **options).fit(data.X, data.y).result_
 
         run = fit().run
-        digests[name] = hashlib.sha1(np.asarray(run.summaries["log_joint"]).tobytes()).hexdigest() if run.converged else None
+        draws = np.asarray(run.summaries["log_joint"]).tobytes()
+        digests[name] = hashlib.sha1(draws).hexdigest() if run.converged else None
         timers[name] = call_timer(fit)
     return timers, digests
 
@@ -100,7 +102,7 @@ def main() -> None:
         **array_timers(),
     }
     rounds = interleaved_rounds(timers, SPEED_ROUNDS)
-    pool_threads = int(os.environ.get("PJRT_NPROC") or len(os.sched_getaffinity(0)))
+    pool_threads = int(os.environ.get("PJRT_NPROC") or usable_cores())
     print(json.dumps({"pool_threads": pool_threads, "digests": digests,
                       **{name: median_of(rounds, name) for name in timers}}))
 

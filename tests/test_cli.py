@@ -223,7 +223,8 @@ from interpretable_zoo import cli
 
 status = cli.main(sys.argv[1:])
 tasks = Path("/proc/self/task")  # XLA's pool threads, by the name the runtime gives them (Linux only)
-pool = sum((task / "comm").read_text().startswith("tf_XLAEigen") for task in tasks.iterdir()) if tasks.is_dir() else None
+pool = (sum((task / "comm").read_text().startswith("tf_XLAEigen") for task in tasks.iterdir())
+        if tasks.is_dir() else None)
 print(json.dumps({"status": status, "pool_threads": pool}))
 """
 
