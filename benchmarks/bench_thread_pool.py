@@ -53,6 +53,7 @@ def command_row(base: dict, runs: int) -> Comparison:
         f"per pair of runs {ratios}; the same output in every run: {len(outputs) == 1}",
     )  # fmt: skip
 
+
 TASKS = {
     "brl_step": "BRL, s / iteration / chain, 10 chains, the compiled step",
     "brl_engine": "BRL, s / iteration / chain, 10 chains, fit_brl's kernel in the engine's compiled scans",
