@@ -41,16 +41,17 @@ def token_counts(codes: np.ndarray, n_values: int) -> np.ndarray:
     return counts
 
 
-def sweep_timer(codes, num_chains: int, sweeps: int = SWEEPS, split_merge: bool = True):
+def sweep_timer(codes, num_chains: int, sweeps: int = SWEEPS, split_merge: bool = True, tempered: bool = False):
     """A function timing ``sweeps`` sweeps of ``num_chains`` vectorized chains (compiled here) and returning
     seconds; with ``split_merge`` the fits' schedule (a split-merge move on every
     ``DEFAULT_SPLIT_MERGE_EVERY``-th sweep), without it none (the blocks that update single tokens and
-    observations, and omega and prototypes)."""
+    observations, and omega and prototypes). The chains run at inverse temperature 1, or with ``tempered``
+    at inverse temperatures spread evenly over [0, 1], as the rungs of a tempered fit."""
     split_merge_clusters = bcm_gibbs.DEFAULT_SPLIT_MERGE_CLUSTERS if split_merge else 0
     static, data = bcm_gibbs.make_target(codes, N_CLUSTERS, split_merge_clusters=split_merge_clusters)
     keys = jax.random.split(jax.random.PRNGKey(SEED), num_chains)
     state = jax.jit(jax.vmap(lambda key: bcm_gibbs.init(static, data, key)))(keys)
-    betas = jnp.ones(num_chains)
+    betas = jnp.linspace(0.0, 1.0, num_chains) if tempered else jnp.ones(num_chains)
 
     def sweep(i, states):
         return bcm_gibbs.step(static, data, states, jax.vmap(lambda key: jax.random.fold_in(key, i))(keys), betas)[0]
@@ -90,8 +91,10 @@ FIT_ROW = "1 chain through fit_bcm, untempered, split-merge every fourth sweep"
         "updates, all blocks included. Goal: ratio >= 1 on CPU with one chain without the split-merge move "
         "(the work of LDA's sweep and more); the rows with it show what a fit's sweep costs, and the fit_bcm "
         "row what the sampling engine adds to it (the difference of untempered fits of 100 and 10 scans, one "
-        "sweep per scan, so that set-up and result cancel out). The one-chain rows and lda are timed once per "
-        "round, in 3 interleaved rounds (medians; the notes give the lowest and highest ratio of a round); "
+        "sweep per scan, so that set-up and result cancel out); the tempered row what a tempered fit's rungs "
+        "cost, its replicas at inverse temperatures spread evenly over [0, 1]. The one-chain rows and lda are "
+        "timed once per round, in 3 interleaved rounds (medians; the notes give the lowest and highest ratio of a "
+        "round); "
         "vectorized chains run as one scan over the stacked count tables, timed once. Convergence "
         "(effective samples per second): `convergence_bcm_recipes`, `convergence_bcm_usps40`, `convergence_bcm_usps70`."
     ),
@@ -130,6 +133,13 @@ def tokens_per_second() -> list[Comparison]:
             f"{SWEEPS} sweeps, {num_chains} vectorized chains, split-merge every fourth sweep", ours, "lda (1 chain)",
             peer * num_chains, f"ours {tokens * num_chains * SWEEPS / ours / 1e6:.2f} M tokens/s over all chains",
         ))  # fmt: skip
+    num_chains = 16
+    ours = sweep_timer(codes, num_chains, split_merge=False, tempered=True)()
+    rows.append(Comparison(
+        f"{SWEEPS} sweeps, {num_chains} vectorized replicas at inverse temperatures 0 to 1, no split-merge", ours,
+        "lda (1 chain)", peer * num_chains,
+        f"ours {tokens * num_chains * SWEEPS / ours / 1e6:.2f} M tokens/s over all replicas",
+    ))  # fmt: skip
     return rows
 
 

@@ -11,7 +11,8 @@ with alpha small eq. (1) almost never moves one token out of its observation's d
 restricted-Gibbs split-merge move over k clusters (Jain and Neal 2004, :func:`split_merge_proposal`); and
 the prototypes and omega of every cluster jointly from their tempered conditional given z, omega by
 eq. (2) (``_prototypes_and_omega_block``). The last two read every
-log B(g + n) from a table of log Gamma(a + n), n = 0..N, built once per target (:func:`likelihood_tables`).
+log B(g + n) from a table of log Gamma(a + n), n = 0..N, built once per target (:func:`likelihood_tables`),
+and a tempered z sweep reads its powers (g + n)^beta from a table built per replica from log(a + n).
 
 Interface (the tempering engine's target kernel): :func:`make_target` turns the model arguments into a
 hashable :class:`BCMStatic` (shapes and switches) and a :class:`BCMData` pytree (observations and every
@@ -67,7 +68,9 @@ class BCMStatic(NamedTuple):
     launch_scans: restricted Gibbs scans building its launch state; split_merge_every: the move runs on
     the sweeps whose count (``BCMTargetState.sweeps``) is a multiple of it; split_merge_in_turn: the step
     runs the move replica by replica over those due (a tempered ladder, where it runs on some rungs only:
-    ``_split_merge_where_due``), else as one batch over all replicas, masked (cheaper when all are due).
+    ``_split_merge_where_due``), else as one batch over all replicas, masked (cheaper when all are due);
+    power_table: the tempered z sweep reads w ** beta from a table per replica (``_z_block``,
+    :func:`power_table_pays`).
     """
 
     n_obs: int  # rows of x, padding rows included (make_target's padded_rows)
@@ -78,6 +81,7 @@ class BCMStatic(NamedTuple):
     launch_scans: int
     split_merge_every: int
     split_merge_in_turn: bool = False
+    power_table: bool = False
 
 
 class BCMData(NamedTuple):
@@ -94,6 +98,7 @@ class BCMData(NamedTuple):
     diagonal_cols: jax.Array  # (M, L)
     g_values: jax.Array  # (2, P, V, V) g(v, b)(u) of feature j, 0 on padded u
     log_gamma_table: jax.Array  # (A * (N + 1),) log Gamma(a + n), n = 0..N, over A concentrations a
+    log_count_table: jax.Array  # (A * (N + 1),) log(a + n), same layout (0 on the padding row)
     g_offsets: jax.Array  # (2, P, V, V) int32 offsets of g(v, b)(u) into log_gamma_table
     g_total_offsets: jax.Array  # (2, P, V) int32 offsets of sum_u g(v, b)(u)
     log_beta_prior: jax.Array  # (2, P, V) log B(g(v, b)) over the valid values
@@ -179,15 +184,19 @@ def _log_gamma_offsets(n_values: np.ndarray, n_obs: int):
 
 def likelihood_tables(g, mask, n_obs: int, g_offsets, g_total_offsets, xp=np):
     """The tables of :class:`BCMData` that g (2, V, V) over (b, v, u) determines: g_values (2, P, V, V),
-    the flat log Gamma table (layout of ``_log_gamma_offsets``) and log_beta_prior (2, P, V).
-    ``xp``: numpy (float64, once per target) or jax.numpy (traced, rebuilt from a sampled lam or c)."""
+    the flat log Gamma table (layout of ``_log_gamma_offsets``), the flat table of log(a + n) in the same
+    layout (the log of eq. (1)'s likelihood factor's numerator and denominator, ``_z_block``) and
+    log_beta_prior (2, P, V). ``xp``: numpy (float64, once per target) or jax.numpy (traced, rebuilt from a
+    sampled lam or c)."""
     gammaln_of = scipy.special.gammaln if xp is np else gammaln
     concentrations = xp.concatenate([g.ravel(), xp.cumsum(g, -1).ravel(), xp.zeros(1)])
-    padding = xp.arange(concentrations.shape[0]) == concentrations.shape[0] - 1
-    table = xp.where(padding[:, None], 0.0, gammaln_of(concentrations[:, None] + xp.arange(n_obs + 1))).ravel()
+    padding = (xp.arange(concentrations.shape[0]) == concentrations.shape[0] - 1)[:, None]
+    shifted = concentrations[:, None] + xp.arange(n_obs + 1)
+    table = xp.where(padding, 0.0, gammaln_of(shifted)).ravel()
+    log_count_table = xp.where(padding, 0.0, xp.log(xp.where(padding, 1.0, shifted))).ravel()
     g_values = xp.where(mask[None, :, None, :], g[:, None], 0.0)
     log_beta_prior = _log_beta_from_table(table, g_offsets, g_total_offsets, xp.zeros_like(g_offsets))
-    return g_values, table, log_beta_prior
+    return g_values, table, log_count_table, log_beta_prior
 
 
 def memory_bytes(n_obs: int, n_values, n_clusters: int, n_replicas: int, tables_per_replica: bool = False) -> float:
@@ -197,13 +206,15 @@ def memory_bytes(n_obs: int, n_values, n_clusters: int, n_replicas: int, tables_
     tables and offsets take about 48 bytes per entry while built; a replica's step gathers float32 terms
     over (2, V, S, P, V) for the prototypes and omega and (2, V, k, P, V) for the split-merge evidence.
     ``tables_per_replica``: each replica rebuilds the log Gamma table and g tables in float32 (a sampled
-    lam or c)."""
+    lam or c). A tempered sweep's table of powers (:func:`power_table_pays`) is counted per replica."""
     n_values = np.asarray(n_values, np.float64)
     n_vals, n_features = float(n_values.max()), len(n_values)
     k = min(DEFAULT_SPLIT_MERGE_CLUSTERS, n_clusters) if n_clusters >= 2 else 0
     log_gamma = 16 * (4 * n_vals**2 + 1) * (n_obs + 1)
     g_tables = 48 * 2 * n_features * n_vals**2
     per_replica = _step_gather_bytes(n_features, n_vals, n_clusters, k)
+    if power_table_pays(n_obs, n_features, n_vals, n_clusters):
+        per_replica += log_gamma / 4
     if tables_per_replica:
         per_replica += (log_gamma + g_tables) / 4
     return log_gamma + g_tables + n_replicas * per_replica
@@ -231,7 +242,7 @@ def scratch(static: BCMStatic) -> tuple[int, str, None]:
     """The memory of a replica's :func:`step` beyond its state (for the run's memory estimate)."""
     n_bytes = STEP_TEMPORARY_STATES * state_bytes(static) + _step_gather_bytes(
         static.n_features, static.n_values, static.n_clusters, static.split_merge_clusters
-    )
+    ) + static.power_table * 4 * (4 * static.n_values**2 + 1) * (static.n_obs + 1)
     return int(n_bytes), f"the step's work over {static.n_features} features x {static.n_values} values", None
 
 
@@ -318,6 +329,7 @@ def make_target(
     split_merge_every: int = DEFAULT_SPLIT_MERGE_EVERY,
     split_merge_in_turn: bool = False,
     padded_rows: int | None = None,
+    power_table: bool | None = None,
 ) -> tuple[BCMStatic, BCMData]:
     """The target of :func:`~interpretable_zoo.models.bcm.collapsed_model` (arguments as there) as (static, data).
 
@@ -328,7 +340,8 @@ def make_target(
     ``padded_rows``: x is padded with inert rows up to that many (at least N), so that targets of different
     N padded to one size share the compiled programs; the target over the observations is unchanged: the
     padding rows' tokens are in no count and never move, their rows are never a prototype
-    (:func:`over_observations`), and they add nothing to the log terms."""
+    (:func:`over_observations`), and they add nothing to the log terms. ``power_table``: as in
+    :class:`BCMStatic` (draws equal to float rounding either way); None where :func:`power_table_pays`."""
     if priors is not None and not isinstance(priors, bcm.Priors):
         raise ValueError(f"priors: expected interpretable_zoo.models.bcm.Priors, got {type(priors).__name__}")
     priors = priors or bcm.Priors()
@@ -352,11 +365,13 @@ def make_target(
     g, omega_log_prob, prototype_log_prob, pi_concentration = _prior_tables(priors, observed, n_features, n_clusters,
                                                                             n_vals)
     g_offsets, g_total_offsets = _log_gamma_offsets(n_values, n_obs)
-    g_values, table, log_beta_prior = likelihood_tables(g, mask, n_obs, g_offsets, g_total_offsets)
+    g_values, table, log_count_table, log_beta_prior = likelihood_tables(g, mask, n_obs, g_offsets, g_total_offsets)
     rows, cols = _wrapped_diagonals(n_obs, n_features)
     k = min(int(split_merge_clusters), n_clusters)
+    if power_table is None:
+        power_table = power_table_pays(n_obs, n_features, n_vals, n_clusters)
     static = BCMStatic(n_obs, n_features, n_vals, n_clusters, k if k >= 2 else 0, int(launch_scans),
-                       int(split_merge_every), bool(split_merge_in_turn))
+                       int(split_merge_every), bool(split_merge_in_turn), bool(power_table))
     data = BCMData(
         x=jnp.asarray(x, jnp.int32),
         observed=jax.device_put(observed),
@@ -366,6 +381,7 @@ def make_target(
         diagonal_cols=jax.device_put(cols),
         g_values=jax.device_put(g_values),
         log_gamma_table=jax.device_put(table),
+        log_count_table=jax.device_put(log_count_table),
         g_offsets=jax.device_put(g_offsets),
         g_total_offsets=jax.device_put(g_total_offsets),
         log_beta_prior=jax.device_put(log_beta_prior),
@@ -499,23 +515,45 @@ def _token_concentrations(static: BCMStatic, data: BCMData, omega, prototype):
     return concentration.reshape(static.n_clusters, -1).T, concentration.sum(-1).T
 
 
+def _token_table_offsets(static: BCMStatic, data: BCMData, omega, prototype):
+    """Where g and its sum over values start in the flat tables of :func:`likelihood_tables`, laid out as
+    :func:`_token_concentrations`: per (feature, value) cell (P * V, S), and per feature (P, S)."""
+    features, prototype_values = jnp.arange(static.n_features), data.x[prototype]
+    cells = data.g_offsets[omega, features, prototype_values]  # (S, P, V)
+    totals = data.g_total_offsets[omega, features, prototype_values]  # (S, P)
+    return cells.reshape(static.n_clusters, -1).T, totals.T
+
+
 def tempered_power(w, beta):
     """w ** beta for w > 0 as exp(beta log w) (a sweep 15 % faster than with XLA's pow), and w itself at beta = 1,
     so that a replica at beta = 1 draws the same whether its batch is tempered or not."""
     return jnp.where(beta == 1, w, jnp.exp(beta * jnp.log(w)))
 
 
+def power_table_pays(n_obs: int, n_features: int, n_values: int, n_clusters: int) -> bool:
+    """Whether the tempered z sweep should read w ** beta from a table of (a + n) ** (+-beta) per replica
+    (``_z_block``): when the table, (4 V^2 + 1) (N + 1) entries, is smaller than the sweep's N P S powers,
+    as on every data set of the benchmarks."""
+    return (4 * n_values**2 + 1) * (n_obs + 1) <= n_obs * n_features * n_clusters
+
+
 def _z_block(static: BCMStatic, data: BCMData, keys, betas, states: BCMTargetState):
     """All z_ij by tempered eq. (1), one wrapped diagonal (independent tokens) at a time, for C replicas at
     once (``keys``, ``betas`` (C,), ``states`` batched). Returns z, row counts and cell counts.
 
-    p(z_ij = s) is proportional to (a_s + n_{s,i,not j}) [(g_sj(x_ij) + n_{s,.,j,x_ij}) / (sum_v g_sj(v) +
-    n_{s,.,j,.})]^beta, counts without the token itself, a_s the Dirichlet concentration of pi_is
+    p(z_ij = s) is proportional to (a_s + n_{s,i,not j}) w_s^beta, w_s = (g_sj(x_ij) + n_{s,.,j,x_ij}) /
+    (sum_v g_sj(v) + n_{s,.,j,.}), counts without the token itself, a_s the Dirichlet concentration of pi_is
     (``models.bcm.z_concentration``). Tokens in different rows and different columns share no count, so a
     set with at most one token per row and per column is updated at once, exactly: the N x P grid is
     covered by max(N, P) such "wrapped diagonals", visited in a ``lax.scan``. A scan step updates one
     diagonal of every replica; the replicas' count tables are stacked into one, so that a step makes one
-    plain gather and scatter per table. A token of a padding row keeps its cluster and changes no count."""
+    plain gather and scatter per table. A token of a padding row keeps its cluster and changes no count.
+
+    A batch all at beta = 1 (an untempered run) uses w itself. Otherwise w^beta would cost two
+    transcendentals per token and cluster; with ``static.power_table``, it is the product of
+    (g + n)^beta and (sum_v g + n)^-beta read from a table built per replica before the scan, since g takes
+    at most 4 V^2 values (the rows of :func:`likelihood_tables`) and n at most N + 1. A replica at beta = 1
+    uses w itself in every batch, so that it draws the same whether its batch is tempered or not."""
     n_obs, n_features, n_values, n_clusters = static.n_obs, static.n_features, static.n_values, static.n_clusters
     n_chains = len(keys)
     rows, cols = data.diagonal_rows, data.diagonal_cols  # (M, L)
@@ -542,29 +580,48 @@ def _z_block(static: BCMStatic, data: BCMData, keys, betas, states: BCMTargetSta
     # Each diagonal holds every row (N <= P) or every column (N >= P) in order: no gather needed there.
     every_row, every_col = n_obs <= n_features, n_obs >= n_features
 
-    def update_diagonal(power, carry, inputs):
+    def likelihood_factor(cell, col, n_cell, n_col):  # w_s
+        return (g_cells[cell] + n_cell) / ((g_totals if every_col else g_totals[col]) + n_col)
+
+    if static.power_table:
+        table_size = data.log_count_table.shape[0]
+        sign = jnp.where(jnp.arange(table_size) < 2 * n_values**2 * (n_obs + 1), 1.0, -1.0)  # g rows, then sums
+        powers = jnp.exp(betas[:, None] * sign * data.log_count_table).reshape(-1)  # (C * A * (N + 1),)
+        cell_offsets, total_offsets = jax.vmap(lambda o, p: _token_table_offsets(static, data, o, p))(
+            states.omega, states.prototype)
+        replica_offset = table_size * jnp.arange(n_chains)[:, None, None]
+        cell_offsets = (cell_offsets + replica_offset).reshape(-1, n_clusters)
+        total_offsets = (total_offsets + replica_offset).reshape(-1, n_clusters)
+
+        def tempered_factor(cell, col, n_cell, n_col):
+            total = powers[(total_offsets if every_col else total_offsets[col]) + n_col]
+            return jnp.where(token_beta == 1, likelihood_factor(cell, col, n_cell, n_col),
+                             powers[cell_offsets[cell] + n_cell] * total)
+    else:
+        def tempered_factor(cell, col, n_cell, n_col):
+            return tempered_power(likelihood_factor(cell, col, n_cell, n_col), token_beta)
+
+    def update_diagonal(factor, carry, inputs):
         row_counts, cell_counts, col_totals = carry
         row, col, cell, old, u, real = inputs
         old_onehot = jax.nn.one_hot(old, n_clusters, dtype=jnp.int32)
         n_row = (row_counts if every_row else row_counts[row]) - old_onehot
         n_cell = cell_counts[cell] - old_onehot
         n_col = (col_totals if every_col else col_totals[col]) - old_onehot
-        g_total = g_totals if every_col else g_totals[col]
-        weight = (alpha + n_row) * power((g_cells[cell] + n_cell) / (g_total + n_col))
+        weight = (alpha + n_row) * factor(cell, col, n_cell, n_col)
         new = jnp.where(real, inverse_cdf_draw(weight, u), old)
         delta = jax.nn.one_hot(new, n_clusters, dtype=jnp.int32) - old_onehot
         row_counts = row_counts + delta if every_row else row_counts.at[row].add(delta)
         col_totals = col_totals + delta if every_col else col_totals.at[col].add(delta)
         return (row_counts, cell_counts.at[cell].add(delta), col_totals), new
 
-    def sweep(power, carry):
-        return jax.lax.scan(partial(update_diagonal, power), carry, (row_index, col_index, cell_index, z_old, uniforms,
-                                                                   observed))
+    def sweep(factor, carry):
+        return jax.lax.scan(partial(update_diagonal, factor), carry, (row_index, col_index, cell_index, z_old, uniforms,
+                                                                    observed))
 
     carry = (states.row_counts.reshape(-1, n_clusters), states.cell_counts.reshape(-1, n_clusters), col_totals)
-    # a batch all at beta = 1 (an untempered run) skips the power: two transcendentals per token and cluster
     (row_counts, cell_counts, _), z_new = jax.lax.cond(
-        jnp.all(betas == 1), partial(sweep, lambda w: w), partial(sweep, lambda w: tempered_power(w, token_beta)), carry
+        jnp.all(betas == 1), partial(sweep, likelihood_factor), partial(sweep, tempered_factor), carry
     )
     z_new = jnp.swapaxes(z_new.reshape(n_steps, n_chains, -1), 0, 1)
     z = states.z.at[:, rows, cols].set(z_new)

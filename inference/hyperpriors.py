@@ -456,7 +456,8 @@ def _bcm_tables(static, data: HyperData, values, hooks=()):
 
 
 def _bcm_likelihood_tables(static, data: HyperData, g):
-    """g_values, log_gamma_table and log_beta_prior of the kernel's data rebuilt from g (2, V, V)."""
+    """g_values, log_gamma_table, log_count_table and log_beta_prior of the kernel's data rebuilt from g
+    (2, V, V)."""
     from interpretable_zoo.inference import bcm_gibbs  # imports models.bcm, which imports this module
 
     inner = data.inner
@@ -473,8 +474,9 @@ def _bcm_with_values(static, data: HyperData, values):
                                 pi_concentration=pi_concentration.astype(data.inner.pi_concentration.dtype))
     if not {"lam", "c"} & data.hyperpriors.keys():
         return inner
-    g_values, table, log_beta_prior = _bcm_likelihood_tables(static, data, g)
+    g_values, table, log_count_table, log_beta_prior = _bcm_likelihood_tables(static, data, g)
     return inner._replace(g_values=g_values, log_gamma_table=table.astype(inner.log_gamma_table.dtype),
+                          log_count_table=log_count_table.astype(inner.log_count_table.dtype),
                           log_beta_prior=log_beta_prior.astype(inner.log_beta_prior.dtype))
 
 

@@ -445,10 +445,12 @@ def test_each_replica_gets_the_same_draws_whatever_the_other_replicas(ours_sweep
         np.testing.assert_array_equal(np.roll(getattr(second, name), -3, axis=0)[kept], getattr(first, name)[kept])
 
 
-def test_a_replica_at_beta_one_draws_the_same_in_an_untempered_batch():
+@pytest.mark.parametrize("power_table", [False, True], ids=["powers_computed", "power_table"])
+def test_a_replica_at_beta_one_draws_the_same_in_an_untempered_batch(power_table):
     """A batch all at beta = 1 skips the power w ** beta of tempered eq. (1); a replica at beta = 1 gets the
-    same draws there as beside replicas at other temperatures (split-merge sweeps included)."""
-    static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)
+    same draws there as beside replicas at other temperatures (split-merge sweeps included), whether the
+    tempered sweep computes the powers or reads them from its table."""
+    static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS, power_table=power_table)
     states = jit_init(static, data, jax.random.split(jax.random.PRNGKey(9), 8))
     mixed_betas = jnp.tile(jnp.array([1.0, 0.5]), 4)
     for i in range(8):
@@ -458,6 +460,24 @@ def test_a_replica_at_beta_one_draws_the_same_in_an_untempered_batch():
         for name in ("z", "omega", "prototype", "row_counts", "cell_counts", "log_prior", "log_likelihood"):
             np.testing.assert_array_equal(getattr(mixed, name)[::2], getattr(untempered, name)[::2])
         states = untempered
+
+
+def test_the_power_table_draws_what_the_computed_powers_draw():
+    """The tempered z sweep's table of (g + n) ** beta and (sum_v g + n) ** -beta, on features of 2 and 3
+    values (sums over each feature's own values), draws what w ** beta computed per token draws, at every
+    beta of the batch, over 20 sweeps (the two round differently in the last bits, so a draw could differ
+    where a uniform falls within rounding of a boundary; none does here)."""
+    draws = []
+    for power_table in (True, False):
+        static, data = make_target(X_MIXED_VALUES, 3, OTHER_PRIORS, power_table=power_table)
+        states = jit_init(static, data, jax.random.split(jax.random.PRNGKey(13), 8))
+        zs = []
+        for key in jax.random.split(jax.random.PRNGKey(14), 20):
+            states, _ = jit_step(static, data, states, jax.random.split(key, 8), BETAS)
+            zs.append(states.z)
+        draws.append(np.stack(zs))
+    assert np.any(draws[0][1:] != draws[0][:-1])  # z does move
+    np.testing.assert_array_equal(draws[0], draws[1])
 
 
 def test_the_tempered_power_is_the_weight_itself_at_beta_one():

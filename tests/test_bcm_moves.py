@@ -166,6 +166,15 @@ def tempered_draws():
 
 
 @functools.cache
+def power_table_tempered_draws():
+    """As :func:`tempered_draws`, with the tempered z sweep reading w ** beta from its table of powers, which
+    the fits use where it pays and X_TINY's target alone would not."""
+    static, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS, power_table=True)
+    assert static.power_table and not make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)[0].power_table
+    return run_chains(static, data, jax.random.PRNGKey(2), jnp.array([0.4] * 4 + [0.0] * 4), 200, 2000)
+
+
+@functools.cache
 def gated_tempered_draws():
     """As :func:`tempered_draws`, with the split-merge move kept to inverse temperatures up to 0.2 and run
     replica by replica, as a tempered fit runs it: the chains at beta = 0.4 run without it, those at
@@ -175,7 +184,8 @@ def gated_tempered_draws():
                       jnp.array([0.4] * 4 + [0.0] * 4), 200, 2000)
 
 
-@pytest.mark.parametrize("draws", [tempered_draws, gated_tempered_draws], ids=["split_merge_everywhere", "gated"])
+@pytest.mark.parametrize("draws", [tempered_draws, gated_tempered_draws, power_table_tempered_draws],
+                         ids=["split_merge_everywhere", "gated", "power_table"])
 @pytest.mark.parametrize(
     "chains, exact_beta, passes",
     [(slice(0, 4), 0.4, True), (slice(0, 4), 0.8, False), (slice(4, 8), 0.0, True)],

@@ -143,14 +143,16 @@ def bcm_fields(states):
     return states.omega, states.prototype, states.z, states.values
 
 
-def chains(priors, seed=0, num_warmup=200, num_samples=800, padded_rows=None):
+def chains(priors, seed=0, num_warmup=200, num_samples=800, padded_rows=None, power_table=None):
     """16 chains (:data:`BETAS`) of the hyperprior kernel on X_TINY (padded to ``padded_rows`` rows, z
     returned for the observations) under ``priors``; per beta group the
     params and the hyperparameters (one compiled program for every pair of hyperpriors). Each draw pairs the
     params after a step with the hyperparameters drawn from them at the start of the next: the state between
     a step's two blocks, also a draw from the target, in which the hyperparameters' update shows in their
-    joint with the params (a sweep drawn after them would give z close to its conditional on any alpha)."""
-    inner = bcm_gibbs.make_target(X_TINY, N_CLUSTERS, hyperpriors.at_point(priors), padded_rows=padded_rows)
+    joint with the params (a sweep drawn after them would give z close to its conditional on any alpha).
+    ``power_table``: as in ``bcm_gibbs.make_target``."""
+    inner = bcm_gibbs.make_target(X_TINY, N_CLUSTERS, hyperpriors.at_point(priors), padded_rows=padded_rows,
+                                  power_table=power_table)
     static, data = hyperpriors.target(hyperpriors.BCM, inner, priors)
     kernel = hyperpriors.with_hyperpriors(KERNEL_WITH_Z)
     omega, prototype, z, values = replica_draws(kernel, static, data, jax.random.PRNGKey(seed), BETAS,
@@ -284,6 +286,31 @@ def test_sampled_bcm_hyperparameters_on_padded_observations_match_the_exact_post
         gof, ks = check_against_exact(draws, values, beta)
         assert gof.passed(alpha=1e-3), (beta, gof)
         assert min(ks.values()) > 1e-3, (beta, ks)
+
+
+def stale_log_count_table(static, data, values):
+    """``hyperpriors.BCM``'s tables at the hyperparameter values, but for the log table of the tempered
+    z sweep's powers, left at the values the target was made with (a negative control)."""
+    return hyperpriors.BCM.with_values(static, data, values)._replace(log_count_table=data.inner.log_count_table)
+
+
+@pytest.mark.parametrize("rebuilt", [True, False], ids=["table_rebuilt", "table_at_the_means_must_differ"])
+def test_the_tempered_sweeps_power_table_follows_sampled_lam_and_c(rebuilt):
+    """With lam and c sampled, the tempered z sweep's table of powers is built from the log table that g,
+    through them, rebuilds at every scan: its replicas draw what the powers computed from g draw. Negative
+    control: that log table left at lam's and c's prior means."""
+    priors = BCM_CASES["lam_and_c"][0]
+    model = hyperpriors.BCM if rebuilt else hyperpriors.BCM._replace(with_values=stale_log_count_table)
+    draws = []
+    for power_table in (True, False):
+        inner = bcm_gibbs.make_target(X_TINY, N_CLUSTERS, hyperpriors.at_point(priors), power_table=power_table)
+        static, data = hyperpriors.target(model, inner, priors)
+        draws.append(replica_draws(hyperpriors.with_hyperpriors(KERNEL_WITH_Z), static, data, jax.random.PRNGKey(6),
+                                   jnp.full(16, 0.4), 30, bcm_fields))
+    (_, _, z_table, values), (_, _, z_computed, _) = draws
+    assert np.ptp(np.asarray(values["lam"])) > 0.5 and np.ptp(np.asarray(values["c"])) > 5  # lam and c do move
+    assert np.any(np.asarray(z_table)[1:] != np.asarray(z_table)[:-1])  # z does move
+    assert np.array_equal(z_table, z_computed) == rebuilt
 
 
 @pytest.mark.parametrize("case", BCM_CASES)
