@@ -517,7 +517,7 @@ def _token_concentrations(static: BCMStatic, data: BCMData, omega, prototype):
 
 def _token_table_offsets(static: BCMStatic, data: BCMData, omega, prototype):
     """Where g and its sum over values start in the flat tables of :func:`likelihood_tables`, laid out as
-    :func:`_token_concentrations`: per (feature, value) cell (P * V, S), and per feature (P, S)."""
+    ``_token_concentrations``: per (feature, value) cell (P * V, S), and per feature (P, S)."""
     features, prototype_values = jnp.arange(static.n_features), data.x[prototype]
     cells = data.g_offsets[omega, features, prototype_values]  # (S, P, V)
     totals = data.g_total_offsets[omega, features, prototype_values]  # (S, P)
@@ -583,24 +583,6 @@ def _z_block(static: BCMStatic, data: BCMData, keys, betas, states: BCMTargetSta
     def likelihood_factor(cell, col, n_cell, n_col):  # w_s
         return (g_cells[cell] + n_cell) / ((g_totals if every_col else g_totals[col]) + n_col)
 
-    if static.power_table:
-        table_size = data.log_count_table.shape[0]
-        sign = jnp.where(jnp.arange(table_size) < 2 * n_values**2 * (n_obs + 1), 1.0, -1.0)  # g rows, then sums
-        powers = jnp.exp(betas[:, None] * sign * data.log_count_table).reshape(-1)  # (C * A * (N + 1),)
-        cell_offsets, total_offsets = jax.vmap(lambda o, p: _token_table_offsets(static, data, o, p))(
-            states.omega, states.prototype)
-        replica_offset = table_size * jnp.arange(n_chains)[:, None, None]
-        cell_offsets = (cell_offsets + replica_offset).reshape(-1, n_clusters)
-        total_offsets = (total_offsets + replica_offset).reshape(-1, n_clusters)
-
-        def tempered_factor(cell, col, n_cell, n_col):
-            total = powers[(total_offsets if every_col else total_offsets[col]) + n_col]
-            return jnp.where(token_beta == 1, likelihood_factor(cell, col, n_cell, n_col),
-                             powers[cell_offsets[cell] + n_cell] * total)
-    else:
-        def tempered_factor(cell, col, n_cell, n_col):
-            return tempered_power(likelihood_factor(cell, col, n_cell, n_col), token_beta)
-
     def update_diagonal(factor, carry, inputs):
         row_counts, cell_counts, col_totals = carry
         row, col, cell, old, u, real = inputs
@@ -619,9 +601,28 @@ def _z_block(static: BCMStatic, data: BCMData, keys, betas, states: BCMTargetSta
         return jax.lax.scan(partial(update_diagonal, factor), carry, (row_index, col_index, cell_index, z_old, uniforms,
                                                                     observed))
 
+    def tempered_sweep(carry):  # builds the table of powers in the branch that reads it
+        if not static.power_table:
+            return sweep(lambda *token: tempered_power(likelihood_factor(*token), token_beta), carry)
+        table_size = data.log_count_table.shape[0]
+        sign = jnp.where(jnp.arange(table_size) < 2 * n_values**2 * (n_obs + 1), 1.0, -1.0)  # g rows, then sums
+        powers = jnp.exp(betas[:, None] * sign * data.log_count_table).reshape(-1)  # (C * A * (N + 1),)
+        cell_offsets, total_offsets = jax.vmap(lambda o, p: _token_table_offsets(static, data, o, p))(
+            states.omega, states.prototype)
+        replica_offset = table_size * jnp.arange(n_chains)[:, None, None]
+        cell_offsets = (cell_offsets + replica_offset).reshape(-1, n_clusters)
+        total_offsets = (total_offsets + replica_offset).reshape(-1, n_clusters)
+
+        def tempered_factor(cell, col, n_cell, n_col):
+            total = powers[(total_offsets if every_col else total_offsets[col]) + n_col]
+            return jnp.where(token_beta == 1, likelihood_factor(cell, col, n_cell, n_col),
+                             powers[cell_offsets[cell] + n_cell] * total)
+
+        return sweep(tempered_factor, carry)
+
     carry = (states.row_counts.reshape(-1, n_clusters), states.cell_counts.reshape(-1, n_clusters), col_totals)
     (row_counts, cell_counts, _), z_new = jax.lax.cond(
-        jnp.all(betas == 1), partial(sweep, likelihood_factor), partial(sweep, tempered_factor), carry
+        jnp.all(betas == 1), partial(sweep, likelihood_factor), tempered_sweep, carry
     )
     z_new = jnp.swapaxes(z_new.reshape(n_steps, n_chains, -1), 0, 1)
     z = states.z.at[:, rows, cols].set(z_new)
