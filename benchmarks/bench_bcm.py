@@ -94,8 +94,7 @@ FIT_ROW = "1 chain through fit_bcm, untempered, split-merge every fourth sweep"
         "sweep per scan, so that set-up and result cancel out); the tempered row what a tempered fit's rungs "
         "cost, its replicas at inverse temperatures spread evenly over [0, 1]. The one-chain rows and lda are "
         "timed once per round, in 3 interleaved rounds (medians; the notes give the lowest and highest ratio of a "
-        "round); "
-        "vectorized chains run as one scan over the stacked count tables, timed once. Convergence "
+        "round); vectorized chains run as one scan over the stacked count tables, timed once. Convergence "
         "(effective samples per second): `convergence_bcm_recipes`, `convergence_bcm_usps40`, `convergence_bcm_usps70`."
     ),
 )
