@@ -199,6 +199,11 @@ def likelihood_tables(g, mask, n_obs: int, g_offsets, g_total_offsets, xp=np):
     return g_values, table, log_count_table, log_beta_prior
 
 
+def _table_entries(n_obs: int, n_vals):
+    """Entries of the flat tables of :func:`likelihood_tables`: 4 V^2 + 1 concentrations x (N + 1) counts."""
+    return (4 * n_vals**2 + 1) * (n_obs + 1)
+
+
 def memory_bytes(n_obs: int, n_values, n_clusters: int, n_replicas: int, tables_per_replica: bool = False) -> float:
     """Estimated peak bytes of a target's value tables and of one :func:`step` of ``n_replicas`` replicas,
     before anything is allocated; V = max_j V_j. The log Gamma table of :func:`likelihood_tables` holds
@@ -210,11 +215,11 @@ def memory_bytes(n_obs: int, n_values, n_clusters: int, n_replicas: int, tables_
     n_values = np.asarray(n_values, np.float64)
     n_vals, n_features = float(n_values.max()), len(n_values)
     k = min(DEFAULT_SPLIT_MERGE_CLUSTERS, n_clusters) if n_clusters >= 2 else 0
-    log_gamma = 16 * (4 * n_vals**2 + 1) * (n_obs + 1)
+    log_gamma = 16 * _table_entries(n_obs, n_vals)
     g_tables = 48 * 2 * n_features * n_vals**2
     per_replica = _step_gather_bytes(n_features, n_vals, n_clusters, k)
     if power_table_pays(n_obs, n_features, n_vals, n_clusters):
-        per_replica += log_gamma / 4
+        per_replica += 4 * _table_entries(n_obs, n_vals)
     if tables_per_replica:
         per_replica += (log_gamma + g_tables) / 4
     return log_gamma + g_tables + n_replicas * per_replica
@@ -242,7 +247,7 @@ def scratch(static: BCMStatic) -> tuple[int, str, None]:
     """The memory of a replica's :func:`step` beyond its state (for the run's memory estimate)."""
     n_bytes = STEP_TEMPORARY_STATES * state_bytes(static) + _step_gather_bytes(
         static.n_features, static.n_values, static.n_clusters, static.split_merge_clusters
-    ) + static.power_table * 4 * (4 * static.n_values**2 + 1) * (static.n_obs + 1)
+    ) + static.power_table * 4 * _table_entries(static.n_obs, static.n_values)
     return int(n_bytes), f"the step's work over {static.n_features} features x {static.n_values} values", None
 
 
@@ -534,7 +539,7 @@ def power_table_pays(n_obs: int, n_features: int, n_values: int, n_clusters: int
     """Whether the tempered z sweep should read w ** beta from a table of (a + n) ** (+-beta) per replica
     (``_z_block``): when the table, (4 V^2 + 1) (N + 1) entries, is smaller than the sweep's N P S powers,
     as on every data set of the benchmarks."""
-    return (4 * n_values**2 + 1) * (n_obs + 1) <= n_obs * n_features * n_clusters
+    return _table_entries(n_obs, n_values) <= n_obs * n_features * n_clusters
 
 
 def _z_block(static: BCMStatic, data: BCMData, keys, betas, states: BCMTargetState):
