@@ -18,7 +18,7 @@ from pathlib import Path
 from benchmarks.bench_scaling import run_worker
 from benchmarks.runner import Comparison, benchmark, import_peer
 from benchmarks.thread_pool_worker import BRL_TIMERS
-from interpretable_zoo.cli import usable_cores
+from interpretable_zoo.machine import usable_cores
 
 COMMAND = ["fit", "brl", "--data", str(Path(__file__).parents[1] / "docs/examples/brl_titanic.csv"), "--target",
            "survived", "--no-progress"]

@@ -25,7 +25,6 @@ from benchmarks.bench_bcm import sweep_timer
 from benchmarks.bench_brl import FitTimer, PysbrlTimer, engine_timer, ours_timer, tictactoe_antecedents
 from benchmarks.bench_mgm import PAPER_CLUSTERS, binarised_usps
 from benchmarks.runner import SPEED_ROUNDS, interleaved_rounds, median_of
-from interpretable_zoo.cli import usable_cores
 from interpretable_zoo.datasets import load_nell, load_tictactoe, load_titanic, load_usps, load_usps_bcm
 from interpretable_zoo.inference.bayesian_sets import BayesianSets
 from interpretable_zoo.inference.brl import BayesianRuleListClassifier
@@ -33,6 +32,7 @@ from interpretable_zoo.inference.mgm import fit_mgm
 from interpretable_zoo.inference.prototype_selection import select_prototypes
 from interpretable_zoo.inference.rule_mining import truth_table
 from interpretable_zoo.inference.set_cover import dissimilarity_quantile
+from interpretable_zoo.machine import usable_cores
 
 BRL_TIMERS = ("brl_step", "brl_engine", "fit_brl")
 """The timers that pysbrl's, timed in the same process, is compared with."""

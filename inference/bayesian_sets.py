@@ -32,6 +32,7 @@ from interpretable_zoo.inference import memory
 from interpretable_zoo.inference.explanation import ExplainedResultMixin, plain, records
 from interpretable_zoo.inference.names import resolve_names
 from interpretable_zoo.inference.validation import check_binary_matrix, check_positive_int
+from interpretable_zoo.machine import usable_cores
 from interpretable_zoo.models import bayesian_sets as bs_model
 
 MEMBERSHIP_THRESHOLD = 0.5
@@ -458,14 +459,12 @@ class BayesianSets:
         """The top ``top_k`` items of every query by the pruned walk of ``inference.bayesian_sets_top_k``, in
         chunks of queries of neighbouring sizes whose weights q (8 J bytes a query) and base scores (8 n_items
         bytes a query size) fit in BATCH_BYTES (a chunk holds at least one query)."""
-        from interpretable_zoo.inference import bayesian_sets_top_k as pruned  # numba only when a batch is ranked
-
         rows = self._rows()
         per_query, per_size = 8 * self.n_features, 8 * self.n_items  # a query's q; a size's base scores
         index_bytes = rows.indices.itemsize + 1  # a row index and an int8 1 per one
         column_copy = 0 if self._csc is not None else index_bytes * rows.nnz + rows.indptr.itemsize * (self.n_features + 1)
         memory.check_memory(
-            column_copy + per_query + per_size + 4 * self.n_items * pruned.threads(),
+            column_copy + per_query + per_size + 4 * self.n_items * usable_cores(),
             f"query: ranking a batch over {self.n_items} items (a copy of X by columns, kept; per query size a "
             "base score per item; per core a mark per item)",
             "answer the queries one at a time (one score per item each)",
@@ -490,7 +489,7 @@ class BayesianSets:
         )
 
     def _top_k_chunk(self, queries: list[np.ndarray], top_k: int, include_query: bool, n_reasons: int):
-        from interpretable_zoo.inference import bayesian_sets_top_k as pruned
+        from interpretable_zoo.inference import bayesian_sets_top_k as pruned  # numba only when a batch is ranked
 
         counts = self._counts(queries)
         c, q = self._coefficients_from_counts(counts, queries)

@@ -23,12 +23,13 @@ cached on disk by the first batch on a machine (docs/decisions/bayesian-sets-top
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
 import scipy.sparse
+
+from interpretable_zoo.machine import usable_cores
 
 BOUND_SLACK = 1e-9
 """Relative margin on every pruning bound, taken of the magnitudes involved (the base, c and twice the query's
@@ -140,11 +141,6 @@ def _top_k_of_range(row_starts, row_features, column_starts, column_items, weigh
                 _offer(items, scores, item, _row_sum(row_starts, row_features, q, item) + c)
 
 
-def threads() -> int:
-    """The cores this process may run on: the walk runs one piece of queries on each at a time."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def top_k(rows, columns, counts, weights, constants, queries, size_weights, informative, include_query, k):
     """(items, scores), each (B, k): every query's ``k`` best items and their log scores, best first, ties
     to the lower index, padded with -1 and -inf when fewer items are eligible.
@@ -159,7 +155,7 @@ def top_k(rows, columns, counts, weights, constants, queries, size_weights, info
     scores = np.full((len(queries), k), -np.inf)
     base_scores = np.empty((len(size_weights), rows.shape[0]))
     gain_starts, gain_features, gains = _gains_by_query(counts, weights, size_weights, size_group, informative)
-    cores = threads()
+    cores = usable_cores()  # one piece of queries on each core at a time
     pool = ThreadPoolExecutor(cores)
     try:  # on Ctrl-C the pieces not started are dropped, and the running ones end within a piece
         item_cuts = np.linspace(0, rows.shape[0], cores + 1).astype(np.int64)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
-import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from interpretable_zoo.diagnostics import rank_statistics
 from interpretable_zoo.inference import interruption, memory, progress, tempering
 from interpretable_zoo.inference.checkpoint import CheckpointWriter, as_checkpoint, fingerprint
 from interpretable_zoo.inference.validation import check_positive_int, check_seed
+from interpretable_zoo.machine import usable_cores
 
 _COMPILE_SECONDS = [0.0]
 
@@ -171,7 +171,7 @@ def diagnose(summaries: dict[str, np.ndarray]) -> dict[str, tuple[float, float]]
     if sum(scalar.size for scalar in scalars.values()) < PARALLEL_DIAGNOSIS_DRAWS:
         return {label: _rhat_and_ess(scalar) for label, scalar in scalars.items()}
     # NumPy's sorts and FFTs release the GIL
-    with ThreadPoolExecutor(min(os.cpu_count() or 1, DIAGNOSIS_THREADS)) as pool:
+    with ThreadPoolExecutor(min(usable_cores(), DIAGNOSIS_THREADS)) as pool:
         return dict(zip(scalars, pool.map(_rhat_and_ess, scalars.values())))
 
 

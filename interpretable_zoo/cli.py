@@ -26,6 +26,7 @@ from pathlib import Path
 from types import ModuleType
 
 from interpretable_zoo.demos import bayesian_sets, bcm, brl, mgm, prototype_selection
+from interpretable_zoo.machine import usable_cores
 
 
 MCMC_OPTIONS = ("num_warmup", "num_samples", "num_chains", "max_seconds", "progress")
@@ -325,11 +326,6 @@ def build_parser() -> argparse.ArgumentParser:
 SMALL_MACHINE_CORES = 2
 """Machines of at most this many cores run ``izoo fit brl`` with XLA's CPU pool of one thread
 (:func:`xla_pool_threads`)."""
-
-
-def usable_cores() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def xla_pool_threads(command: str, model: str | None, cores: int, environ) -> str | None:
