@@ -6,16 +6,7 @@ and in the four after it (``time_to_answer_worker.CompileCounter``). Needs the r
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
-
-from benchmarks.runner import Comparison, benchmark
-
-ROOT = Path(__file__).resolve().parent.parent
+from benchmarks.runner import Comparison, benchmark, fresh_process_record
 
 CASES = {
     "BayesianRuleListClassifier, Titanic (2,201 x 3 categories)": (
@@ -68,18 +59,6 @@ print(json.dumps({{"first": first, "rest": rest, "first_compiled": first_fold,
 """
 
 
-def _run_case(load: str, estimator: str, scoring: str | None) -> dict:
-    with tempfile.TemporaryDirectory() as cache:
-        completed = subprocess.run(
-            [sys.executable, "-c", WORKER.format(load=load, estimator=estimator, scoring=scoring)], cwd=ROOT,
-            env={**os.environ, "INTERPRETABLE_ZOO_CACHE_DIR": cache}, capture_output=True, text=True, timeout=1800,
-        )  # fmt: skip
-    records = [line for line in completed.stdout.splitlines() if line.startswith("{")]
-    if completed.returncode != 0 or not records:
-        raise RuntimeError(f"{estimator}: exited with {completed.returncode}: {completed.stderr.strip()[-500:]}")
-    return json.loads(records[-1])
-
-
 @benchmark(
     "cross_validation_compiles",
     description=(
@@ -93,7 +72,7 @@ def _run_case(load: str, estimator: str, scoring: str | None) -> dict:
 def cross_validation_compiles() -> list[Comparison]:
     rows = []
     for task, (load, estimator, scoring) in CASES.items():
-        record = _run_case(load, estimator, scoring)
+        record = fresh_process_record(WORKER.format(load=load, estimator=estimator, scoring=scoring))
         print(task, record, flush=True)
         rows.append(Comparison(
             f"folds 2-5, {task}", record["rest"], "the first fold, times 4", 4 * record["first"],

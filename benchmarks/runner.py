@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import json
 import math
 import os
 import platform
 import re
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -89,6 +92,21 @@ def benchmark(name: str, *, peers: tuple[str, ...] = (), description: str = ""):
         return function
 
     return register
+
+
+def fresh_process_record(code: str, *, env: dict[str, str] | None = None, timeout: float = 1800) -> dict:
+    """The last JSON line printed by ``python -c code``, run from the project's root in a new process with an
+    empty persistent compilation cache and ``env`` added to this process's environment; a RuntimeError with
+    the end of its stderr when it fails or prints none."""
+    with tempfile.TemporaryDirectory() as cache:
+        completed = subprocess.run(
+            [sys.executable, "-c", code], cwd=RESULTS_PATH.parents[1], capture_output=True, text=True,
+            env={**os.environ, **(env or {}), "INTERPRETABLE_ZOO_CACHE_DIR": cache}, timeout=timeout,
+        )  # fmt: skip
+    records = [line for line in completed.stdout.splitlines() if line.startswith("{")]
+    if completed.returncode != 0 or not records:
+        raise RuntimeError(f"exited with {completed.returncode}: {completed.stderr.strip()[-500:]}")
+    return json.loads(records[-1])
 
 
 def time_call(function: Callable[[], object], *, repeat: int = 5, warmup: int = 1) -> float:
