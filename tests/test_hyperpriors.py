@@ -299,9 +299,9 @@ def test_the_tempered_sweeps_power_table_follows_sampled_lam_and_c(rebuilt):
     draw (which never read the log table). Negative control: that log table left at lam's and c's prior
     means."""
     priors = BCM_CASES["lam_and_c"][0]
+    table_model = hyperpriors.BCM if rebuilt else hyperpriors.BCM._replace(with_values=stale_log_count_table)
     draws = []
-    for power_table, model in ((True, hyperpriors.BCM if rebuilt else hyperpriors.BCM._replace(
-            with_values=stale_log_count_table)), (False, hyperpriors.BCM)):
+    for power_table, model in ((True, table_model), (False, hyperpriors.BCM)):
         inner = bcm_gibbs.make_target(X_TINY, N_CLUSTERS, hyperpriors.at_point(priors), power_table=power_table)
         static, data = hyperpriors.target(model, inner, priors)
         draws.append(replica_draws(hyperpriors.with_hyperpriors(KERNEL_WITH_Z), static, data, jax.random.PRNGKey(6),
