@@ -7,10 +7,10 @@ posterior, beta = 0 the prior. :func:`step` runs four blocks, each leaving that 
 cluster indices z_ij by eq. (1) with the likelihood factor tempered (``_z_block``); a Metropolis-Hastings
 move per observation that splits its tokens afresh between two clusters (``_row_resplit_block``), since
 with alpha small eq. (1) almost never moves one token out of its observation's dominant cluster; on every
-``split_merge_every``-th sweep, on the rungs where it pays (:func:`learn_split_merge_rungs`), a
-restricted-Gibbs split-merge move over k clusters (Jain and Neal 2004, :func:`split_merge_proposal`); and
-the prototypes and omega of every cluster jointly from their tempered conditional given z, omega by
-eq. (2) (``_prototypes_and_omega_block``). The last two read every
+``split_merge_every``-th sweep (every sweep at a ladder's posterior rung), on the rungs where it pays
+(:func:`learn_split_merge_rungs`), a restricted-Gibbs split-merge move over k clusters (Jain and Neal 2004,
+:func:`split_merge_proposal`); and the prototypes and omega of every cluster jointly from their tempered
+conditional given z, omega by eq. (2) (``_prototypes_and_omega_block``). The last two read every
 log B(g + n) from a table of log Gamma(a + n), n = 0..N, built once per target (:func:`likelihood_tables`),
 and a tempered z sweep reads its powers (g + n)^beta from a table built per replica from log(a + n).
 
@@ -59,6 +59,11 @@ DEFAULT_LAUNCH_SCANS = 2
 DEFAULT_SPLIT_MERGE_EVERY = 4
 """Sweeps per split-merge move, which costs about four sweeps of the other blocks. Every fourth sweep mixed
 better per second than every sweep, every eighth or none (docs/decisions/bcm-sampler.md)."""
+LADDER_POSTERIOR_SPLIT_MERGE_EVERY = 1
+"""Sweeps per split-merge move at the posterior's rung of a tempered ladder (``fit_bcm``). That rung's draws
+are the ones kept, the move is what carries groups of similar observations between clusters there, and
+its moves are 1/K of the ladder's. On the recipes, every sweep there gave a geometric mean of 2.2x the
+worst bulk ESS per second of every fourth over six seeds (docs/decisions/bcm-sampler.md)."""
 
 
 class BCMStatic(NamedTuple):
@@ -66,7 +71,8 @@ class BCMStatic(NamedTuple):
 
     split_merge_clusters: k, the number of clusters the split-merge move re-partitions (0: no move);
     launch_scans: restricted Gibbs scans building its launch state; split_merge_every: the move runs on
-    the sweeps whose count (``BCMTargetState.sweeps``) is a multiple of it; split_merge_in_turn: the step
+    the sweeps whose count (``BCMTargetState.sweeps``) is a multiple of it; split_merge_posterior_every: the
+    same for the replicas at beta = 1 (a ladder's posterior rung); split_merge_in_turn: the step
     runs the move replica by replica over those due (a tempered ladder, where it runs on some rungs only:
     ``_split_merge_where_due``), else as one batch over all replicas, masked (cheaper when all are due);
     power_table: the tempered z sweep reads w ** beta from a table per replica (``_z_block``,
@@ -82,6 +88,7 @@ class BCMStatic(NamedTuple):
     split_merge_every: int
     split_merge_in_turn: bool = False
     power_table: bool = False
+    split_merge_posterior_every: int = DEFAULT_SPLIT_MERGE_EVERY
 
 
 class BCMData(NamedTuple):
@@ -335,13 +342,16 @@ def make_target(
     split_merge_in_turn: bool = False,
     padded_rows: int | None = None,
     power_table: bool | None = None,
+    split_merge_posterior_every: int | None = None,
 ) -> tuple[BCMStatic, BCMData]:
     """The target of :func:`~interpretable_zoo.models.bcm.collapsed_model` (arguments as there) as (static, data).
 
     ``x`` may be a traced array (e.g. under ``jax.vmap`` over data sets) when ``n_values`` is given.
     ``split_merge_clusters``: k of the split-merge move (at most S; 0 turns it off); ``launch_scans``: its
     restricted Gibbs scans before the proposal; ``split_merge_every``: sweeps per move (1: every sweep);
-    ``split_merge_in_turn``: as in :class:`BCMStatic` (the same draws either way).
+    ``split_merge_posterior_every``: sweeps per move of the replicas at beta = 1 (None: ``split_merge_every``;
+    :data:`LADDER_POSTERIOR_SPLIT_MERGE_EVERY` in a tempered fit); ``split_merge_in_turn``: as in
+    :class:`BCMStatic` (the same draws either way).
     ``padded_rows``: x is padded with inert rows up to that many (at least N), so that targets of different
     N padded to one size share the compiled programs; the target over the observations is unchanged: the
     padding rows' tokens are in no count and never move, their rows are never a prototype
@@ -352,8 +362,11 @@ def make_target(
     priors = priors or bcm.Priors()
     if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)) or n_clusters < 1:
         raise ValueError(f"n_clusters: expected a positive integer, got {n_clusters!r}")
+    if split_merge_posterior_every is None:
+        split_merge_posterior_every = split_merge_every
     for name, value, least in (("split_merge_clusters", split_merge_clusters, 0), ("launch_scans", launch_scans, 0),
-                               ("split_merge_every", split_merge_every, 1)):
+                               ("split_merge_every", split_merge_every, 1),
+                               ("split_merge_posterior_every", split_merge_posterior_every, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
             raise ValueError(f"{name}: expected an integer >= {least}, got {value!r}")
     x, n_values = _check_codes(x, n_values)
@@ -376,7 +389,8 @@ def make_target(
     if power_table is None:
         power_table = power_table_pays(n_obs, n_features, n_vals, n_clusters)
     static = BCMStatic(n_obs, n_features, n_vals, n_clusters, k if k >= 2 else 0, int(launch_scans),
-                       int(split_merge_every), bool(split_merge_in_turn), bool(power_table))
+                       int(split_merge_every), bool(split_merge_in_turn), bool(power_table),
+                       int(split_merge_posterior_every))
     data = BCMData(
         x=jnp.asarray(x, jnp.int32),
         observed=jax.device_put(observed),
@@ -1079,8 +1093,11 @@ def step(static: BCMStatic, data: BCMData, states: BCMTargetState, keys, betas) 
         static, data, key_rows, betas, states.omega, states.prototype, z, row_counts, cell_counts
     )
     states = states._replace(z=z, row_counts=row_counts, cell_counts=cell_counts)
-    on_sweep = states.sweeps % static.split_merge_every == 0
-    due = on_sweep & ((betas <= data.split_merge_max_beta) | (data.split_merge_posterior & (betas == 1.0)))
+    hot_sweep = states.sweeps % static.split_merge_every == 0
+    posterior_sweep = states.sweeps % static.split_merge_posterior_every == 0
+    due = (hot_sweep & (betas <= data.split_merge_max_beta)) | (
+        posterior_sweep & data.split_merge_posterior & (betas == 1.0))
+    on_sweep = hot_sweep | posterior_sweep
     accepted = jnp.zeros(len(keys), bool)
     if static.split_merge_clusters:
         states, accepted = _split_merge_where_due(static, data, key_split_merge, betas, states, due, on_sweep)

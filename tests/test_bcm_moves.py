@@ -326,10 +326,11 @@ def test_make_target_names_bad_arguments(arguments, name):
         make_target(*arguments)
 
 
+@pytest.mark.parametrize("name", ["split_merge_every", "split_merge_posterior_every"])
 @pytest.mark.parametrize("every", [0, 1.5, True])
-def test_make_target_names_a_bad_split_merge_period(every):
-    with pytest.raises(ValueError, match="split_merge_every"):
-        make_target(X_TINY, N_CLUSTERS, split_merge_every=every)
+def test_make_target_names_a_bad_split_merge_period(name, every):
+    with pytest.raises(ValueError, match=name):
+        make_target(X_TINY, N_CLUSTERS, **{name: every})
 
 
 def test_split_merge_runs_on_every_kth_sweep_only():
@@ -346,3 +347,28 @@ def test_split_merge_runs_on_every_kth_sweep_only():
     assert np.isnan(accepted[~due]).all() and not np.isnan(accepted[due]).any()
     assert accepted[due].mean() > 0.3
     np.testing.assert_array_equal(states.sweeps, np.full(8, 9))
+
+
+def test_the_posterior_rung_runs_the_move_on_its_own_period():
+    """With split_merge_every=3 and split_merge_posterior_every=1, a replica at beta = 1 runs the move on
+    every sweep and one at beta < 1 on sweeps 0, 3, 6, ...; replica by replica and as one batch, the same
+    draws."""
+    options = dict(split_merge_every=3, split_merge_posterior_every=1)
+    in_turn, data = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS, split_merge_in_turn=True, **options)
+    batch, _ = make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS, **options)
+    betas = jnp.tile(jnp.array([0.0, 0.5, 1.0, 1.0]), 2)
+    states = jit_init(in_turn, data, jax.random.split(jax.random.PRNGKey(15), 8))
+    attempted = []
+    for i in range(6):
+        keys = jax.random.split(jax.random.PRNGKey(30 + i), 8)
+        moved, info = jit_step(in_turn, data, states, keys, betas)
+        batched, batched_info = jit_step(batch, data, states, keys, betas)
+        for name in ("z", "omega", "prototype", "row_counts", "cell_counts"):
+            np.testing.assert_array_equal(getattr(moved, name), getattr(batched, name))
+        np.testing.assert_array_equal(info.split_merge_accepted, batched_info.split_merge_accepted)
+        attempted.append(~np.isnan(np.asarray(info.split_merge_accepted)))
+        states = moved
+    attempted = np.array(attempted)  # (sweep, replica)
+    posterior = np.asarray(betas) == 1.0
+    assert attempted[:, posterior].all()
+    np.testing.assert_array_equal(attempted[:, ~posterior], np.broadcast_to((np.arange(6) % 3 == 0)[:, None], (6, 4)))

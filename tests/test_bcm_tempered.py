@@ -1,6 +1,7 @@
-"""BCM under the tempering engine, exactly: the posterior rung's draws against the enumerated posterior
-(negative controls: a wrong prior, swaps with the sign of the log likelihood turned), and
-simulation-based calibration of the tempered sampler (negative control: data from another prior)."""
+"""BCM under the tempering engine, exactly: the posterior rung's draws, of the target as ``fit_bcm`` builds
+it for a ladder, against the enumerated posterior (negative controls: a wrong prior, swaps with the sign of
+the log likelihood turned), and simulation-based calibration of the tempered sampler (negative control: data
+from another prior)."""
 
 import dataclasses
 from functools import partial
@@ -19,9 +20,16 @@ from interpretable_zoo.models import bcm
 KERNEL_WITH_Z = _kernel(store_z=True)  # the engine's BCM kernel, z kept in the draws
 
 
+def ladder_target(priors):
+    """X_TINY's target as ``fit_bcm`` builds it for a ladder: the split-merge move run replica by replica,
+    on every sweep at the posterior's rung."""
+    return bcm_gibbs.make_target(X_TINY, N_CLUSTERS, priors, split_merge_in_turn=True,
+                                 split_merge_posterior_every=bcm_gibbs.LADDER_POSTERIOR_SPLIT_MERGE_EVERY)
+
+
 def tempered_draws(sampler_priors, seed, kernel=KERNEL_WITH_Z):
     """8 chains x 3000 kept scans of a 4-rung ladder with a tuned schedule on X_TINY; their params."""
-    static, data = bcm_gibbs.make_target(X_TINY, N_CLUSTERS, sampler_priors)
+    static, data = ladder_target(sampler_priors)
     run = convergence.sample(kernel, static, data, num_chains=8, seed=seed, n_temperatures=4, num_samples=3000,
                              tuning_rounds=2, scans_per_chunk=500, progress_bar=False)
     assert run.n_temperatures == 4 and 0 < run.swap_accept.mean() < 1
@@ -67,7 +75,7 @@ def test_the_split_merge_move_runs_where_tuning_found_it_accepted(monkeypatch):
         return learn(*args)
 
     kernel = KERNEL_WITH_Z._replace(learn_proposal=recording_learn)
-    static, data = bcm_gibbs.make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS)
+    static, data = ladder_target(OTHER_PRIORS)
     run = convergence.sample(kernel, static, data, num_chains=8, seed=3, n_temperatures=4, num_samples=3000,
                              tuning_rounds=2, scans_per_chunk=500, progress_bar=False)
     assert [fact.tuned for fact in facts] == [False, True]
