@@ -668,11 +668,8 @@ def fit_bcm(
     needed = bcm_gibbs.memory_bytes(padded_rows, data.n_values, n_clusters, n_replicas=1,
                                     tables_per_replica=bool({"lam", "c"} & sampled.keys()))
     check_category_memory(data.n_values, data.feature_names, needed)
-    tempered = n_temperatures != 1
-    inner_target = bcm_gibbs.make_target(
-        data.codes, n_clusters, hyperpriors.at_point(priors), data.n_values, split_merge_in_turn=tempered,
-        padded_rows=padded_rows,
-        split_merge_posterior_every=bcm_gibbs.LADDER_POSTERIOR_SPLIT_MERGE_EVERY if tempered else None)
+    inner_target = bcm_gibbs.make_target(data.codes, n_clusters, hyperpriors.at_point(priors), data.n_values,
+                                         padded_rows=padded_rows, **bcm_gibbs.fit_options(n_temperatures != 1))
     target = hyperpriors.target(hyperpriors.BCM, inner_target, priors) if sampled else inner_target
     target_check.check_bcm(n_clusters, priors)
     initial = None if init_labels is None else _initial_states(inner_target, init_labels, num_chains, seed)

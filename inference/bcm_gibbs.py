@@ -62,8 +62,17 @@ better per second than every sweep, every eighth or none (docs/decisions/bcm-sam
 LADDER_POSTERIOR_SPLIT_MERGE_EVERY = 1
 """Sweeps per split-merge move at the posterior's rung of a tempered ladder (``fit_bcm``). That rung's draws
 are the ones kept, the move is what carries groups of similar observations between clusters there, and
-its moves are 1/K of the ladder's. On the recipes, every sweep there gave a geometric mean of 2.2x the
-worst bulk ESS per second of every fourth over six seeds (docs/decisions/bcm-sampler.md)."""
+its moves are 1/K of the ladder's. On the recipes it mixed better per second than every fourth sweep
+(docs/decisions/bcm-sampler.md)."""
+
+
+def fit_options(tempered: bool) -> dict:
+    """The split-merge options of :func:`make_target` for a fit: on a tempered ladder the move runs replica by
+    replica (``BCMStatic.split_merge_in_turn``), and on every sweep at the posterior's rung
+    (:data:`LADDER_POSTERIOR_SPLIT_MERGE_EVERY`); a fit of one rung keeps the defaults."""
+    if not tempered:
+        return {}
+    return {"split_merge_in_turn": True, "split_merge_posterior_every": LADDER_POSTERIOR_SPLIT_MERGE_EVERY}
 
 
 class BCMStatic(NamedTuple):
@@ -349,9 +358,9 @@ def make_target(
     ``x`` may be a traced array (e.g. under ``jax.vmap`` over data sets) when ``n_values`` is given.
     ``split_merge_clusters``: k of the split-merge move (at most S; 0 turns it off); ``launch_scans``: its
     restricted Gibbs scans before the proposal; ``split_merge_every``: sweeps per move (1: every sweep);
-    ``split_merge_posterior_every``: sweeps per move of the replicas at beta = 1 (None: ``split_merge_every``;
-    :data:`LADDER_POSTERIOR_SPLIT_MERGE_EVERY` in a tempered fit); ``split_merge_in_turn``: as in
-    :class:`BCMStatic` (the same draws either way).
+    ``split_merge_posterior_every``: sweeps per move of the replicas at beta = 1 (None: ``split_merge_every``);
+    ``split_merge_in_turn``: as in :class:`BCMStatic` (the same draws either way). A fit's choice of both:
+    :func:`fit_options`.
     ``padded_rows``: x is padded with inert rows up to that many (at least N), so that targets of different
     N padded to one size share the compiled programs; the target over the observations is unchanged: the
     padding rows' tokens are in no count and never move, their rows are never a prototype

@@ -21,10 +21,8 @@ KERNEL_WITH_Z = _kernel(store_z=True)  # the engine's BCM kernel, z kept in the 
 
 
 def ladder_target(priors):
-    """X_TINY's target as ``fit_bcm`` builds it for a ladder: the split-merge move run replica by replica,
-    on every sweep at the posterior's rung."""
-    return bcm_gibbs.make_target(X_TINY, N_CLUSTERS, priors, split_merge_in_turn=True,
-                                 split_merge_posterior_every=bcm_gibbs.LADDER_POSTERIOR_SPLIT_MERGE_EVERY)
+    """X_TINY's target as ``fit_bcm`` builds it for a ladder (:func:`bcm_gibbs.fit_options`)."""
+    return bcm_gibbs.make_target(X_TINY, N_CLUSTERS, priors, **bcm_gibbs.fit_options(tempered=True))
 
 
 def tempered_draws(sampler_priors, seed, kernel=KERNEL_WITH_Z):
