@@ -12,10 +12,9 @@ import numpy as np
 
 from interpretable_zoo.datasets import load_adult, load_mushroom, load_recipes, load_tictactoe, load_titanic
 from interpretable_zoo.datasets.smiley_faces import load_usps_bcm
-from interpretable_zoo.inference import bcm, bcm_pcgibbs
 from interpretable_zoo.inference.bcm import fit_bcm
 from interpretable_zoo.inference.brl import BayesianRuleListClassifier
-from interpretable_zoo.inference.convergence import diagnose, sample, worst
+from interpretable_zoo.inference.convergence import diagnose, worst
 
 from benchmarks.runner import Comparison, benchmark
 
@@ -160,8 +159,9 @@ def _bcm_row(case: str, X, n_clusters: int, **options) -> Comparison:
 
 
 _BCM_DESCRIPTION = (
-    "BCM at default settings (4 chains, non-reversible parallel tempering, collapsed Gibbs with the "
-    "observation re-split and cluster split-merge moves, run until the log joint, sorted cluster sizes and "
+    "BCM at default settings (4 chains, non-reversible parallel tempering, the default kernel: partially "
+    "collapsed Gibbs with the observation re-split move given phi, before 2026-12-02 collapsed Gibbs with the "
+    "re-split and cluster split-merge moves; run until the log joint, sorted cluster sizes and "
     "number of subspace features reach R-hat <= 1.01 and bulk ESS >= 400, or 300 s) against the same "
     "kernel with one rung given the same wall time (CONVERGENCE_UNTEMPERED=skip leaves it out). Columns as in "
     "convergence_brl. One benchmark per data set (each row takes up to 10 minutes)."
@@ -202,44 +202,40 @@ def shared_diagnostics(summaries: dict, log_joint_name: str) -> dict:
 @benchmark(
     "bcm_kernels_ess",
     description=(
-        "The headline of BCM's samplers: bulk ESS per second of the label-free summaries, at fit_bcm's "
+        "The headline of BCM's samplers: bulk ESS per second of the label-free summaries, through fit_bcm at its "
         "default settings (4 chains, non-reversible parallel tempering with n_temperatures='auto', until "
-        "R-hat <= 1.01 and bulk ESS >= 400, or 300 s; seed 1), on the recipes (56 x 147, S = 4): the collapsed "
-        "kernel (`bcm_gibbs`: eq. (1), the observation re-split move, cluster split-merge on every fourth sweep "
-        "and on every sweep at the posterior's rung, the prototypes and omega; through fit_bcm) against the "
-        "partially collapsed kernel (`bcm_pcgibbs`: phi explicit, all observations at once, the re-split move "
-        "given phi; through the same engine with "
-        "fit_bcm's settings). The time columns are whole-fit wall seconds (compilation included) per effective "
-        "draw of the worst shared summary (sorted cluster sizes, active subspace features, collapsed log "
-        "joint), so the ratio is of worst ESS per second; the notes give each summary's R-hat and ESS per "
-        "second, the rungs, Lambda and round trips."
+        "R-hat <= 1.01 and bulk ESS >= 400, or 300 s; seed 1), on the recipes (56 x 147, S = 4) and on USPS 40 "
+        "per digit (400 x 256, 7 bins, S = 10): kernel='collapsed' (`bcm_gibbs`: eq. (1), the observation "
+        "re-split move, cluster split-merge on every fourth sweep and on every sweep at the posterior's rung, the "
+        "prototypes and omega) against kernel='partially_collapsed' (`bcm_pcgibbs`: phi explicit, all "
+        "observations at once, the re-split move given phi). The time columns are whole-fit wall seconds "
+        "(compilation included) per effective draw of the worst shared summary (sorted cluster sizes, active "
+        "subspace features, collapsed log joint), so the ratio is of worst ESS per second; the notes give each "
+        "summary's R-hat and ESS per second, the rungs, Lambda and round trips."
     ),
 )
 def kernels_ess() -> list[Comparison]:
-    X = load_recipes().X
-    fits = {
-        "collapsed": (lambda: fit_bcm(X, 4, seed=1, progress_bar=False).run, "log_joint"),
-        "partially collapsed": (
-            lambda: sample(
-                bcm_pcgibbs.KERNEL, *bcm_pcgibbs.make_target(X, 4), num_chains=4, seed=1,
-                scans_per_chunk=bcm.SCANS_PER_CHUNK, max_draws=bcm.MAX_DRAWS, progress_bar=False,
-                description="BCM (partially collapsed)"),
-            "collapsed_log_joint",
-        ),
-    }
-    per_draw, notes = {}, {}
-    for name, (fit, log_joint_name) in fits.items():
-        run, seconds = _fit(fit)
-        table = shared_diagnostics(run.summaries, log_joint_name)
-        rhat, ess = worst(table)
-        per_draw[name] = seconds / ess
-        notes[name] = (
-            f"{name}: {seconds:.1f} s, {run.n_scans} scans (compile {run.seconds['compile']:.1f} s), "
-            f"K = {run.n_temperatures}, Lambda {run.barrier:.2f}, round trips per scan and chain "
-            f"{run.round_trip_rate:.4f}, converged {run.converged}, worst R-hat {rhat:.3f}, worst ESS {ess:.0f}; "
-            + ", ".join(f"{summary} R-hat {r:.3f} ESS/s {e / seconds:.2f}" for summary, (r, e) in table.items())
-        )
-        print(notes[name], flush=True)
-    return [Comparison("s per effective draw of the worst shared summary, recipes, S = 4, defaults",
-                       per_draw["collapsed"], "partially collapsed kernel", per_draw["partially collapsed"],
-                       "; ".join(notes.values()))]
+    usps = load_usps_bcm(40, seed=SEED)
+    cases = {"recipes, S = 4": (load_recipes().X, 4, None),
+             "USPS 40 per digit, 7 bins, S = 10": (usps.X, 10, 7)}
+    rows = []
+    for case, (X, n_clusters, n_values) in cases.items():
+        per_draw, notes = {}, {}
+        for kernel, log_joint_name in (("collapsed", "log_joint"), ("partially_collapsed", "collapsed_log_joint")):
+            result, seconds = _fit(lambda: fit_bcm(X, n_clusters, n_values=n_values, seed=1, kernel=kernel,
+                                                   progress_bar=False))
+            run = result.run
+            table = shared_diagnostics(run.summaries, log_joint_name)
+            rhat, ess = worst(table)
+            per_draw[kernel] = seconds / ess
+            notes[kernel] = (
+                f"{kernel}: {seconds:.1f} s, {run.n_scans} scans (compile {run.seconds['compile']:.1f} s), "
+                f"K = {run.n_temperatures}, Lambda {run.barrier:.2f}, round trips per scan and chain "
+                f"{run.round_trip_rate:.4f}, converged {run.converged}, worst R-hat {rhat:.3f}, worst ESS {ess:.0f}; "
+                + ", ".join(f"{summary} R-hat {r:.3f} ESS/s {e / seconds:.2f}" for summary, (r, e) in table.items())
+            )
+            print(f"{case}: {notes[kernel]}", flush=True)
+        rows.append(Comparison(f"s per effective draw of the worst shared summary, {case}, defaults",
+                               per_draw["collapsed"], "kernel='partially_collapsed'", per_draw["partially_collapsed"],
+                               "; ".join(notes.values())))
+    return rows

@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 from interpretable_zoo import compiled_hooks
 from interpretable_zoo.datasets.preprocessing import CategoricalData, encode_categorical, encode_like
 from interpretable_zoo.diagnostics.inference_data import log_likelihood_fits, summary, tempered_inference_data
-from interpretable_zoo.inference import bcm_gibbs, convergence, hyperpriors, memory, target_check, tempering
+from interpretable_zoo.inference import bcm_gibbs, bcm_pcgibbs, convergence, hyperpriors, memory, target_check, tempering
 from interpretable_zoo.inference.checkpoint import as_checkpoint
 from interpretable_zoo.inference.explanation import ExplainedResultMixin, mcmc_facts, mcmc_status, plain, records
 from interpretable_zoo.inference.estimators import ExplainedEstimatorMixin, atomic_fit
@@ -48,6 +48,10 @@ if TYPE_CHECKING:
     import arviz as az
 
 SUMMARY_VARS = ("log_joint", "sorted_cluster_size", "n_subspace_features")
+EXPLICIT_SUMMARY_NAMES = {"collapsed_log_joint": "log_joint", "log_joint": "explicit_log_joint"}
+"""The partially collapsed kernel's summaries as ``BCMResult`` names them: ``log_joint`` is log p(omega, p, z, x)
+with phi and pi integrated out under both kernels, and that kernel's sampled state's log joint, phi
+included, is ``explicit_log_joint``."""
 SCANS_PER_CHUNK = 16
 """Tempering scans per compiled call (each a sweep of every replica and a swap round)."""
 MAX_DRAWS = 500
@@ -69,6 +73,13 @@ per doubling bound the padding's cost at 1/8 more rows while sizes a few rows ap
 MIN_FOLD_IN_ROWS = 64
 """New rows folded in (``BCMResult.transform``) are padded to at least this many, so that all small
 predictions share one program (a row's fold-in costs a fraction of a millisecond)."""
+KERNELS = ("collapsed", "partially_collapsed")
+"""``fit_bcm``'s samplers: the collapsed Gibbs kernel (``inference.bcm_gibbs``: phi and pi integrated out,
+eqs. (1) and (2), the observation re-split and cluster split-merge moves) and the partially collapsed one
+(``inference.bcm_pcgibbs``: phi explicit, every observation's tokens at once). Both are exact for the same
+posterior; they temper it along different paths. ``kernel="auto"`` picks the partially collapsed kernel,
+which mixed faster per second on the recipes, and the collapsed one for priors with a hyperprior, which
+only it samples (docs/decisions/bcm-sampler.md)."""
 ROW_RECORDS = ("row_counts", "log_likelihood", "z")
 """The records with an observation axis (after chain and draw), sliced to the observations on the host."""
 
@@ -190,9 +201,10 @@ def corrupt_half_labels(labels, n_clusters: int, seed: int = 0) -> np.ndarray:
 
 
 class BCMResult(ExplainedResultMixin, convergence.TemperedResult):
-    """A fitted BCM: ``idata`` (``posterior``: the label-free summaries ``log_joint``, ``sorted_cluster_size``
-    and ``n_subspace_features``, and any sampled hyperparameter, so that ``az.summary(idata)`` means
-    something; ``posterior_sites``: ``omega`` (chain, draw, S, P), ``prototype`` (chain, draw, S) and, with
+    """A fitted BCM: ``idata`` (``posterior``: the label-free summaries ``log_joint`` (log p(omega, p, z, x),
+    phi and pi integrated out), ``sorted_cluster_size`` and ``n_subspace_features``, with
+    ``kernel="partially_collapsed"`` ``explicit_log_joint`` (its sampled state's, phi included), and any
+    sampled hyperparameter, so that ``az.summary(idata)`` means something; ``posterior_sites``: ``omega`` (chain, draw, S, P), ``prototype`` (chain, draw, S) and, with
     ``store_z=True``, ``z`` (chain, draw, N, P), whose cluster labels switch; ``sample_stats`` with the
     swap acceptance; ``log_likelihood``; ``observed_data`` ``x``, the category codes; the tempering facts in
     ``idata.posterior.attrs``), ``explain()``, ``transform()``, ``score_samples(X)`` (log predictive
@@ -202,7 +214,8 @@ class BCMResult(ExplainedResultMixin, convergence.TemperedResult):
     observations padded with inert rows (``ROW_BUCKETS_PER_DOUBLING``): ``run``'s records are kept
     sliced to the observations, and the chains' last states (``_final``) are sliced where read."""
 
-    def __init__(self, run, target, data: CategoricalData, n_clusters: int, priors: bcm.Priors, store_z: bool):
+    def __init__(self, run, target, data: CategoricalData, n_clusters: int, priors: bcm.Priors, store_z: bool,
+                 kernel: str = "collapsed"):
         n_obs = data.codes.shape[0]
         self.run = replace(run, records={name: values[:, :, :n_obs] if name in ROW_RECORDS else values
                                          for name, values in run.records.items()})
@@ -211,27 +224,36 @@ class BCMResult(ExplainedResultMixin, convergence.TemperedResult):
         self.n_clusters = n_clusters
         self.priors = priors
         self.store_z = store_z
+        self.kernel = kernel
         self._row_counts = self.run.records["row_counts"]  # (chain, draw, N, S)
         self._final = tempering.posterior_states(run.ladder)  # each chain's last state
-        log_joint = run.summaries["log_joint"]
+        log_joint = run.summaries[self._engine_name("log_joint")]
         self.best_chain, self.best_draw = np.unravel_index(np.argmax(log_joint), log_joint.shape)
         self._labels = _alignment(self._row_counts, self._row_counts[self.best_chain, self.best_draw])
 
     def _kernel(self) -> TargetKernel:
-        return hyperpriors.kernel_for(self.target[0], _kernel(self.store_z))
+        return hyperpriors.kernel_for(self.target[0], _kernel(self.store_z, self.kernel))
 
     def _with_run(self, run) -> BCMResult:
-        return BCMResult(run, self.target, self.data, self.n_clusters, self.priors, self.store_z)
+        return BCMResult(run, self.target, self.data, self.n_clusters, self.priors, self.store_z, self.kernel)
 
     def _posterior_name(self, name: str) -> str:
-        return f"sorted_cluster_size[{name.removeprefix('cluster_size_')}]" if name.startswith("cluster_size_") else name
+        if name.startswith("cluster_size_"):
+            return f"sorted_cluster_size[{name.removeprefix('cluster_size_')}]"
+        return EXPLICIT_SUMMARY_NAMES.get(name, name) if self.kernel == "partially_collapsed" else name
+
+    def _engine_name(self, name: str) -> str:
+        """The run's summary that ``idata.posterior`` holds as ``name`` (the inverse of ``_posterior_name``)."""
+        renamed = {posterior: engine for engine, posterior in EXPLICIT_SUMMARY_NAMES.items()}
+        return renamed.get(name, name) if self.kernel == "partially_collapsed" else name
 
     def _summary_var_names(self) -> tuple[str, ...]:
-        return SUMMARY_VARS + hyperpriors.sampled_hyperparameters(bcm.Priors, self.run.summaries)
+        explicit = ("explicit_log_joint",) if self.kernel == "partially_collapsed" else ()
+        return SUMMARY_VARS + explicit + hyperpriors.sampled_hyperparameters(bcm.Priors, self.run.summaries)
 
     @cached_property
     def idata(self) -> az.InferenceData:
-        return _inference_data(self.run, self.data, self._summary_var_names())
+        return _inference_data(self.run, self.data, self._summary_var_names(), self._engine_name)
 
     def _draw(self, name):
         return self.run.records[name][self.best_chain, self.best_draw]
@@ -300,6 +322,7 @@ class BCMResult(ExplainedResultMixin, convergence.TemperedResult):
         return {
             "model": "BCM",
             "n_clusters": self.n_clusters,
+            "kernel": self.kernel,
             "features": plain(self.data.feature_names),
             **mcmc_facts(self),
             "clusters": records(self.explain_frame(hide_value)),
@@ -308,7 +331,7 @@ class BCMResult(ExplainedResultMixin, convergence.TemperedResult):
     def _card(self):
         frame = self.explain_frame().drop(columns=["subspace_features", "subspace_values", "subspace_weights"])
         facts = {"observations": self.data.codes.shape[0], "features": self.data.codes.shape[1],
-                 "clusters": self.n_clusters}
+                 "clusters": self.n_clusters, "kernel": self.kernel}
         return "Bayesian Case Model", facts, frame, mcmc_status(self)
 
     def transform(self, X=None, seed: int = 0) -> np.ndarray:
@@ -512,22 +535,23 @@ def _record_with_z(static, data, states):
     return {**_record_without_z(static, data, states), "z": states.z}
 
 
-def _kernel(store_z: bool) -> TargetKernel:
-    """The collapsed Gibbs kernel as the tempering engine runs it, keeping z in the draws or not."""
+def _kernel(store_z: bool, kernel: str = "collapsed") -> TargetKernel:
+    """The ``kernel`` of :data:`KERNELS` as the tempering engine runs it, keeping z in the draws or not."""
     record = _record_with_z if store_z else _record_without_z
+    if kernel == "partially_collapsed":
+        return TargetKernel(bcm_pcgibbs.init, bcm_pcgibbs.step, bcm_pcgibbs.summaries, record,
+                            scratch=bcm_pcgibbs.scratch)
     return TargetKernel(bcm_gibbs.init, bcm_gibbs.step, bcm_gibbs.summaries, record, bcm_gibbs.learn_split_merge_rungs,
                         bcm_gibbs.with_split_merge_rungs, scratch=bcm_gibbs.scratch)
 
 
-def _inference_data(run, data: CategoricalData, summary_var_names) -> az.InferenceData:
+def _inference_data(run, data: CategoricalData, summary_var_names, engine_name) -> az.InferenceData:
+    """The trace; ``engine_name`` maps a posterior variable to the run's summary (``BCMResult._engine_name``)."""
     records, summaries = run.records, run.summaries
     n_clusters = records["prototype"].shape[-1]
-    posterior = {
-        "log_joint": summaries["log_joint"],
-        "sorted_cluster_size": np.stack([summaries[f"cluster_size_{s}"] for s in range(n_clusters)], axis=-1),
-        "n_subspace_features": summaries["n_subspace_features"],
-    }
-    posterior.update({name: summaries[name] for name in summary_var_names if name not in posterior})  # hyperparameters
+    sizes = np.stack([summaries[f"cluster_size_{s}"] for s in range(n_clusters)], axis=-1)
+    posterior = {name: sizes if name == "sorted_cluster_size" else summaries[engine_name(name)]
+                 for name in summary_var_names}
     sites = {name: records[name] for name in ("omega", "prototype", "z") if name in records}
     pointwise = {"x": records["log_likelihood"]} if log_likelihood_fits(*records["log_likelihood"].shape, "BCM") else None
     return tempered_inference_data(
@@ -543,21 +567,24 @@ def _inference_data(run, data: CategoricalData, summary_var_names) -> az.Inferen
     )
 
 
-def _initial_states(target, init_labels: np.ndarray, num_chains: int, seed: int):
-    """One start per chain with every token of observation i in cluster ``init_labels[i]`` (the same
-    labels for every chain, or one row per chain; padding rows in cluster 0, which counts none of their
-    tokens) and omega and the prototypes drawn from their prior."""
+def _initial_states(target, init_labels: np.ndarray, num_chains: int, seed: int, kernel: str):
+    """One start per chain of ``kernel`` with every token of observation i in cluster ``init_labels[i]``
+    (the same labels for every chain, or one row per chain; padding rows in cluster 0, which counts none of
+    their tokens) and omega and the prototypes drawn from their prior (the partially collapsed kernel's phi
+    from its conditional given them and z, ``bcm_pcgibbs.state_with_z``)."""
     static, data = target
     labels = np.broadcast_to(init_labels, (num_chains, init_labels.shape[-1])).astype(np.int32)
     labels = np.pad(labels, ((0, 0), (0, static.n_obs - labels.shape[-1])))
-    return _labelled_starts(static, data, jax.random.split(jax.random.PRNGKey(seed), num_chains), labels)
+    return _labelled_starts(static, data, jax.random.split(jax.random.PRNGKey(seed), num_chains), labels, kernel)
 
 
-@partial(jax.jit, static_argnums=0)
-def _labelled_starts(static, data, keys, labels):
+@partial(jax.jit, static_argnums=(0, 4))
+def _labelled_starts(static, data, keys, labels, kernel):
     def start(key, chain_labels):
-        drawn = bcm_gibbs.init(static, data, key)
         z = jnp.broadcast_to(chain_labels[:, None], (static.n_obs, static.n_features))
+        if kernel == "partially_collapsed":
+            return bcm_pcgibbs.state_with_z(static, data, key, z)
+        drawn = bcm_gibbs.init(static, data, key)
         return bcm_gibbs.state_from_params(static, data, drawn.omega, drawn.prototype, z)
 
     return jax.vmap(start)(keys, labels)
@@ -585,10 +612,11 @@ def fit_bcm(
     devices=None,
     checkpoint=None,
     memory_limit: int | None = None,
+    kernel: str = "auto",
 ) -> BCMResult:
     """Fit BCM to a categorical matrix (integer codes, or a DataFrame whose values are mapped to codes)
-    with the exact collapsed Gibbs sampler (eqs. (1), (2), observation re-split and cluster split-merge moves)
-    under non-reversible parallel tempering (``inference.convergence``).
+    with an exact Gibbs sampler (``kernel`` below) under non-reversible parallel tempering
+    (``inference.convergence``).
 
     By default the chains run until the log joint, sorted cluster sizes and number of subspace features
     reach R-hat <= ``target_rhat`` and bulk ESS >= ``min_ess``, or ``max_seconds`` pass (then
@@ -611,6 +639,12 @@ def fit_bcm(
     interruption, giving the draws of an uninterrupted run (``inference.checkpoint``).
     ``memory_limit``: the bytes the fit's memory estimate may reach (None: the memory available); settings
     whose estimate exceeds it are refused before any work, naming them.
+    ``kernel``: the sampler (``bcm.KERNELS``): "collapsed" (eqs. (1), (2), observation re-split and
+    cluster split-merge moves, phi and pi integrated out), "partially_collapsed"
+    (``inference.bcm_pcgibbs``: phi explicit and drawn from its conditional, every observation's tokens
+    at once given phi, the re-split move given phi; no split-merge move; hyperpriors refused), or "auto":
+    the partially collapsed kernel, and the collapsed one if ``priors`` holds a hyperprior. Both are exact
+    for the same posterior and give the same kind of result (``result.kernel`` names the one run).
 
     DataFrame columns of numbers (floating point, or integers with more than
     ``validation.NUMERIC_COLUMN_LEVELS`` distinct values) are refused: bin them, or mark them categorical.
@@ -629,7 +663,7 @@ def fit_bcm(
         (2, 50, 3, 4)
         >>> import arviz as az
         >>> list(az.summary(result.idata).index)  # the label-free summaries
-        ['log_joint', 'sorted_cluster_size[0]', 'sorted_cluster_size[1]', 'sorted_cluster_size[2]', 'n_subspace_features']
+        ['log_joint', 'sorted_cluster_size[0]', 'sorted_cluster_size[1]', 'sorted_cluster_size[2]', 'n_subspace_features', 'explicit_log_joint']
         >>> result.converged  # far too few draws; leave num_samples=None to run until converged
         False
     """
@@ -642,6 +676,8 @@ def fit_bcm(
     n_obs = data.codes.shape[0]
     n_clusters = check_n_clusters(n_clusters, n_obs)
     store_z = check_flag(store_z, "store_z")
+    if not isinstance(kernel, str) or kernel not in ("auto", *KERNELS):
+        raise ValueError(f"kernel: expected one of {', '.join(map(repr, ('auto', *KERNELS)))}, got {kernel!r}")
     if priors is not None and not isinstance(priors, bcm.Priors):
         raise ValueError(f"priors: expected interpretable_zoo.models.bcm.Priors, got {type(priors).__name__}")
     priors = priors or bcm.Priors()
@@ -664,19 +700,27 @@ def fit_bcm(
             raise ValueError(f"init: initial clusters must lie in 0..{n_clusters - 1}")
     # the tables and one replica's step, which the categories size; the sampler's estimate counts the replicas
     sampled = hyperpriors.hyperpriors_of(priors)  # hyperparameters sampled within the chain; hooks checked first
+    if kernel == "auto":
+        kernel = "collapsed" if sampled else "partially_collapsed"
+    if kernel == "partially_collapsed":
+        hyperpriors.refuse_hyperpriors(priors, "fit_bcm(kernel='partially_collapsed')",
+                                       "kernel='collapsed' samples q, alpha, lam and c within the chain")
     padded_rows = size_bucket(n_obs, ROW_BUCKETS_PER_DOUBLING)
     needed = bcm_gibbs.memory_bytes(padded_rows, data.n_values, n_clusters, n_replicas=1,
                                     tables_per_replica=bool({"lam", "c"} & sampled.keys()))
     check_category_memory(data.n_values, data.feature_names, needed)
-    inner_target = bcm_gibbs.make_target(data.codes, n_clusters, hyperpriors.at_point(priors), data.n_values,
-                                         padded_rows=padded_rows, **bcm_gibbs.fit_options(n_temperatures != 1))
+    if kernel == "partially_collapsed":
+        inner_target = bcm_pcgibbs.make_target(data.codes, n_clusters, priors, data.n_values, padded_rows=padded_rows)
+    else:
+        inner_target = bcm_gibbs.make_target(data.codes, n_clusters, hyperpriors.at_point(priors), data.n_values,
+                                             padded_rows=padded_rows, **bcm_gibbs.fit_options(n_temperatures != 1))
     target = hyperpriors.target(hyperpriors.BCM, inner_target, priors) if sampled else inner_target
     target_check.check_bcm(n_clusters, priors)
-    initial = None if init_labels is None else _initial_states(inner_target, init_labels, num_chains, seed)
+    initial = None if init_labels is None else _initial_states(inner_target, init_labels, num_chains, seed, kernel)
     if sampled and initial is not None:
         initial = hyperpriors.initial_states(target, initial, jax.random.PRNGKey(seed))
     run = convergence.sample(
-        hyperpriors.kernel_for(target[0], _kernel(store_z)),
+        hyperpriors.kernel_for(target[0], _kernel(store_z, kernel)),
         *target,
         num_chains=num_chains,
         seed=seed,
@@ -692,7 +736,7 @@ def fit_bcm(
         checkpoint=checkpoint,
         initial_states=initial,
     )
-    return BCMResult(run, target, data, n_clusters, priors, store_z)
+    return BCMResult(run, target, data, n_clusters, priors, store_z, kernel)
 
 
 class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
@@ -735,6 +779,7 @@ class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, ClassNamePrefixFeature
         progress_bar=None,
         devices=None,
         checkpoint=None,
+        kernel="auto",
     ):
         self.n_clusters = n_clusters
         self.priors = priors
@@ -749,6 +794,7 @@ class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, ClassNamePrefixFeature
         self.progress_bar = progress_bar
         self.devices = devices
         self.checkpoint = checkpoint
+        self.kernel = kernel
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -774,6 +820,7 @@ class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, ClassNamePrefixFeature
             progress_bar=self.progress_bar,
             devices=self.devices,
             checkpoint=self.checkpoint,
+            kernel=self.kernel,
         )
         self.labels_ = self.result_.transform().argmax(1)
         self._n_features_out = self.n_clusters

@@ -725,7 +725,7 @@ def _verdict(windows, settings, may_converge=True):
         summaries, _ = _thinned([output[1] for output in kept], settings["max_draws"])
         table = diagnose(summaries)
         rhat, ess = worst(table)
-        converged = rhat <= target.target_rhat and ess >= target.min_ess and may_converge
+        converged = bool(rhat <= target.target_rhat and ess >= target.min_ess and may_converge)
         if converged:
             break
     return kept, table, (rhat, ess), converged

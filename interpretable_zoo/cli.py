@@ -43,7 +43,7 @@ class ModelEntry:
 
 MODELS: dict[str, ModelEntry] = {
     "bcm": ModelEntry(
-        "Bayesian Case Model (Kim, Rudin, Shah 2014)", bcm, fits=True, trace=True, options=("n_clusters", *MCMC_OPTIONS)
+        "Bayesian Case Model (Kim, Rudin, Shah 2014)", bcm, fits=True, trace=True, options=("n_clusters", "kernel", *MCMC_OPTIONS)
     ),
     "brl": ModelEntry(
         "Bayesian Rule Lists (Letham et al. 2015)", brl, fits=True, trace=True,
@@ -301,6 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     fit.add_argument("--seed", type=int, default=0)
     fit.add_argument("--n-clusters", type=int, help="number of clusters [bcm, mgm]")
+    fit.add_argument("--kernel", choices=["auto", "collapsed", "partially_collapsed"],
+                     help="the sampler (default: auto, the partially collapsed one without hyperpriors) [bcm]")
     fit.add_argument("--num-samples", type=int, help="scans per chain (default: until converged) [bcm, brl]")
     fit.add_argument("--num-warmup", type=int, help="tuning scans (default: chosen by the run) [bcm, brl]")
     fit.add_argument("--num-chains", type=int, help="chains (default: brl 8, bcm 4) [bcm, brl]")

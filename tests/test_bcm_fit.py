@@ -15,10 +15,11 @@ from sklearn.pipeline import make_pipeline
 from interpretable_zoo.datasets import load_recipes
 from interpretable_zoo.datasets.smiley_faces import SMILEY_SUBSPACES
 from interpretable_zoo.diagnostics import summary
-from interpretable_zoo.inference import bcm_gibbs
+from interpretable_zoo.inference import bcm_gibbs, bcm_pcgibbs
 from interpretable_zoo.demos.bcm import cli_fit, format_demo, smiley_demo
 from interpretable_zoo.inference.bcm import BCMClusterer, _initial_states, corrupt_half_labels, fit_bcm
 from interpretable_zoo.models import bcm
+from test_bcm_exact import N_CLUSTERS, OTHER_PRIORS, X_TINY, exact_probabilities, gof_of_draws
 
 RNG = np.random.default_rng(0)
 X_SMALL = RNG.integers(0, 3, (12, 5))
@@ -59,7 +60,8 @@ def test_trace_holds_the_sites_and_label_free_summaries(small_fit):
     with pytest.raises(ValueError, match="per"):
         small_fit.unsupervised_accuracy(labels, per="pixel")
     table = summary(small_fit)
-    assert {"log_joint", "n_subspace_features", "sorted_cluster_size"} == {name.split("[")[0] for name in table.index}
+    assert {"log_joint", "n_subspace_features", "sorted_cluster_size", "explicit_log_joint"} == {
+        name.split("[")[0] for name in table.index}  # the default kernel, partially collapsed, adds the last
     assert np.all(np.isfinite(table["r_hat"]))
     assert list(az.summary(small_fit.idata).index) == list(table.index)  # ArviZ's default is the label-free rows
 
@@ -95,7 +97,7 @@ def test_explain_frame_text_and_dict_agree(small_fit):
     assert "<table" in small_fit._repr_html_() and "converged" in small_fit._repr_html_()
     assert str(small_fit).endswith(small_fit.explain()) and "converged: worst R-hat" in str(small_fit)
     n_obs, n_features = small_fit.data.codes.shape
-    assert repr(small_fit) == f"<Bayesian Case Model: observations: {n_obs}; features: {n_features}; clusters: 3>"
+    assert repr(small_fit) == f"<Bayesian Case Model: observations: {n_obs}; features: {n_features}; clusters: 3; kernel: partially_collapsed>"
 
 
 def test_prototype_images_outline_the_subspace(small_fit):
@@ -172,7 +174,8 @@ def test_log_likelihood_group_names_every_dim_and_serves_loo(small_fit):
 def test_diagnostics_table_names_its_rows_as_the_summary_does(small_fit):
     table = small_fit.diagnostics
     assert list(table.index) == list(summary(small_fit).index) == [
-        "log_joint", *(f"sorted_cluster_size[{s}]" for s in range(small_fit.n_clusters)), "n_subspace_features"]
+        "log_joint", *(f"sorted_cluster_size[{s}]" for s in range(small_fit.n_clusters)), "n_subspace_features",
+        "explicit_log_joint"]
     engine = small_fit.run.diagnostics  # the same statistics under the engine's names
     assert table.loc["sorted_cluster_size[1]"].tolist() == list(engine["cluster_size_1"])
     assert list(table.columns) == ["r_hat", "ess_bulk"]
@@ -386,21 +389,63 @@ def test_recipes_prototypes_and_accuracy(data_home):
     assert {0, 1} <= {recipes.y[p] for p in table["prototype"]}  # pasta and chili prototypes
 
 
-def test_each_chain_can_start_from_its_own_labels():
+def test_the_partially_collapsed_kernel_fits_the_enumerated_posterior():
+    """``fit_bcm(kernel="partially_collapsed")`` on a ladder of 4 rungs: the kept draws follow the enumerated
+    posterior (negative control: the same draws against a wrong prior's enumeration). The result names its
+    kernel, keeps the collapsed log joint in the trace and picks its best draw by it, and ``extend`` runs
+    the same kernel."""
+    result = fit_bcm(X_TINY, N_CLUSTERS, priors=OTHER_PRIORS, kernel="partially_collapsed", n_temperatures=4,
+                     num_chains=8, num_samples=2000, num_warmup=64, store_z=True, seed=3, progress_bar=False)
+    draws = {name: result.idata.posterior_sites[name].values for name in ("omega", "prototype", "z")}
+    exact = gof_of_draws(draws, *exact_probabilities(OTHER_PRIORS))
+    assert exact.passed(alpha=1e-3), exact
+    wrong = gof_of_draws(draws, *exact_probabilities(bcm.Priors(alpha=1.0, lam=0.5, c=5.0, q=0.6)))
+    assert not wrong.passed(alpha=1e-3), wrong
+    collapsed = result.run.summaries["collapsed_log_joint"]
+    assert (result.best_chain, result.best_draw) == np.unravel_index(np.argmax(collapsed), collapsed.shape)
+    np.testing.assert_array_equal(result.idata.posterior["log_joint"].values, collapsed)
+    np.testing.assert_array_equal(result.idata.posterior["explicit_log_joint"].values, result.run.summaries["log_joint"])
+    assert result.diagnostics.loc["log_joint"].tolist() == list(result.run.diagnostics["collapsed_log_joint"])
+    assert result.to_dict()["kernel"] == "partially_collapsed"
+    assert repr(result).endswith("kernel: partially_collapsed>")
+    assert result.extend(num_samples=8)._kernel().step is bcm_pcgibbs.step
+
+
+@pytest.mark.parametrize("kernel, make_target", [("collapsed", bcm_gibbs.make_target),
+                                                  ("partially_collapsed", bcm_pcgibbs.make_target)])
+def test_each_chain_can_start_from_its_own_labels(kernel, make_target):
     """``init`` with one row per chain: every token of observation i in chain c starts in cluster
     ``starts[c, i]`` (chains from several starts share one compiled sampler)."""
     starts = np.stack([np.arange(12) % 3, np.zeros(12, int)])
-    target = bcm_gibbs.make_target(X_SMALL, 3)
-    states = _initial_states(target, starts, 2, seed=0)
+    target = make_target(X_SMALL, 3)
+    states = _initial_states(target, starts, 2, 0, kernel)
     np.testing.assert_array_equal(states.z, np.broadcast_to(starts[:, :, None], (2, 12, 5)))
     np.testing.assert_array_equal(np.asarray(states.row_counts).argmax(-1), starts)
-    result = fit_bcm(X_SMALL, 3, seed=0, init=starts, num_warmup=0, num_samples=4, num_chains=2, n_temperatures=2)
+    result = fit_bcm(X_SMALL, 3, seed=0, init=starts, num_warmup=0, num_samples=4, num_chains=2, n_temperatures=2,
+                     kernel=kernel)
     assert result.idata.posterior_sites["omega"].shape == (2, 4, 3, 5)
 
 
 def test_scalar_n_values_means_every_feature():
     result = fit_bcm(X_SMALL, 3, n_values=4, **QUICK)
     np.testing.assert_array_equal(result.data.n_values, np.full(5, 4))
+
+
+def compiled_memory(kernel, static, data, n_rungs):
+    """XLA's memory analysis of a compiled scan of ``n_rungs`` replicas, and of the ladder's initialisation."""
+    from interpretable_zoo.inference import tempering
+
+    ladder = jax.eval_shape(lambda d: tempering.initial_ladder(kernel, static, d, tempering.chain_keys(0, 1), n_rungs),
+                            data)
+    schedule = jax.numpy.linspace(0.0, 1.0, n_rungs)
+    scan = jax.jit(lambda d, l: tempering.ladder_scans(kernel, static, d, l, schedule, 1, 8)).lower(data, ladder)
+    init = jax.jit(lambda d: tempering.initial_ladder(kernel, static, d, tempering.chain_keys(0, 1), n_rungs))
+    return scan.compile().memory_analysis(), init.lower(data).compile().memory_analysis()
+
+
+def xla_bytes_per_replica(scan, n_replicas: int) -> float:
+    """A compiled scan's arguments, outputs and temporaries per replica."""
+    return (scan.temp_size_in_bytes + scan.argument_size_in_bytes + scan.output_size_in_bytes) / n_replicas
 
 
 @pytest.mark.parametrize("n_obs, n_features, n_clusters, n_values, in_turn",
@@ -412,24 +457,14 @@ def test_the_run_estimate_per_replica_covers_what_xla_allocates_for_one(n_obs, n
     step's scratch), and the initialisation's temporaries do not grow with the replicas (they are made one
     after the other). Negative control: the estimate without the step's temporaries (the states and the
     gathers alone) falls short of XLA's figure."""
-    from interpretable_zoo.inference import convergence, tempering
+    from interpretable_zoo.inference import convergence
     from interpretable_zoo.inference.bcm import _kernel
 
     x = np.random.default_rng(0).integers(0, n_values, (n_obs, n_features))
     static, data = bcm_gibbs.make_target(x, n_clusters, bcm.Priors(), np.full(n_features, n_values),
                                          split_merge_in_turn=in_turn)
-    kernel = _kernel(False)
-
-    def compiled(n_rungs):
-        ladder = jax.eval_shape(lambda d: tempering.initial_ladder(kernel, static, d, tempering.chain_keys(0, 1),
-                                                                   n_rungs), data)
-        schedule = jax.numpy.linspace(0.0, 1.0, n_rungs)
-        scan = jax.jit(lambda d, l: tempering.ladder_scans(kernel, static, d, l, schedule, 1, 8)).lower(data, ladder)
-        init = jax.jit(lambda d: tempering.initial_ladder(kernel, static, d, tempering.chain_keys(0, 1), n_rungs))
-        return scan.compile().memory_analysis(), init.lower(data).compile().memory_analysis()
-
-    (scan, init), (_, small_init) = compiled(64), compiled(8)
-    xla_per_replica = (scan.temp_size_in_bytes + scan.argument_size_in_bytes + scan.output_size_in_bytes) / 64
+    (scan, init), (_, small_init) = (compiled_memory(_kernel(False), static, data, n_rungs) for n_rungs in (64, 8))
+    xla_per_replica = xla_bytes_per_replica(scan, 64)
     state = bcm_gibbs.state_bytes(static)
     assert state == convergence._nbytes(jax.eval_shape(lambda d: bcm_gibbs.init(static, d, jax.random.PRNGKey(0)),
                                                        data))
@@ -437,3 +472,21 @@ def test_the_run_estimate_per_replica_covers_what_xla_allocates_for_one(n_obs, n
     assert init.temp_size_in_bytes <= small_init.temp_size_in_bytes + 8 * state
     gathers = bcm_gibbs._step_gather_bytes(n_features, n_values, n_clusters, static.split_merge_clusters)
     assert convergence.STATE_COPIES * state + gathers < xla_per_replica
+
+
+@pytest.mark.parametrize("n_obs, n_features, n_clusters, n_values", [(60, 6, 2, 2), (200, 64, 10, 7)])
+def test_the_partially_collapsed_run_estimate_covers_what_xla_allocates(n_obs, n_features, n_clusters, n_values):
+    """The same for ``kernel="partially_collapsed"`` (``bcm_pcgibbs.scratch``). Negative control: the states
+    with half the step's temporaries fall short of XLA's figure."""
+    from interpretable_zoo.inference import convergence
+    from interpretable_zoo.inference.bcm import _kernel
+
+    x = np.random.default_rng(0).integers(0, n_values, (n_obs, n_features))
+    static, data = bcm_pcgibbs.make_target(x, n_clusters, bcm.Priors(), np.full(n_features, n_values))
+    scan, _ = compiled_memory(_kernel(False, "partially_collapsed"), static, data, 64)
+    xla_per_replica = xla_bytes_per_replica(scan, 64)
+    state = bcm_pcgibbs.state_bytes(static)
+    assert state == convergence._nbytes(jax.eval_shape(lambda d: bcm_pcgibbs.init(static, d, jax.random.PRNGKey(0)),
+                                                       data))
+    assert convergence.STATE_COPIES * state + bcm_pcgibbs.scratch(static)[0] >= xla_per_replica
+    assert (convergence.STATE_COPIES + bcm_pcgibbs.STEP_TEMPORARY_STATES / 2) * state < xla_per_replica

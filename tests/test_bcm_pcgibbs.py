@@ -17,6 +17,7 @@ from numpyro.infer.util import log_density
 from test_bcm_exact import (
     N_CLUSTERS,
     OTHER_PRIORS,
+    PADDED_ROWS,
     X_TINY,
     X_WIDE,
     enumerated_log_terms,
@@ -93,6 +94,23 @@ def test_a_wrong_prior_fails_the_same_check():
     draws = chains(bcm.Priors(alpha=1.0, lam=0.5, c=5.0, q=0.6), 1.0)
     result = gof_of_draws(draws, *exact_probabilities(OTHER_PRIORS))
     assert not result.passed(alpha=1e-3), result
+
+
+@pytest.mark.parametrize("padding_counted", [False, True], ids=["padded", "padding_counted_must_fail"])
+def test_padded_target_matches_the_enumerated_posterior(padding_counted):
+    """X_TINY padded with inert rows, as ``fit_bcm`` pads: the draws over the observations follow the
+    unpadded posterior and the padding rows' z never moves. Negative control: the padding rows counted as
+    observations."""
+    static, data = bcm_pcgibbs.make_target(X_TINY, N_CLUSTERS, OTHER_PRIORS, padded_rows=PADDED_ROWS)
+    if padding_counted:
+        data = data._replace(observed=jnp.ones(PADDED_ROWS, bool))
+    params = sampled_params(static, data, jax.random.PRNGKey(0), jnp.ones(N_CHAINS), N_WARMUP + N_DRAWS)
+    draws = {name: np.asarray(value[:, N_WARMUP:]) for name, value in params.items()}
+    n_obs = len(X_TINY)
+    if not padding_counted:
+        assert np.all(draws["z"][:, :, n_obs:] == draws["z"][:, :1, n_obs:])
+    result = gof_of_draws({**draws, "z": draws["z"][:, :, :n_obs]}, *exact_probabilities(OTHER_PRIORS))
+    assert result.passed(alpha=1e-3) == (not padding_counted), result
 
 
 @pytest.mark.parametrize("beta", [0.4])
@@ -219,6 +237,25 @@ def test_sweeps_keep_counts_and_log_terms_current():
         np.testing.assert_allclose(summaries["collapsed_log_joint"], collapsed.log_prior + collapsed.log_likelihood,
                                    rtol=1e-5)
         assert info.z_changed.shape == info.resplit_moved.shape == (N_CHAINS,)
+
+
+def test_a_start_at_given_clusters_keeps_them_and_draws_phi_given_them():
+    """``state_with_z``: the start's z is the one given, its counts and log terms are those of its params
+    computed afresh, and phi is drawn from Dirichlet(g + n): on data whose two features always agree, a
+    cluster holding only value 1 of a feature puts most of phi_sj's mass there."""
+    x = np.repeat([[0, 0], [1, 1]], 20, axis=0)
+    static, data = bcm_pcgibbs.make_target(x, 2, OTHER_PRIORS)
+    z = jnp.asarray(np.repeat(x[:, :1], 2, axis=1), jnp.int32)  # cluster = value
+    states = jax.jit(jax.vmap(lambda key: bcm_pcgibbs.state_with_z(static, data, key, z)))(
+        jax.random.split(jax.random.PRNGKey(0), N_CHAINS))
+    fresh, _, _ = fresh_states(static, data, states)
+    assert np.all(np.asarray(states.z) == np.asarray(z))
+    for name in ("row_counts", "cell_counts"):
+        np.testing.assert_array_equal(getattr(states, name), getattr(fresh, name))
+    for name in ("log_prior", "log_likelihood"):
+        np.testing.assert_allclose(getattr(states, name), getattr(fresh, name), rtol=1e-5)
+    phi = np.exp(np.asarray(states.log_phi))  # (chain, S, P, V)
+    assert np.all(phi[:, 0, :, 0] > 0.8) and np.all(phi[:, 1, :, 1] > 0.8)
 
 
 @pytest.mark.parametrize("shift, passes", [(1.0, True), (1.03, False)], ids=["exact", "shape_3_percent_off_must_fail"])

@@ -1,5 +1,6 @@
 """The izoo command: help, clear messages for unavailable models and bad files, summary of a run file."""
 
+import argparse
 import importlib.metadata
 import inspect
 import json
@@ -140,6 +141,18 @@ def test_the_guide_gives_an_example_file_per_model_that_fits():
         assert cli.model_options(args, name) == ({"n_clusters": 3} if name in ("bcm", "mgm") else {})
         assert all(not column.isdigit() for column in X.columns)  # named features
         assert (y is not None) == (name in ("brl", "prototype_selection"))
+
+
+def test_the_kernel_option_offers_fit_bcms_kernels():
+    from interpretable_zoo.inference.bcm import KERNELS
+
+    parser = cli.build_parser()
+    args = parser.parse_args(["fit", "bcm", "--data", "x.csv", "--out", "bcm.json", "--n-clusters", "2",
+                              "--kernel", "partially_collapsed"])
+    assert cli.model_options(args, "bcm") == {"n_clusters": 2, "kernel": "partially_collapsed"}
+    commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    kernel_option = next(action for action in commands.choices["fit"]._actions if action.dest == "kernel")
+    assert tuple(kernel_option.choices) == ("auto", *KERNELS)
 
 
 def fit_example(name: str, out: Path, *options: str) -> int:

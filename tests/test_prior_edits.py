@@ -264,15 +264,15 @@ def test_brl_refuses(monkeypatch, name, value, site):
 # ---------------------------------------------------------------- BCM
 
 
-def bcm_draws(priors, seed=2):
-    result = fit_bcm(X_TINY, N_CLUSTERS, priors=priors, seed=seed, **BCM_RUN)
+def bcm_draws(priors, seed=2, kernel="auto"):
+    result = fit_bcm(X_TINY, N_CLUSTERS, priors=priors, seed=seed, kernel=kernel, **BCM_RUN)
     return {name: result.idata.posterior_sites[name].values for name in ("omega", "prototype", "z")}
 
 
-def bcm_followed(monkeypatch, priors):
-    """The fit under the edit (``priors``, None for the model file's defaults) against enumeration of the
-    edited model, then of the original one."""
-    draws = bcm_draws(priors)
+def bcm_followed(monkeypatch, priors, kernel="auto"):
+    """The fit by ``kernel`` under the edit (``priors``, None for the model file's defaults) against
+    enumeration of the edited model, then of the original one."""
+    draws = bcm_draws(priors, kernel=kernel)
     enumerated_log_terms.cache_clear()
     edited = gof_of_draws(draws, *exact_probabilities(priors or bcm.Priors()))
     enumerated_log_terms.cache_clear()
@@ -331,6 +331,17 @@ OTHER_PRIORS = bcm.Priors(alpha=1.0, lam=0.5, c=5.0, q=0.3)
 def test_bcm_follows(monkeypatch, name, value, priors):
     monkeypatch.setattr(bcm, name, value)
     edited, original = bcm_followed(monkeypatch, priors)
+    assert edited.passed(alpha=1e-3), edited
+    assert not original.passed(alpha=1e-3), original
+
+
+@pytest.mark.parametrize("name, value", [("g", g_with_a_tenth_of_c), ("z_concentration", uneven_z_concentration)],
+                         ids=["g", "uneven_z_concentration"])
+def test_bcm_collapsed_kernel_follows(monkeypatch, name, value):
+    """``kernel="collapsed"`` (the default runs the partially collapsed kernel) reads the model file's hooks
+    through the same tables."""
+    monkeypatch.setattr(bcm, name, value)
+    edited, original = bcm_followed(monkeypatch, OTHER_PRIORS, kernel="collapsed")
     assert edited.passed(alpha=1e-3), edited
     assert not original.passed(alpha=1e-3), original
 
