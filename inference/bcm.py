@@ -77,9 +77,9 @@ KERNELS = ("collapsed", "partially_collapsed")
 """``fit_bcm``'s samplers: the collapsed Gibbs kernel (``inference.bcm_gibbs``: phi and pi integrated out,
 eqs. (1) and (2), the observation re-split and cluster split-merge moves) and the partially collapsed one
 (``inference.bcm_pcgibbs``: phi explicit, every observation's tokens at once). Both are exact for the same
-posterior; they temper it along different paths. ``kernel="auto"`` picks the partially collapsed kernel,
-which mixed faster per second on the recipes, and the collapsed one for priors with a hyperprior, which
-only it samples (docs/decisions/bcm-sampler.md)."""
+posterior; they temper it along different paths. ``kernel="auto"`` picks the partially collapsed kernel on
+a ladder, where it mixed faster per second on the recipes, and the collapsed one on a single rung, where it
+mixed far better, and for priors with a hyperprior, which only it samples (docs/decisions/bcm-sampler.md)."""
 ROW_RECORDS = ("row_counts", "log_likelihood", "z")
 """The records with an observation axis (after chain and draw), sliced to the observations on the host."""
 
@@ -215,7 +215,7 @@ class BCMResult(ExplainedResultMixin, convergence.TemperedResult):
     sliced to the observations, and the chains' last states (``_final``) are sliced where read."""
 
     def __init__(self, run, target, data: CategoricalData, n_clusters: int, priors: bcm.Priors, store_z: bool,
-                 kernel: str = "collapsed"):
+                 kernel: str):
         n_obs = data.codes.shape[0]
         self.run = replace(run, records={name: values[:, :, :n_obs] if name in ROW_RECORDS else values
                                          for name, values in run.records.items()})
@@ -643,8 +643,9 @@ def fit_bcm(
     cluster split-merge moves, phi and pi integrated out), "partially_collapsed"
     (``inference.bcm_pcgibbs``: phi explicit and drawn from its conditional, every observation's tokens
     at once given phi, the re-split move given phi; no split-merge move; hyperpriors refused), or "auto":
-    the partially collapsed kernel, and the collapsed one if ``priors`` holds a hyperprior. Both are exact
-    for the same posterior and give the same kind of result (``result.kernel`` names the one run).
+    the partially collapsed kernel on a ladder, the collapsed one for ``n_temperatures=1`` or if ``priors``
+    holds a hyperprior. Both are exact for the same posterior and give the same kind of result
+    (``result.kernel`` names the one run).
 
     DataFrame columns of numbers (floating point, or integers with more than
     ``validation.NUMERIC_COLUMN_LEVELS`` distinct values) are refused: bin them, or mark them categorical.
@@ -663,7 +664,7 @@ def fit_bcm(
         (2, 50, 3, 4)
         >>> import arviz as az
         >>> list(az.summary(result.idata).index)  # the label-free summaries
-        ['log_joint', 'sorted_cluster_size[0]', 'sorted_cluster_size[1]', 'sorted_cluster_size[2]', 'n_subspace_features', 'explicit_log_joint']
+        ['log_joint', 'sorted_cluster_size[0]', 'sorted_cluster_size[1]', 'sorted_cluster_size[2]', 'n_subspace_features']
         >>> result.converged  # far too few draws; leave num_samples=None to run until converged
         False
     """
@@ -701,7 +702,7 @@ def fit_bcm(
     # the tables and one replica's step, which the categories size; the sampler's estimate counts the replicas
     sampled = hyperpriors.hyperpriors_of(priors)  # hyperparameters sampled within the chain; hooks checked first
     if kernel == "auto":
-        kernel = "collapsed" if sampled else "partially_collapsed"
+        kernel = "collapsed" if sampled or n_temperatures == 1 else "partially_collapsed"
     if kernel == "partially_collapsed":
         hyperpriors.refuse_hyperpriors(priors, "fit_bcm(kernel='partially_collapsed')",
                                        "kernel='collapsed' samples q, alpha, lam and c within the chain")

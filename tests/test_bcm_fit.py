@@ -5,6 +5,7 @@ import pickle
 
 import jax
 import arviz as az
+import numpyro.distributions
 import numpy as np
 import pandas as pd
 import pytest
@@ -409,6 +410,29 @@ def test_the_partially_collapsed_kernel_fits_the_enumerated_posterior():
     assert result.to_dict()["kernel"] == "partially_collapsed"
     assert repr(result).endswith("kernel: partially_collapsed>")
     assert result.extend(num_samples=8)._kernel().step is bcm_pcgibbs.step
+
+
+class _KernelChosen(Exception):
+    pass
+
+
+@pytest.mark.parametrize("n_temperatures, priors, expected", [
+    ("auto", None, "partially_collapsed"), (4, None, "partially_collapsed"), (1, None, "collapsed"),
+    ("auto", bcm.Priors(q=numpyro.distributions.Beta(2.0, 2.0)), "collapsed")])
+def test_the_auto_kernel_is_the_partially_collapsed_one_on_a_ladder_without_hyperpriors(
+        monkeypatch, n_temperatures, priors, expected):
+    import interpretable_zoo.inference.bcm as bcm_fitting
+
+    chosen = []
+
+    def chosen_kernel(store_z, kernel="collapsed"):
+        chosen.append(kernel)
+        raise _KernelChosen
+
+    monkeypatch.setattr(bcm_fitting, "_kernel", chosen_kernel)
+    with pytest.raises(_KernelChosen):
+        fit_bcm(X_SMALL, 3, priors=priors, n_temperatures=n_temperatures)
+    assert chosen == [expected]
 
 
 @pytest.mark.parametrize("kernel, make_target", [("collapsed", bcm_gibbs.make_target),

@@ -241,8 +241,8 @@ def test_sweeps_keep_counts_and_log_terms_current():
 
 def test_a_start_at_given_clusters_keeps_them_and_draws_phi_given_them():
     """``state_with_z``: the start's z is the one given, its counts and log terms are those of its params
-    computed afresh, and phi is drawn from Dirichlet(g + n): on data whose two features always agree, a
-    cluster holding only value 1 of a feature puts most of phi_sj's mass there."""
+    computed afresh, and phi is drawn from Dirichlet(g + n): with every token of value v in cluster v (40
+    observations, two features), phi_sj puts most of its mass on value s (drawn from the prior, it would not)."""
     x = np.repeat([[0, 0], [1, 1]], 20, axis=0)
     static, data = bcm_pcgibbs.make_target(x, 2, OTHER_PRIORS)
     z = jnp.asarray(np.repeat(x[:, :1], 2, axis=1), jnp.int32)  # cluster = value

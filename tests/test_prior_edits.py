@@ -337,11 +337,11 @@ def test_bcm_follows(monkeypatch, name, value, priors):
 
 @pytest.mark.parametrize("name, value", [("g", g_with_a_tenth_of_c), ("z_concentration", uneven_z_concentration)],
                          ids=["g", "uneven_z_concentration"])
-def test_bcm_collapsed_kernel_follows(monkeypatch, name, value):
-    """``kernel="collapsed"`` (the default runs the partially collapsed kernel) reads the model file's hooks
-    through the same tables."""
+def test_bcm_partially_collapsed_kernel_follows(monkeypatch, name, value):
+    """``kernel="partially_collapsed"`` (the default on a ladder; BCM_RUN has one rung, where the default is
+    the collapsed kernel) reads the model file's hooks through the same tables."""
     monkeypatch.setattr(bcm, name, value)
-    edited, original = bcm_followed(monkeypatch, OTHER_PRIORS, kernel="collapsed")
+    edited, original = bcm_followed(monkeypatch, OTHER_PRIORS, kernel="partially_collapsed")
     assert edited.passed(alpha=1e-3), edited
     assert not original.passed(alpha=1e-3), original
 
