@@ -691,17 +691,19 @@ def _log_split_proposal(log_ratio, in_pair, n_b, n_pair):
     return logsumexp(jnp.concatenate(terms, -1), -1)
 
 
-def resplit_draws(key, n_rows: int, n_features: int, n_clusters: int):
-    """The re-split move's random numbers for ``n_rows`` observations (one replica): the token whose cluster
-    is a, the shift from a to b (1..S-1), the proposal's component (>= len(RESPLIT_TILTS): all in a or b),
-    a uniform per token and log u for the accept step."""
+def resplit_draws(key, observed, n_features: int, n_clusters: int):
+    """The re-split move's random numbers for the rows of ``observed`` (N,) (one replica): the token whose
+    cluster is a, the shift from a to b (1..S-1), the proposal's component (>= len(RESPLIT_TILTS): all in a
+    or b), a uniform per token and log u for the accept step, +inf on padding rows (``observed`` False), so
+    that their move is never accepted."""
+    n_rows = observed.shape[0]
     key_token, key_shift, key_component, key_tokens, key_accept = jax.random.split(key, 5)
     return (
         jax.random.randint(key_token, (n_rows,), 0, n_features, jnp.int32),
         jax.random.randint(key_shift, (n_rows,), 1, n_clusters, jnp.int32),
         jax.random.randint(key_component, (n_rows,), 0, 3 * len(RESPLIT_TILTS), jnp.int32),
         jax.random.uniform(key_tokens, (n_rows, n_features)),
-        jnp.log(jax.random.uniform(key_accept, (n_rows,))),
+        jnp.where(observed, jnp.log(jax.random.uniform(key_accept, (n_rows,))), jnp.inf),
     )
 
 
@@ -756,7 +758,7 @@ def _row_resplit_block(static: BCMStatic, data: BCMData, keys, betas, omega, pro
     A padding row's move is never accepted (its log u is +inf), and the moved share counts the observations
     only.
     """
-    n_obs, n_features, n_clusters, n_values = static.n_obs, static.n_features, static.n_clusters, static.n_values
+    n_features, n_clusters, n_values = static.n_features, static.n_clusters, static.n_values
     n_chains = len(keys)
     if n_clusters == 1:
         return z, row_counts, cell_counts, jnp.zeros(n_chains)
@@ -772,9 +774,9 @@ def _row_resplit_block(static: BCMStatic, data: BCMData, keys, betas, omega, pro
     # Each observation is visited once, in order: its z and row counts go through the scan as inputs and
     # come out as outputs; only the (flattened) cell counts and column totals are carried.
     token, shift, component, uniforms, log_u = (
-        jnp.swapaxes(draw, 0, 1) for draw in jax.vmap(lambda key: resplit_draws(key, n_obs, n_features, n_clusters))(keys)
+        jnp.swapaxes(draw, 0, 1)
+        for draw in jax.vmap(lambda key: resplit_draws(key, data.observed, n_features, n_clusters))(keys)
     )  # (N, C, ...)
-    log_u = jnp.where(data.observed[:, None], log_u, jnp.inf)
     inputs = (jnp.swapaxes(z, 0, 1), jnp.swapaxes(row_counts, 0, 1), cells * n_clusters, token, shift, component,
               uniforms, log_u)
     g_cells, g_totals = g_cells.reshape(-1), g_totals.reshape(-1)

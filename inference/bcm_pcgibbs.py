@@ -206,11 +206,10 @@ def _resplit_block(static: BCMStatic, data: BCMData, key, beta, z, token_log_phi
     small, an observation whose tokens share one cluster rarely moves, and the cluster sizes mix slowly.
     A padding row's move is never accepted. Returns z, row counts and the share of observations whose
     tokens moved."""
-    n_obs, n_features, n_clusters = static.n_obs, static.n_features, static.n_clusters
+    n_features, n_clusters = static.n_features, static.n_clusters
     if n_clusters == 1:
         return z, row_counts, jnp.zeros(())
-    token, shift, component, uniforms, log_u = bcm_gibbs.resplit_draws(key, n_obs, n_features, n_clusters)
-    log_u = jnp.where(data.observed, log_u, jnp.inf)
+    token, shift, component, uniforms, log_u = bcm_gibbs.resplit_draws(key, data.observed, n_features, n_clusters)
     a = jnp.take_along_axis(z, token[:, None], axis=1)  # (N, 1)
     b = (a + shift[:, None]) % n_clusters
     by_token = jnp.moveaxis(token_log_phi, 2, 0)  # (N, P, S)
