@@ -77,9 +77,10 @@ KERNELS = ("collapsed", "partially_collapsed")
 """``fit_bcm``'s samplers: the collapsed Gibbs kernel (``inference.bcm_gibbs``: phi and pi integrated out,
 eqs. (1) and (2), the observation re-split and cluster split-merge moves) and the partially collapsed one
 (``inference.bcm_pcgibbs``: phi explicit, every observation's tokens at once). Both are exact for the same
-posterior; they temper it along different paths. ``kernel="auto"`` picks the partially collapsed kernel on
-a ladder, where it mixed faster per second on the recipes, and the collapsed one on a single rung, where it
-mixed far better, and for priors with a hyperprior, which only it samples (docs/decisions/bcm-sampler.md)."""
+posterior; they temper it along different paths. The collapsed kernel is the default: it alone samples
+hyperpriors, and it mixed where the partially collapsed one stayed in separate modes (one rung, and the
+recipes with q = 0.5), though the latter mixed faster per second on the recipes with the paper's priors
+(docs/decisions/bcm-sampler.md)."""
 ROW_RECORDS = ("row_counts", "log_likelihood", "z")
 """The records with an observation axis (after chain and draw), sliced to the observations on the host."""
 
@@ -612,7 +613,7 @@ def fit_bcm(
     devices=None,
     checkpoint=None,
     memory_limit: int | None = None,
-    kernel: str = "auto",
+    kernel: str = "collapsed",
 ) -> BCMResult:
     """Fit BCM to a categorical matrix (integer codes, or a DataFrame whose values are mapped to codes)
     with an exact Gibbs sampler (``kernel`` below) under non-reversible parallel tempering
@@ -639,13 +640,11 @@ def fit_bcm(
     interruption, giving the draws of an uninterrupted run (``inference.checkpoint``).
     ``memory_limit``: the bytes the fit's memory estimate may reach (None: the memory available); settings
     whose estimate exceeds it are refused before any work, naming them.
-    ``kernel``: the sampler (``bcm.KERNELS``): "collapsed" (eqs. (1), (2), observation re-split and
-    cluster split-merge moves, phi and pi integrated out), "partially_collapsed"
+    ``kernel``: the sampler (``bcm.KERNELS``): "collapsed", the default (eqs. (1), (2), observation
+    re-split and cluster split-merge moves, phi and pi integrated out), or "partially_collapsed"
     (``inference.bcm_pcgibbs``: phi explicit and drawn from its conditional, every observation's tokens
-    at once given phi, the re-split move given phi; no split-merge move; hyperpriors refused), or "auto":
-    the partially collapsed kernel on a ladder, the collapsed one for ``n_temperatures=1`` or if ``priors``
-    holds a hyperprior. Both are exact for the same posterior and give the same kind of result
-    (``result.kernel`` names the one run).
+    at once given phi, the re-split move given phi; no split-merge move; hyperpriors refused). Both are
+    exact for the same posterior and give the same kind of result (``result.kernel`` names the one run).
 
     DataFrame columns of numbers (floating point, or integers with more than
     ``validation.NUMERIC_COLUMN_LEVELS`` distinct values) are refused: bin them, or mark them categorical.
@@ -677,8 +676,8 @@ def fit_bcm(
     n_obs = data.codes.shape[0]
     n_clusters = check_n_clusters(n_clusters, n_obs)
     store_z = check_flag(store_z, "store_z")
-    if not isinstance(kernel, str) or kernel not in ("auto", *KERNELS):
-        raise ValueError(f"kernel: expected one of {', '.join(map(repr, ('auto', *KERNELS)))}, got {kernel!r}")
+    if not isinstance(kernel, str) or kernel not in KERNELS:
+        raise ValueError(f"kernel: expected one of {', '.join(map(repr, KERNELS))}, got {kernel!r}")
     if priors is not None and not isinstance(priors, bcm.Priors):
         raise ValueError(f"priors: expected interpretable_zoo.models.bcm.Priors, got {type(priors).__name__}")
     priors = priors or bcm.Priors()
@@ -701,8 +700,6 @@ def fit_bcm(
             raise ValueError(f"init: initial clusters must lie in 0..{n_clusters - 1}")
     # the tables and one replica's step, which the categories size; the sampler's estimate counts the replicas
     sampled = hyperpriors.hyperpriors_of(priors)  # hyperparameters sampled within the chain; hooks checked first
-    if kernel == "auto":
-        kernel = "collapsed" if sampled or n_temperatures == 1 else "partially_collapsed"
     if kernel == "partially_collapsed":
         hyperpriors.refuse_hyperpriors(priors, "fit_bcm(kernel='partially_collapsed')",
                                        "kernel='collapsed' samples q, alpha, lam and c within the chain")
@@ -780,7 +777,7 @@ class BCMClusterer(ExplainedEstimatorMixin, ClusterMixin, ClassNamePrefixFeature
         progress_bar=None,
         devices=None,
         checkpoint=None,
-        kernel="auto",
+        kernel="collapsed",
     ):
         self.n_clusters = n_clusters
         self.priors = priors

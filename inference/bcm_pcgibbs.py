@@ -5,8 +5,8 @@ in topic models"), the cluster distributions phi_sj are kept in the state and on
 Given phi, the tokens of different observations share no count, so every observation's tokens are updated
 at once; within an observation the Polya term of pi_i couples them, so its P tokens are visited in turn:
 P sequential steps per sweep, each over all N observations (the collapsed kernel, ``inference.bcm_gibbs``,
-needs max(N, P) steps, each with scatter updates of the shared cell counts). ``fit_bcm`` runs this kernel
-on a ladder by default (``kernel="auto"`` without hyperpriors; docs/decisions/bcm-sampler.md).
+needs max(N, P) steps, each with scatter updates of the shared cell counts). ``fit_bcm`` runs it with
+``kernel="partially_collapsed"`` (docs/decisions/bcm-sampler.md).
 
 A replica at inverse temperature beta targets the explicit path pi_beta(omega, p, phi, z), in which the
 likelihood p(x | z, phi) alone is tempered (:class:`PCGibbsState`). Integrating phi out gives::

@@ -301,8 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     fit.add_argument("--seed", type=int, default=0)
     fit.add_argument("--n-clusters", type=int, help="number of clusters [bcm, mgm]")
-    fit.add_argument("--kernel", choices=["auto", "collapsed", "partially_collapsed"],
-                     help="the sampler (default: auto, the partially collapsed one on a ladder) [bcm]")
+    fit.add_argument("--kernel", choices=["collapsed", "partially_collapsed"],
+                     help="the sampler (default: collapsed) [bcm]")
     fit.add_argument("--num-samples", type=int, help="scans per chain (default: until converged) [bcm, brl]")
     fit.add_argument("--num-warmup", type=int, help="tuning scans (default: chosen by the run) [bcm, brl]")
     fit.add_argument("--num-chains", type=int, help="chains (default: brl 8, bcm 4) [bcm, brl]")

@@ -731,7 +731,7 @@ CASE_MODEL = [
     (lambda mp: fit_bcm(XC + 0.5, 2), ValueError, r"^X: expected integer category codes", "X-fractional"),
     (lambda mp: fit_bcm(np.where(XC == 0, np.nan, XC), 2), ValueError, r"^X: contains NaN", "X-nan"),
     (lambda mp: fit_bcm(XC, 21), ValueError, r"^n_clusters: 21 clusters for only 20 observations", "n-clusters"),
-    (lambda mp: fit_bcm(XC, 2, kernel="gibbs"), ValueError, r"^kernel: expected one of 'auto', 'collapsed', 'partially_collapsed'",
+    (lambda mp: fit_bcm(XC, 2, kernel="gibbs"), ValueError, r"^kernel: expected one of 'collapsed', 'partially_collapsed'",
      "kernel-unknown"),
     (
         lambda mp: fit_bcm(XC, 2, priors=bcm.Priors(q=numpyro.distributions.Beta(2.0, 2.0)), kernel="partially_collapsed"),
@@ -807,7 +807,7 @@ CASE_MODEL = [
         lambda mp: fit_bcm(XC, 2, num_chains=10**5, memory_limit=2 * 10**8),
         InsufficientMemoryError,
         r"^num_chains, n_temperatures: 100000 chains x 32 rungs .* = 3200000 replicas of \S+ KiB each \(with the "
-        r"step's work over tokens and clusters\), and the records of "
+        r"step's work over 5 features x 3 values\), and the records of "
         r"\d+ scans of every chain needs about .* GiB, more than the 191 MiB of memory_limit",
         "num-chains-beyond-memory-limit",
     ),

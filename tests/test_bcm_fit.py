@@ -5,7 +5,6 @@ import pickle
 
 import jax
 import arviz as az
-import numpyro.distributions
 import numpy as np
 import pandas as pd
 import pytest
@@ -61,8 +60,7 @@ def test_trace_holds_the_sites_and_label_free_summaries(small_fit):
     with pytest.raises(ValueError, match="per"):
         small_fit.unsupervised_accuracy(labels, per="pixel")
     table = summary(small_fit)
-    assert {"log_joint", "n_subspace_features", "sorted_cluster_size", "explicit_log_joint"} == {
-        name.split("[")[0] for name in table.index}  # the default kernel, partially collapsed, adds the last
+    assert {"log_joint", "n_subspace_features", "sorted_cluster_size"} == {name.split("[")[0] for name in table.index}
     assert np.all(np.isfinite(table["r_hat"]))
     assert list(az.summary(small_fit.idata).index) == list(table.index)  # ArviZ's default is the label-free rows
 
@@ -98,7 +96,7 @@ def test_explain_frame_text_and_dict_agree(small_fit):
     assert "<table" in small_fit._repr_html_() and "converged" in small_fit._repr_html_()
     assert str(small_fit).endswith(small_fit.explain()) and "converged: worst R-hat" in str(small_fit)
     n_obs, n_features = small_fit.data.codes.shape
-    assert repr(small_fit) == f"<Bayesian Case Model: observations: {n_obs}; features: {n_features}; clusters: 3; kernel: partially_collapsed>"
+    assert repr(small_fit) == f"<Bayesian Case Model: observations: {n_obs}; features: {n_features}; clusters: 3; kernel: collapsed>"
 
 
 def test_prototype_images_outline_the_subspace(small_fit):
@@ -175,8 +173,7 @@ def test_log_likelihood_group_names_every_dim_and_serves_loo(small_fit):
 def test_diagnostics_table_names_its_rows_as_the_summary_does(small_fit):
     table = small_fit.diagnostics
     assert list(table.index) == list(summary(small_fit).index) == [
-        "log_joint", *(f"sorted_cluster_size[{s}]" for s in range(small_fit.n_clusters)), "n_subspace_features",
-        "explicit_log_joint"]
+        "log_joint", *(f"sorted_cluster_size[{s}]" for s in range(small_fit.n_clusters)), "n_subspace_features"]
     engine = small_fit.run.diagnostics  # the same statistics under the engine's names
     assert table.loc["sorted_cluster_size[1]"].tolist() == list(engine["cluster_size_1"])
     assert list(table.columns) == ["r_hat", "ess_bulk"]
@@ -410,29 +407,6 @@ def test_the_partially_collapsed_kernel_fits_the_enumerated_posterior():
     assert result.to_dict()["kernel"] == "partially_collapsed"
     assert repr(result).endswith("kernel: partially_collapsed>")
     assert result.extend(num_samples=8)._kernel().step is bcm_pcgibbs.step
-
-
-class _KernelChosen(Exception):
-    pass
-
-
-@pytest.mark.parametrize("n_temperatures, priors, expected", [
-    ("auto", None, "partially_collapsed"), (4, None, "partially_collapsed"), (1, None, "collapsed"),
-    ("auto", bcm.Priors(q=numpyro.distributions.Beta(2.0, 2.0)), "collapsed")])
-def test_the_auto_kernel_is_the_partially_collapsed_one_on_a_ladder_without_hyperpriors(
-        monkeypatch, n_temperatures, priors, expected):
-    import interpretable_zoo.inference.bcm as bcm_fitting
-
-    chosen = []
-
-    def chosen_kernel(store_z, kernel="collapsed"):
-        chosen.append(kernel)
-        raise _KernelChosen
-
-    monkeypatch.setattr(bcm_fitting, "_kernel", chosen_kernel)
-    with pytest.raises(_KernelChosen):
-        fit_bcm(X_SMALL, 3, priors=priors, n_temperatures=n_temperatures)
-    assert chosen == [expected]
 
 
 @pytest.mark.parametrize("kernel, make_target", [("collapsed", bcm_gibbs.make_target),

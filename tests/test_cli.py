@@ -152,7 +152,7 @@ def test_the_kernel_option_offers_fit_bcms_kernels():
     assert cli.model_options(args, "bcm") == {"n_clusters": 2, "kernel": "partially_collapsed"}
     commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
     kernel_option = next(action for action in commands.choices["fit"]._actions if action.dest == "kernel")
-    assert tuple(kernel_option.choices) == ("auto", *KERNELS)
+    assert tuple(kernel_option.choices) == KERNELS
 
 
 def fit_example(name: str, out: Path, *options: str) -> int:

@@ -264,12 +264,12 @@ def test_brl_refuses(monkeypatch, name, value, site):
 # ---------------------------------------------------------------- BCM
 
 
-def bcm_draws(priors, seed=2, kernel="auto"):
+def bcm_draws(priors, seed=2, kernel="collapsed"):
     result = fit_bcm(X_TINY, N_CLUSTERS, priors=priors, seed=seed, kernel=kernel, **BCM_RUN)
     return {name: result.idata.posterior_sites[name].values for name in ("omega", "prototype", "z")}
 
 
-def bcm_followed(monkeypatch, priors, kernel="auto"):
+def bcm_followed(monkeypatch, priors, kernel="collapsed"):
     """The fit by ``kernel`` under the edit (``priors``, None for the model file's defaults) against
     enumeration of the edited model, then of the original one."""
     draws = bcm_draws(priors, kernel=kernel)
@@ -338,8 +338,7 @@ def test_bcm_follows(monkeypatch, name, value, priors):
 @pytest.mark.parametrize("name, value", [("g", g_with_a_tenth_of_c), ("z_concentration", uneven_z_concentration)],
                          ids=["g", "uneven_z_concentration"])
 def test_bcm_partially_collapsed_kernel_follows(monkeypatch, name, value):
-    """``kernel="partially_collapsed"`` (the default on a ladder; BCM_RUN has one rung, where the default is
-    the collapsed kernel) reads the model file's hooks through the same tables."""
+    """``kernel="partially_collapsed"`` reads the model file's hooks through the same tables."""
     monkeypatch.setattr(bcm, name, value)
     edited, original = bcm_followed(monkeypatch, OTHER_PRIORS, kernel="partially_collapsed")
     assert edited.passed(alpha=1e-3), edited
