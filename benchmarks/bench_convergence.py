@@ -160,9 +160,8 @@ def _bcm_row(case: str, X, n_clusters: int, **options) -> Comparison:
 
 _BCM_DESCRIPTION = (
     "BCM at default settings (4 chains, non-reversible parallel tempering, the default kernel: collapsed Gibbs "
-    "with the observation re-split and cluster split-merge moves, on 2026-12-02 for a day partially collapsed "
-    "Gibbs; run until the log joint, sorted cluster sizes and "
-    "number of subspace features reach R-hat <= 1.01 and bulk ESS >= 400, or 300 s) against the same "
+    "with the observation re-split and cluster split-merge moves; run until the log joint, sorted cluster "
+    "sizes and number of subspace features reach R-hat <= 1.01 and bulk ESS >= 400, or 300 s) against the same "
     "kernel with one rung given the same wall time (CONVERGENCE_UNTEMPERED=skip leaves it out). Columns as in "
     "convergence_brl. One benchmark per data set (each row takes up to 10 minutes)."
 )

@@ -78,9 +78,9 @@ KERNELS = ("collapsed", "partially_collapsed")
 eqs. (1) and (2), the observation re-split and cluster split-merge moves) and the partially collapsed one
 (``inference.bcm_pcgibbs``: phi explicit, every observation's tokens at once). Both are exact for the same
 posterior; they temper it along different paths. The collapsed kernel is the default: its chains cross
-between modes, where the partially collapsed kernel's stayed in the modes they settled in (on the recipes
-with q = 0.5 and alpha = 0.1, and on one rung), though within a mode the latter has the higher ESS per
-second; and it alone samples hyperpriors (docs/decisions/bcm-sampler.md)."""
+between modes, where the partially collapsed kernel's stay in the modes they settle in, though within a
+mode the latter has the higher ESS per second; and it alone samples hyperpriors
+(docs/decisions/bcm-sampler.md)."""
 ROW_RECORDS = ("row_counts", "log_likelihood", "z")
 """The records with an observation axis (after chain and draw), sliced to the observations on the host."""
 
