@@ -36,8 +36,10 @@ def _describe(run, seconds: float) -> str:
     evidence = "n/a" if not np.isfinite(run.log_evidence) else f"{run.log_evidence:.1f} ± {run.log_evidence_se:.2f}"
     return (
         f"{chains} x {draws} draws (every {run.thin} scans), compile {run.seconds['compile']:.1f} s, "
+        f"{run.n_scans} scans in all, {run.seconds['sampling'] / max(run.n_scans, 1):.2f} s a scan, "
         f"R-hat {rhat:.3f}, ESS {ess:.0f}, ESS/s {ess / seconds:.1f}, log Z {evidence}, K = {run.n_temperatures}, "
-        f"round trips per scan and chain {run.round_trip_rate:.4f}, converged {run.converged}"
+        f"Lambda {run.barrier:.1f}, round trips per scan and chain {run.round_trip_rate:.4f}, "
+        f"converged {run.converged}"
         + "".join(f"; {name} per rung from the reference {' '.join(f'{rate:.2f}' for rate in rates)}"
                   for name, rates in run.move_rates.items())
     )

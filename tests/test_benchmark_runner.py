@@ -101,8 +101,8 @@ def test_convergence_rows_leave_out_the_untempered_fit_only_when_asked(monkeypat
     class Run:
         diagnostics = {"log_joint": (1.0, 800.0)}
         summaries = {"log_joint": np.zeros((4, 10))}
-        thin, seconds, log_evidence, log_evidence_se, n_temperatures, converged = 1, {"compile": 0.1}, 0.0, 0.1, 8, True
-        round_trip_rate = 0.01
+        thin, seconds, log_evidence, log_evidence_se, n_temperatures, converged = 1, {"compile": 0.1, "sampling": 2.0}, 0.0, 0.1, 8, True
+        round_trip_rate, barrier, n_scans = 0.01, 3.3, 40
         move_rates = {"accept_prob": np.array([0.9, 0.25])}
 
     class Result:
@@ -114,6 +114,7 @@ def test_convergence_rows_leave_out_the_untempered_fit_only_when_asked(monkeypat
     row = bench_convergence._row("case", "defaults", Result, plain)
     assert plain_budgets == [] and row.peer_seconds is None and "untempered: not run" in row.notes
     assert "accept_prob per rung from the reference 0.90 0.25" in row.notes
+    assert "40 scans in all, 0.05 s a scan" in row.notes and "Lambda 3.3," in row.notes
     monkeypatch.delenv("CONVERGENCE_UNTEMPERED")
     row = bench_convergence._row("case", "defaults", Result, plain)
     assert len(plain_budgets) == 1 and row.peer_seconds is not None
