@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
+import sys
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -787,6 +788,20 @@ def _rhat_hint(rhat: float, num_chains: int, target: ConvergenceTarget) -> str:
             f"chains reach R-hat {target.target_rhat} at a bulk ESS of about {needed:.0f}, more than min_ess.")
 
 
+def _ladder_hint(barrier: float, n_rungs: int) -> str:
+    """A sentence for the unconverged warning when the ladder has fewer rungs than its measured barrier
+    Lambda wants (:func:`~interpretable_zoo.inference.tempering.rungs_for_barrier`, uncapped): its K - 1
+    pairs then reject about Lambda / (K - 1) of their swaps each, and few replicas cross from the
+    reference to the target however long the run; else empty."""
+    wanted = tempering.rungs_for_barrier(barrier, maximum=sys.maxsize)
+    if n_rungs < 2 or wanted <= n_rungs:
+        return ""
+    rejected = min(1.0, barrier / (n_rungs - 1))
+    return (f" The ladder is short for its barrier: Lambda = {barrier:.1f} wants about {wanted} rungs, and each "
+            f"pair of its {n_rungs} rejects about {rejected:.2f} of its swaps; n_temperatures={wanted} runs that "
+            f"many, each scan costing about {wanted / n_rungs:.1f}x as much.")
+
+
 def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut=None,
                      resume=None, writer=None, pace=None, proposal=None, last_tuning=None, *,
                      stop: interruption.StopRequest):
@@ -892,7 +907,8 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
         warnings.warn(
             f"{settings['description']}: the time budget (max_seconds={target.max_seconds}) ended before the "
             f"chains agreed: {run.message()}; targets R-hat <= {target.target_rhat}, bulk ESS >= {target.min_ess}. "
-            f"Raise max_seconds, or continue with result.extend().{_rhat_hint(rhat, settings['num_chains'], target)}",
+            f"Raise max_seconds, or continue with result.extend().{_rhat_hint(rhat, settings['num_chains'], target)}"
+            f"{_ladder_hint(barrier, len(schedule))}",
             stacklevel=3,
         )
     return run

@@ -454,6 +454,16 @@ def test_agreeing_slowly_mixing_chains_have_rhat_about_one_plus_chains_over_ess(
     assert excess / bound < 0.5, (excess, bound)
 
 
+def _unconverged_warning(bimodal, num_chains: int) -> str:
+    """The warning of a 2-rung run of ``num_chains`` chains that a budget of 1 ms ends in its first round."""
+    static = toy.LatticeStatic(int(bimodal[1].log_prior.shape[0]))
+    with pytest.warns(UserWarning, match="NOT converged") as caught:
+        convergence.sample(toy.KERNEL, static, bimodal[1], num_chains=num_chains, n_temperatures=2, tuning_rounds=0,
+                           scans_per_chunk=16, target=convergence.ConvergenceTarget(max_seconds=1e-3),
+                           progress_bar=False)
+    return str(caught[0].message)
+
+
 @pytest.mark.parametrize("num_chains, rhat, ess, hint", [
     (8, 1.02, 1000.0, "8 chains reach R-hat 1.01 at a bulk ESS of about 800, more than min_ess"),
     (4, 1.02, 1000.0, None),  # 4 chains need about 400, which min_ess already asks
@@ -462,13 +472,32 @@ def test_agreeing_slowly_mixing_chains_have_rhat_about_one_plus_chains_over_ess(
 def test_the_unconverged_warning_says_how_much_ess_the_rhat_target_needs(bimodal, monkeypatch, num_chains, rhat,
                                                                           ess, hint):
     monkeypatch.setattr(convergence, "diagnose", lambda summaries: {"x": (rhat, ess)})
-    static = toy.LatticeStatic(int(bimodal[1].log_prior.shape[0]))
-    with pytest.warns(UserWarning, match="NOT converged") as caught:
-        convergence.sample(toy.KERNEL, static, bimodal[1], num_chains=num_chains, n_temperatures=2, tuning_rounds=0,
-                           scans_per_chunk=16, target=convergence.ConvergenceTarget(max_seconds=1e-3),
-                           progress_bar=False)
-    message = str(caught[0].message)
+    message = _unconverged_warning(bimodal, num_chains)
     if hint is None:
         assert "chains / bulk ESS" not in message
     else:
         assert hint in message
+
+
+@pytest.mark.parametrize("barrier, hint", [
+    (3.0, "Lambda = 3.0 wants about 8 rungs, and each pair of its 2 rejects about 1.00 of its swaps; "
+          "n_temperatures=8 runs that many, each scan costing about 4.0x as much."),
+    (0.8, None),  # 2 Lambda rounds to 2 rungs: the ladder has what the barrier wants
+])
+def test_the_unconverged_warning_says_when_the_ladder_is_short_for_its_barrier(bimodal, monkeypatch, barrier, hint):
+    """The barrier Lambda that the last round measured wants about 2 Lambda rungs (rounded to a power of two,
+    as ``n_temperatures="auto"`` picks them); a run with fewer says how many, and what its pairs reject."""
+    monkeypatch.setattr(tempering, "communication_barrier", lambda statistics: barrier)
+    message = _unconverged_warning(bimodal, num_chains=4)
+    if hint is None:
+        assert "short for its barrier" not in message
+    else:
+        assert message.endswith(" The ladder is short for its barrier: " + hint)
+
+
+def test_the_ladder_hint_of_usps_40_per_digit():
+    """The barrier and ladder of convergence_bcm_usps40 (benchmarks/RESULTS.md): 32 rungs, the cap of
+    n_temperatures="auto", for a Lambda of 28.5; 12 (the recipes') fits in 32."""
+    hint = convergence._ladder_hint(28.5, 32)
+    assert "Lambda = 28.5 wants about 64 rungs, and each pair of its 32 rejects about 0.92" in hint
+    assert convergence._ladder_hint(12.0, 32) == "" and convergence._ladder_hint(28.5, 1) == ""
