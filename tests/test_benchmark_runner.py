@@ -101,7 +101,8 @@ def test_convergence_rows_leave_out_the_untempered_fit_only_when_asked(monkeypat
     class Run:
         diagnostics = {"log_joint": (1.0, 800.0)}
         summaries = {"log_joint": np.zeros((4, 10))}
-        thin, seconds, log_evidence, log_evidence_se, n_temperatures, converged = 1, {"compile": 0.1, "sampling": 2.0}, 0.0, 0.1, 8, True
+        thin, log_evidence, log_evidence_se, n_temperatures, converged = 1, 0.0, 0.1, 8, True
+        seconds = {"compile": 0.1, "sampling": 2.0}
         round_trip_rate, barrier, n_scans = 0.01, 3.3, 40
         move_rates = {"accept_prob": np.array([0.9, 0.25])}
 
