@@ -1,6 +1,7 @@
 """Shared fixtures: the real-data folder (tests needing it skip with the reason when it is absent); the
 longest files collected first."""
 
+import gc
 import os
 import warnings
 from pathlib import Path
@@ -24,6 +25,17 @@ LONGEST_FILES = (
 """The files that take longest (a minute to five on 2 cores), longest first. `make test`'s workers take
 whole files in collection order, so a long file collected late (alphabetically) would run alone at the
 end while the other worker idles."""
+
+
+GC_THRESHOLDS = (50_000, 20, 100)
+"""Python's cyclic garbage collector runs once per this many net allocations (generation 0), and every this many
+collections of the generation below (1 and 2). A worker traces thousands of programs, and under Python's
+defaults (700, 10, 10) its collections, each walking a heap that grows with the compiled programs kept, took
+about 4 % of the test time (8.2 s of 188 s in three files, against 1.4 s with these)."""
+
+
+def pytest_configure(config):
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def pytest_collection_modifyitems(items):
