@@ -336,6 +336,7 @@ def _thinned(chunks: list, max_draws: int):
     return jax.tree.map(lambda x: x[:, thin - 1 :: thin], tree), thin
 
 
+@memory.small_pages()
 def sample(
     kernel: tempering.TargetKernel,
     static,
@@ -534,6 +535,7 @@ def _saver(writer, start, **position):
     return save
 
 
+@memory.small_pages()
 def extend(run: TemperedRun, kernel: tempering.TargetKernel, static, data, *, num_samples: int | None = None,
            target: ConvergenceTarget | None = None, progress_bar: bool | None = None) -> TemperedRun:
     """Continue a run from its last state, with its schedule: until converged (``target``, by default the

@@ -1,5 +1,6 @@
 """Memory checks before large allocations: an estimate compared with the memory the system has available,
-or with the ``memory_limit`` that a fit was given (:func:`limit`)."""
+or with the ``memory_limit`` that a fit was given (:func:`limit`); and NumPy's large arrays allocated
+without huge pages where filling them once would cost more than reading them saves (:func:`small_pages`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,14 @@ import resource
 from pathlib import Path
 
 from interpretable_zoo import compiled_programs
+
+try:
+    from numpy._core.multiarray import _set_madvise_hugepage
+except ImportError:  # NumPy 1 names the module numpy.core; a NumPy without the switch leaves its pages as they are
+    try:
+        from numpy.core.multiarray import _set_madvise_hugepage
+    except ImportError:
+        _set_madvise_hugepage = None
 
 _MEMINFO = Path("/proc/meminfo")
 _CGROUP_FILES = (
@@ -100,6 +109,26 @@ def limit(memory_limit):
         yield
     finally:
         _LIMIT.reset(token)
+
+
+@contextlib.contextmanager
+def small_pages():
+    """Within the block, NumPy allocates without asking the kernel for transparent huge pages, and then
+    restores its setting (process-wide; a hint only, so another thread's arrays are unaffected but for speed).
+
+    NumPy asks for them (``madvise(MADV_HUGEPAGE)``) for every array of 4 MiB or more. Where the kernel then
+    compacts memory to find a huge page at the first touch (``/sys/kernel/mm/transparent_hugepage/defrag``
+    = ``madvise``, a common default), a fresh array of a fragmented process can take over ten times as long
+    to fill. The sampling engine's records are written once and read in order, which huge pages do not
+    speed up (docs/decisions/tempering.md, "The draws are joined and judged without huge pages")."""
+    if _set_madvise_hugepage is None:
+        yield
+        return
+    before = _set_madvise_hugepage(False)
+    try:
+        yield
+    finally:
+        _set_madvise_hugepage(before)
 
 
 def honours_limit(fit):

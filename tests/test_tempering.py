@@ -9,7 +9,7 @@ import toy_tempering as toy
 from compile_events import programs_compiled
 
 from interpretable_zoo.diagnostics import exact_gof_test
-from interpretable_zoo.inference import convergence, tempering
+from interpretable_zoo.inference import convergence, memory, tempering
 
 # a fixed ladder: the engine's draws must be exact whatever the schedule
 FIXED = dict(num_chains=4, n_temperatures=6, num_samples=6000, tuning_rounds=2, scans_per_chunk=512, progress_bar=False)
@@ -501,3 +501,34 @@ def test_the_ladder_hint_of_usps_40_per_digit():
     hint = convergence._ladder_hint(28.5, 32)
     assert "Lambda = 28.5 wants about 64 rungs, and each pair of its 32 rejects about 0.92" in hint
     assert convergence._ladder_hint(12.0, 32) == "" and convergence._ladder_hint(28.5, 1) == ""
+
+
+def numpy_asks_for_huge_pages() -> bool:
+    """NumPy's switch of ``madvise(MADV_HUGEPAGE)`` for its large arrays, read by setting it and back."""
+    value = memory._set_madvise_hugepage(True)
+    memory._set_madvise_hugepage(value)
+    return value
+
+
+@pytest.mark.parametrize("before", [True, False])
+def test_the_engine_joins_and_judges_its_draws_without_huge_pages_and_restores_numpy_s_switch(bimodal, monkeypatch,
+                                                                                              before):
+    """The records are joined and diagnosed with NumPy's huge pages off (``memory.small_pages``), in a run
+    and in its extension; after either, and after a run that raises, NumPy's switch is as it was."""
+    if memory._set_madvise_hugepage is None:
+        pytest.skip("this NumPy has no switch for huge pages, and allocates as it always does")
+    seen, diagnose = [], convergence.diagnose
+    monkeypatch.setattr(convergence, "diagnose", lambda summaries: seen.append(numpy_asks_for_huge_pages())
+                        or diagnose(summaries))
+    initial = memory._set_madvise_hugepage(before)
+    try:
+        run = tempered_run(bimodal[1], num_samples=512)
+        assert numpy_asks_for_huge_pages() is before
+        convergence.extend(run, toy.KERNEL, toy.LatticeStatic(12), bimodal[1], num_samples=512)
+        assert numpy_asks_for_huge_pages() is before
+        with pytest.raises(ValueError, match="num_chains"):
+            tempered_run(bimodal[1], num_chains=0)
+        assert numpy_asks_for_huge_pages() is before
+    finally:
+        memory._set_madvise_hugepage(initial)
+    assert len(seen) >= 2 and not any(seen)
