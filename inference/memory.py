@@ -114,7 +114,8 @@ def limit(memory_limit):
 @contextlib.contextmanager
 def small_pages():
     """Within the block, NumPy allocates without asking the kernel for transparent huge pages, and then
-    restores its setting (process-wide; a hint only, so another thread's arrays are unaffected but for speed).
+    restores its setting. The setting is process-wide but only a hint: arrays that another thread allocates
+    meanwhile differ in speed alone.
 
     NumPy asks for them (``madvise(MADV_HUGEPAGE)``) for every array of 4 MiB or more. Where the kernel then
     compacts memory to find a huge page at the first touch (``/sys/kernel/mm/transparent_hugepage/defrag``
