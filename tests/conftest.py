@@ -29,9 +29,9 @@ end while the other worker idles."""
 
 GC_THRESHOLDS = (50_000, 20, 100)
 """Python's cyclic garbage collector runs once per this many net allocations (generation 0), and every this many
-collections of the generation below (1 and 2). A worker traces thousands of programs, and under Python's
-defaults (700, 10, 10) its collections, each walking a heap that grows with the compiled programs kept, took
-about 4 % of the test time (8.2 s of 188 s in three files, against 1.4 s with these)."""
+collections of the generation below (1 and 2). A worker traces thousands of programs and keeps the compiled
+ones, so each collection walks a growing heap; Python's defaults (700, 10, 10) collect far more often than
+that heap needs (docs/decisions/test-suite.md, "Python's garbage collector")."""
 
 
 def pytest_configure(config):
