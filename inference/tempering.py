@@ -90,7 +90,11 @@ class TargetKernel(NamedTuple):
 
     ``scratch(static) -> (bytes, what, setting)``, optional: the memory one replica's ``step`` needs beyond
     its state, what it is, and the fit's setting that sizes it (or None), for the run's memory estimate
-    (:func:`~interpretable_zoo.inference.convergence.check_run_memory`)."""
+    (:func:`~interpretable_zoo.inference.convergence.check_run_memory`).
+
+    ``one_pool_thread_pays``: whether the kernel's programs, long loops of small operations, run faster on
+    XLA's CPU pool of one thread on a small machine (BRL's: ``interpretable_zoo.machine``); an unconverged
+    run on XLA's default pool there then says how to ask for one thread."""
 
     init: Callable
     step: Callable
@@ -100,6 +104,7 @@ class TargetKernel(NamedTuple):
     with_proposal: Callable | None = None
     chain_rows: Callable | None = None
     scratch: Callable | None = None
+    one_pool_thread_pays: bool = False
 
 
 class RoundFacts(NamedTuple):

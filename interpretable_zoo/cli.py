@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 
 from interpretable_zoo.demos import bayesian_sets, bcm, brl, mgm, prototype_selection
-from interpretable_zoo.machine import usable_cores
+from interpretable_zoo.machine import SMALL_MACHINE_CORES, pool_is_sized, usable_cores
 
 
 MCMC_OPTIONS = ("num_warmup", "num_samples", "num_chains", "max_seconds", "progress")
@@ -325,11 +325,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-SMALL_MACHINE_CORES = 2
-"""Machines of at most this many cores run ``izoo fit brl`` with XLA's CPU pool of one thread
-(:func:`xla_pool_threads`)."""
-
-
 def xla_pool_threads(command: str, model: str | None, cores: int, environ) -> str | None:
     """The size of XLA's CPU pool (PJRT_NPROC) that ``izoo`` gives a job, or None for XLA's default (a thread
     per core): one thread for ``fit brl`` on a machine of at most :data:`SMALL_MACHINE_CORES` cores, unless
@@ -340,9 +335,7 @@ def xla_pool_threads(command: str, model: str | None, cores: int, environ) -> st
     gain nothing or lose, and machines of more cores were not measured (docs/guides/scaling.md)."""
     if command != "fit" or model != "brl" or cores > SMALL_MACHINE_CORES:
         return None
-    if "PJRT_NPROC" in environ or "NPROC" in environ:
-        return None
-    return "1"
+    return None if pool_is_sized(environ) else "1"
 
 
 def main(argv: list[str] | None = None) -> int:
