@@ -329,10 +329,9 @@ def xla_pool_threads(command: str, model: str | None, cores: int, environ) -> st
     """The size of XLA's CPU pool (PJRT_NPROC) that ``izoo`` gives a job, or None for XLA's default (a thread
     per core): one thread for ``fit brl`` on a machine of at most :data:`SMALL_MACHINE_CORES` cores, unless
     ``environ`` sizes the pool already (PJRT_NPROC, or NPROC, which XLA reads after it). BRL's programs are
-    loops of small operations that one thread runs while the pool's other threads wait for work by spinning,
-    which on 2 cores takes CPU time from the thread that works: there its fits ran faster with one thread in
-    every measurement, with the same draws (``xla_thread_pool`` in benchmarks/RESULTS.md). The other models
-    gain nothing or lose, and machines of more cores were not measured (docs/guides/scaling.md)."""
+    loops of small operations that gain nothing from a second thread: on 2 cores its fits ran faster with one
+    thread in every measurement, with the same draws (``xla_thread_pool`` in benchmarks/RESULTS.md). The
+    other models gain nothing or lose, and machines of more cores were not measured (docs/guides/scaling.md)."""
     if command != "fit" or model != "brl" or cores > SMALL_MACHINE_CORES:
         return None
     return None if pool_is_sized(environ) else "1"
