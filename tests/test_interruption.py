@@ -225,6 +225,18 @@ def test_a_checkpoint_of_other_settings_is_refused(monkeypatch, tmp_path):
         Checkpoint(path, every_seconds=-1)
 
 
+def test_a_checkpoint_s_fingerprint_reads_the_kernel_s_functions_and_not_its_flags():
+    """``one_pool_thread_pays`` changes no draw, so a checkpoint resumes whatever its value; another step
+    function (the negative control) makes another run."""
+    from interpretable_zoo.inference.checkpoint import fingerprint
+
+    settings = dict.fromkeys(("num_chains", "seed", "n_temperatures", "max_temperatures", "num_samples",
+                              "tuning_rounds", "scans_per_chunk", "max_draws", "target"), 1)
+    digest = fingerprint(toy.KERNEL, STATIC, DATA, settings)
+    assert fingerprint(toy.KERNEL._replace(one_pool_thread_pays=True), STATIC, DATA, settings) == digest
+    assert fingerprint(toy.KERNEL._replace(step=toy.KERNEL.init), STATIC, DATA, settings) != digest
+
+
 def test_a_checkpoint_of_another_layout_a_damaged_one_or_no_checkpoint_is_refused_by_name(monkeypatch, tmp_path):
     from interpretable_zoo.inference import checkpoint
 
