@@ -20,8 +20,7 @@ def pool_is_sized(environ) -> bool:
     return "PJRT_NPROC" in environ or "NPROC" in environ
 
 
-def one_pool_thread_would_help(environ=None) -> bool:
+def one_pool_thread_would_help() -> bool:
     """Whether this process runs XLA's default pool of several threads on a machine of at most
     :data:`SMALL_MACHINE_CORES` cores, where a pool of one thread runs BRL's programs faster."""
-    environ = os.environ if environ is None else environ
-    return 2 <= usable_cores() <= SMALL_MACHINE_CORES and not pool_is_sized(environ)
+    return 2 <= usable_cores() <= SMALL_MACHINE_CORES and not pool_is_sized(os.environ)
