@@ -53,6 +53,29 @@ def _untempered_wanted() -> bool:
     return choice == "run"
 
 
+def _extra_settings() -> dict:
+    """CONVERGENCE_SETTINGS (comma-separated name=value, e.g. ``n_temperatures=64,max_seconds=520``) replaces
+    defaults of every fit the benchmark runs; the untempered fit keeps its one rung and the tempered fit's time."""
+    text = os.environ.get("CONVERGENCE_SETTINGS", "")
+    settings = {}
+    for item in filter(None, text.split(",")):
+        name, equals, value = item.partition("=")
+        if not equals or not name.isidentifier():
+            raise ValueError(f"CONVERGENCE_SETTINGS: expected name=value items, got {item!r}")
+        try:
+            settings[name] = int(value)
+        except ValueError:
+            try:
+                settings[name] = float(value)
+            except ValueError:
+                settings[name] = value
+    return settings
+
+
+def _settings_text(options: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in options.items()) or "defaults"
+
+
 def _row(case: str, settings: str, tempered_fit, plain_fit) -> Comparison:
     """One case: the default (tempered) fit, then the one-rung fit with the tempered fit's wall time."""
     untempered_wanted = _untempered_wanted()  # a bad value is refused before the long fit, not after it
@@ -72,17 +95,17 @@ def _row(case: str, settings: str, tempered_fit, plain_fit) -> Comparison:
 
 
 def _brl_row(case: str, X, y, **options) -> Comparison:
-    settings = ", ".join(f"{k}={v}" for k, v in options.items()) or "defaults"
+    options = {**options, **_extra_settings()}
 
     def tempered():
         return BayesianRuleListClassifier(seed=SEED, progress_bar=False, **options).fit(X, y).result_
 
     def plain(seconds):
         return BayesianRuleListClassifier(
-            seed=SEED, progress_bar=False, n_temperatures=1, max_seconds=seconds, **options
+            seed=SEED, progress_bar=False, **{**options, "n_temperatures": 1, "max_seconds": seconds}
         ).fit(X, y).result_
 
-    return _row(case, settings, tempered, plain)
+    return _row(case, _settings_text(options), tempered, plain)
 
 
 SEEDS = (1, 2, 3, 4, 5, 6)
@@ -91,7 +114,8 @@ SEEDS = (1, 2, 3, 4, 5, 6)
 def _brl_seeds_row(case: str, X, y, **options) -> Comparison:
     """The default fit with each of SEEDS: how many converge, their wall times (median as ours) and their log
     evidence (seeds whose chains all settled in different modes disagree on it beyond its standard error)."""
-    settings = ", ".join(f"{k}={v}" for k, v in options.items())
+    options = {**options, **_extra_settings()}
+    settings = _settings_text(options)
     fits = []
     for seed in SEEDS:
         classifier = BayesianRuleListClassifier(seed=seed, progress_bar=False, **options)
@@ -121,7 +145,8 @@ def _brl_seeds_row(case: str, X, y, **options) -> Comparison:
         "of worst ESS per second; the tictactoe_seeds and mushroom_seeds rows fit the defaults with six seeds. "
         "CONVERGENCE_CASES (comma-separated: titanic, tictactoe, tictactoe_seeds, mushroom, mushroom_seeds, adult) "
         "narrows the cases; "
-        "CONVERGENCE_UNTEMPERED=skip leaves out the untempered fits."
+        "CONVERGENCE_UNTEMPERED=skip leaves out the untempered fits; CONVERGENCE_SETTINGS (name=value, "
+        "comma-separated) replaces defaults of every fit."
     ),
 )
 def convergence_brl() -> list[Comparison]:
@@ -149,22 +174,24 @@ def _xy(data):
 
 
 def _bcm_row(case: str, X, n_clusters: int, **options) -> Comparison:
-    settings = ", ".join(f"{k}={v}" for k, v in options.items()) or "defaults"
+    options = {**options, **_extra_settings()}
 
     def tempered():
         return fit_bcm(X, n_clusters, seed=SEED, progress_bar=False, **options)
 
     def plain(seconds):
-        return fit_bcm(X, n_clusters, seed=SEED, progress_bar=False, n_temperatures=1, max_seconds=seconds, **options)
+        return fit_bcm(X, n_clusters, seed=SEED, progress_bar=False,
+                       **{**options, "n_temperatures": 1, "max_seconds": seconds})
 
-    return _row(case, settings, tempered, plain)
+    return _row(case, _settings_text(options), tempered, plain)
 
 
 _BCM_DESCRIPTION = (
     "BCM at default settings (4 chains, non-reversible parallel tempering, the default kernel: collapsed Gibbs "
     "with the observation re-split and cluster split-merge moves; run until the log joint, sorted cluster "
     "sizes and number of subspace features reach R-hat <= 1.01 and bulk ESS >= 400, or 300 s) against the same "
-    "kernel with one rung given the same wall time (CONVERGENCE_UNTEMPERED=skip leaves it out). Columns as in "
+    "kernel with one rung given the same wall time (CONVERGENCE_UNTEMPERED=skip leaves it out; CONVERGENCE_SETTINGS, "
+    "name=value comma-separated, replaces defaults of every fit). Columns as in "
     "convergence_brl. One benchmark per data set (each row takes up to 10 minutes)."
 )
 

@@ -256,7 +256,7 @@ def update_results(sections: dict[str, str], path: Path = RESULTS_PATH) -> None:
 
 
 NARROWING_VARIABLES = (
-    "CONVERGENCE_CASES", "CONVERGENCE_UNTEMPERED", "TIME_TO_ANSWER_CASES", "SCALING_SIZES", "SCALING_QUERIES",
+    "CONVERGENCE_CASES", "CONVERGENCE_UNTEMPERED", "CONVERGENCE_SETTINGS", "TIME_TO_ANSWER_CASES", "SCALING_SIZES", "SCALING_QUERIES",
     "SCALING_CHAINS", "SCALING_CHAIN_ITERATIONS", "SCALING_TIMEOUT",
 )  # fmt: skip
 """Environment variables that narrow or resize a benchmark's cases; those set are part of its command line."""

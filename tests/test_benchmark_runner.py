@@ -124,3 +124,30 @@ def test_convergence_rows_leave_out_the_untempered_fit_only_when_asked(monkeypat
     with pytest.raises(ValueError, match="CONVERGENCE_UNTEMPERED"):
         bench_convergence._row("case", "defaults", lambda: tempered_fits.append(None) or Result(), plain)
     assert tempered_fits == []  # refused before the long fit
+
+
+def test_convergence_settings_replace_defaults_of_every_fit_and_the_untempered_fit_keeps_one_rung(monkeypatch):
+    from benchmarks import bench_convergence
+
+    calls = []
+
+    def fake_fit_bcm(X, n_clusters, **options):
+        calls.append(options)
+        raise StopIteration  # the options are what this test reads; no fit runs
+
+    monkeypatch.setattr(bench_convergence, "fit_bcm", fake_fit_bcm)
+    monkeypatch.setattr(bench_convergence, "_row", lambda case, settings, tempered, plain: (settings, tempered, plain))
+    monkeypatch.setenv("CONVERGENCE_SETTINGS", "n_temperatures=64,max_seconds=520.5,kernel=collapsed")
+    settings, tempered, plain = bench_convergence._bcm_row("case", None, 4, n_values=7)
+    assert settings == "n_values=7, n_temperatures=64, max_seconds=520.5, kernel=collapsed"
+    for fit in (tempered, lambda: plain(12.0)):
+        with pytest.raises(StopIteration):
+            fit()
+    assert calls[0]["n_temperatures"] == 64 and calls[0]["max_seconds"] == 520.5 and calls[0]["n_values"] == 7
+    assert calls[1]["n_temperatures"] == 1 and calls[1]["max_seconds"] == 12.0 and calls[1]["kernel"] == "collapsed"
+    monkeypatch.delenv("CONVERGENCE_SETTINGS")
+    assert bench_convergence._bcm_row("case", None, 4)[0] == "defaults"
+    for bad in ("n_temperatures", "=3", "two words=1"):
+        monkeypatch.setenv("CONVERGENCE_SETTINGS", bad)
+        with pytest.raises(ValueError, match="CONVERGENCE_SETTINGS"):
+            bench_convergence._bcm_row("case", None, 4)
