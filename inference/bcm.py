@@ -711,7 +711,8 @@ def fit_bcm(
         inner_target = bcm_pcgibbs.make_target(data.codes, n_clusters, priors, data.n_values, padded_rows=padded_rows)
     else:
         inner_target = bcm_gibbs.make_target(data.codes, n_clusters, hyperpriors.at_point(priors), data.n_values,
-                                             padded_rows=padded_rows, **bcm_gibbs.fit_options(n_temperatures != 1))
+                                             padded_rows=padded_rows,
+                                             **bcm_gibbs.fit_options(n_temperatures != 1, tempering.chain_platform(devices)))
     target = hyperpriors.target(hyperpriors.BCM, inner_target, priors) if sampled else inner_target
     target_check.check_bcm(n_clusters, priors)
     initial = None if init_labels is None else _initial_states(inner_target, init_labels, num_chains, seed, kernel)

@@ -66,13 +66,16 @@ its moves are 1/K of the ladder's. On the recipes it mixed better per second tha
 (docs/decisions/bcm-sampler.md)."""
 
 
-def fit_options(tempered: bool) -> dict:
-    """The split-merge options of :func:`make_target` for a fit: on a tempered ladder the move runs replica by
-    replica (``BCMStatic.split_merge_in_turn``), and on every sweep at the posterior's rung
-    (:data:`LADDER_POSTERIOR_SPLIT_MERGE_EVERY`); a fit of one rung keeps the defaults."""
+def fit_options(tempered: bool, platform: str) -> dict:
+    """The split-merge options of :func:`make_target` for a fit on devices of ``platform`` ("cpu", "gpu",
+    ...): on a tempered ladder the move runs on every sweep at the posterior's rung
+    (:data:`LADDER_POSTERIOR_SPLIT_MERGE_EVERY`), and on the CPU replica by replica
+    (``BCMStatic.split_merge_in_turn``), so that the rungs left out cost nothing. An accelerator runs a
+    batch's replicas side by side, so there one masked batch costs about one replica's move, and a loop of
+    n due replicas n times that. A fit of one rung keeps the defaults. Both forms draw the same."""
     if not tempered:
         return {}
-    return {"split_merge_in_turn": True, "split_merge_posterior_every": LADDER_POSTERIOR_SPLIT_MERGE_EVERY}
+    return {"split_merge_in_turn": platform == "cpu", "split_merge_posterior_every": LADDER_POSTERIOR_SPLIT_MERGE_EVERY}
 
 
 class BCMStatic(NamedTuple):

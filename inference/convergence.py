@@ -794,14 +794,17 @@ def _ladder_hint(barrier: float, n_rungs: int) -> str:
     """A sentence for the unconverged warning when the ladder has fewer rungs than its measured barrier
     Lambda wants (:func:`~interpretable_zoo.inference.tempering.rungs_for_barrier`, uncapped): its K - 1
     pairs then reject about Lambda / (K - 1) of their swaps each, and few replicas cross from the
-    reference to the target however long the run; else empty."""
+    reference to the target however long the run; else empty. Lambda is measured on replicas that may not
+    have settled on their rungs, so the sentence says how to tell (BCM on USPS 40 per digit measured 28.5
+    with 32 rungs and 58.2 with 64: benchmarks/RESULTS.md, convergence_bcm_usps40_gpu)."""
     wanted = tempering.rungs_for_barrier(barrier, maximum=sys.maxsize)
     if n_rungs < 2 or wanted <= n_rungs:
         return ""
     rejected = min(1.0, barrier / (n_rungs - 1))
     return (f" The ladder is short for its barrier: Lambda = {barrier:.1f} wants about {wanted} rungs, and each "
             f"pair of its {n_rungs} rejects about {rejected:.2f} of its swaps; n_temperatures={wanted} runs that "
-            f"many, each scan costing about {wanted / n_rungs:.1f}x as much.")
+            f"many, each scan costing about {wanted / n_rungs:.1f}x as much. If the longer ladder measures a larger "
+            "Lambda, its replicas have not settled on their rungs, and more rungs will not help.")
 
 
 def _pool_hint(kernel: tempering.TargetKernel) -> str:

@@ -197,6 +197,13 @@ def chain_mesh(num_chains: int, devices=None) -> Mesh | None:
     return None if len(chosen) == 1 else Mesh(np.array(chosen), ("chains",))
 
 
+def chain_platform(devices=None) -> str:
+    """The platform ("cpu", "gpu", ...) of the devices that :func:`chain_mesh` runs the chains on."""
+    if devices is None or isinstance(devices, numbers.Integral):
+        return jax.devices()[0].platform
+    return list(devices)[0].platform
+
+
 def shard_ladder(ladder: Ladder, mesh: Mesh | None) -> Ladder:
     """``ladder`` with its chains (and each chain's replicas) split over ``mesh``; unchanged for None."""
     if mesh is None:

@@ -372,3 +372,40 @@ def test_the_posterior_rung_runs_the_move_on_its_own_period():
     posterior = np.asarray(betas) == 1.0
     assert attempted[:, posterior].all()
     np.testing.assert_array_equal(attempted[:, ~posterior], np.broadcast_to((np.arange(6) % 3 == 0)[:, None], (6, 4)))
+
+
+class _TargetBuilt(Exception):
+    """Raised by the stand-in of ``make_target`` once the test has read the fit's options."""
+
+
+@pytest.mark.parametrize(
+    "platform, n_temperatures, in_turn",
+    [("cpu", 4, True), ("gpu", 4, False), ("cpu", 1, None)],
+    ids=["ladder_on_cpu_loops", "ladder_on_gpu_batches", "one_rung_keeps_the_defaults"],
+)
+def test_fit_bcm_runs_the_split_merge_move_in_turn_on_a_cpu_ladder_only(monkeypatch, platform, n_temperatures, in_turn):
+    """A tempered fit loops over the due replicas on the CPU, where the rungs left out then cost nothing, and
+    runs one masked batch on an accelerator, whose replicas run side by side (both draw the same: above)."""
+    from interpretable_zoo.inference import bcm, bcm_gibbs, tempering
+
+    options = []
+
+    def built(*args, **kwargs):
+        options.append(kwargs)
+        raise _TargetBuilt
+
+    monkeypatch.setattr(bcm_gibbs, "make_target", built)
+    monkeypatch.setattr(tempering, "chain_platform", lambda devices=None: platform)
+    with pytest.raises(_TargetBuilt):
+        bcm.fit_bcm(X_TINY, N_CLUSTERS, n_temperatures=n_temperatures, progress_bar=False)
+    assert options[0].get("split_merge_in_turn") is in_turn
+    assert options[0].get("split_merge_posterior_every") == (None if n_temperatures == 1 else 1)
+
+
+def test_chain_platform_names_the_platform_of_the_chains_devices():
+    from types import SimpleNamespace
+
+    from interpretable_zoo.inference.tempering import chain_platform
+
+    assert chain_platform() == chain_platform(1) == chain_platform(jax.devices()[:1]) == jax.devices()[0].platform
+    assert chain_platform([SimpleNamespace(platform="gpu")]) == "gpu"

@@ -22,7 +22,7 @@ KERNEL_WITH_Z = _kernel(store_z=True)  # the engine's BCM kernel, z kept in the 
 
 def ladder_target(priors):
     """X_TINY's target as ``fit_bcm`` builds it for a ladder (:func:`bcm_gibbs.fit_options`)."""
-    return bcm_gibbs.make_target(X_TINY, N_CLUSTERS, priors, **bcm_gibbs.fit_options(tempered=True))
+    return bcm_gibbs.make_target(X_TINY, N_CLUSTERS, priors, **bcm_gibbs.fit_options(tempered=True, platform="cpu"))
 
 
 def tempered_draws(sampler_priors, seed, kernel=KERNEL_WITH_Z):

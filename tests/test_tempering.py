@@ -482,7 +482,8 @@ def test_the_unconverged_warning_says_how_much_ess_the_rhat_target_needs(bimodal
 
 @pytest.mark.parametrize("barrier, hint", [
     (3.0, "Lambda = 3.0 wants about 8 rungs, and each pair of its 2 rejects about 1.00 of its swaps; "
-          "n_temperatures=8 runs that many, each scan costing about 4.0x as much."),
+          "n_temperatures=8 runs that many, each scan costing about 4.0x as much. If the longer ladder measures a "
+          "larger Lambda, its replicas have not settled on their rungs, and more rungs will not help."),
     (0.8, None),  # 2 Lambda rounds to 2 rungs: the ladder has what the barrier wants
 ])
 def test_the_unconverged_warning_says_when_the_ladder_is_short_for_its_barrier(bimodal, monkeypatch, barrier, hint):
