@@ -85,8 +85,9 @@ class BCMStatic(NamedTuple):
     launch_scans: restricted Gibbs scans building its launch state; split_merge_every: the move runs on
     the sweeps whose count (``BCMTargetState.sweeps``) is a multiple of it; split_merge_posterior_every: the
     same for the replicas at beta = 1 (a ladder's posterior rung); split_merge_in_turn: the step
-    runs the move replica by replica over those due (a tempered ladder, where it runs on some rungs only:
-    ``_split_merge_where_due``), else as one batch over all replicas, masked (cheaper when all are due);
+    runs the move replica by replica over those due (a tempered ladder on the CPU, where it runs on some
+    rungs only: ``_split_merge_where_due``), else as one batch over all replicas, masked (cheaper when all
+    are due, and on an accelerator: :func:`fit_options`);
     power_table: the tempered z sweep reads w ** beta from a table per replica (``_z_block``,
     :func:`power_table_pays`).
     """
