@@ -4,6 +4,7 @@ BCM's collapsed kernel beside its partially collapsed one."""
 
 from __future__ import annotations
 
+import ast
 import os
 import time
 import warnings
@@ -63,12 +64,9 @@ def _extra_settings() -> dict:
         if not equals or not name.isidentifier():
             raise ValueError(f"CONVERGENCE_SETTINGS: expected name=value items, got {item!r}")
         try:
-            settings[name] = int(value)
-        except ValueError:
-            try:
-                settings[name] = float(value)
-            except ValueError:
-                settings[name] = value
+            settings[name] = ast.literal_eval(value)  # numbers and True / False as Python reads them
+        except (ValueError, SyntaxError):
+            settings[name] = value  # a name, such as kernel=collapsed
     return settings
 
 

@@ -686,7 +686,7 @@ def fit_bcm(
     as_checkpoint(checkpoint)
     convergence.check_temperatures(n_temperatures)
     num_chains = check_positive_int(num_chains, "num_chains")
-    tempering.chain_mesh(num_chains, devices)  # a bad ``devices`` is named before any work
+    platform = tempering.chain_devices(num_chains, devices)[0].platform  # a bad ``devices`` is named before any work
     if isinstance(init, str):
         if init != "random":
             raise ValueError(f"init: expected 'random' or an array of initial clusters, got {init!r}")
@@ -711,8 +711,7 @@ def fit_bcm(
         inner_target = bcm_pcgibbs.make_target(data.codes, n_clusters, priors, data.n_values, padded_rows=padded_rows)
     else:
         inner_target = bcm_gibbs.make_target(data.codes, n_clusters, hyperpriors.at_point(priors), data.n_values,
-                                             padded_rows=padded_rows,
-                                             **bcm_gibbs.fit_options(n_temperatures != 1, tempering.chain_platform(devices)))
+                                             padded_rows=padded_rows, **bcm_gibbs.fit_options(n_temperatures != 1, platform))
     target = hyperpriors.target(hyperpriors.BCM, inner_target, priors) if sampled else inner_target
     target_check.check_bcm(n_clusters, priors)
     initial = None if init_labels is None else _initial_states(inner_target, init_labels, num_chains, seed, kernel)

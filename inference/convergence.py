@@ -795,8 +795,7 @@ def _ladder_hint(barrier: float, n_rungs: int) -> str:
     Lambda wants (:func:`~interpretable_zoo.inference.tempering.rungs_for_barrier`, uncapped): its K - 1
     pairs then reject about Lambda / (K - 1) of their swaps each, and few replicas cross from the
     reference to the target however long the run; else empty. Lambda is measured on replicas that may not
-    have settled on their rungs, so the sentence says how to tell (BCM on USPS 40 per digit measured 28.5
-    with 32 rungs and 58.2 with 64: benchmarks/RESULTS.md, convergence_bcm_usps40_gpu)."""
+    have settled on their rungs, so the sentence says how to tell (docs/guides/convergence.md)."""
     wanted = tempering.rungs_for_barrier(barrier, maximum=sys.maxsize)
     if n_rungs < 2 or wanted <= n_rungs:
         return ""

@@ -168,18 +168,10 @@ def _fold_in_chains(base, num_chains: int):
     return jax.vmap(lambda c: random.fold_in(base, c))(jnp.arange(num_chains))
 
 
-def chain_mesh(num_chains: int, devices=None) -> Mesh | None:
-    """The one-axis device mesh (axis ``"chains"``) that ``num_chains`` chains are split over, or None
-    for a single device. ``devices``: None takes the most of ``jax.devices()`` that divide the chains
-    evenly; an integer, the first that many; a sequence of devices, those (its length dividing the
-    chains). A chain's draws do not depend on its device: its key is its own (:func:`chain_keys`) and
-    every cross-chain sum is taken on the host.
-
-    With several devices the chains, and each chain's replicas with them, are split over the mesh, the
-    data are copied to every device (rows per chain go with their chains, :func:`place_data`), each device
-    scans its own chains (:func:`ladder_scans`), and every sum over chains is taken on the host in one
-    order, so 1, 2 or 4 devices give the same draws. With ``jax.distributed`` the mesh spans the devices of every host
-    (one process per host) and the draws are gathered on each host (:func:`to_host`)."""
+def chain_devices(num_chains: int, devices=None) -> list:
+    """The devices that ``num_chains`` chains are split over (:func:`chain_mesh`). ``devices``: None takes
+    the most of ``jax.devices()`` that divide the chains evenly; an integer, the first that many; a
+    sequence of devices, those (its length dividing the chains)."""
     available = jax.devices()
     if devices is None:
         count = max(d for d in range(1, len(available) + 1) if num_chains % d == 0)
@@ -194,14 +186,21 @@ def chain_mesh(num_chains: int, devices=None) -> Mesh | None:
             raise ValueError(f"devices: expected None, an integer or a sequence of jax devices, got {devices!r}")
     if num_chains % len(chosen):
         raise ValueError(f"devices: {len(chosen)} devices do not divide num_chains={num_chains} evenly")
+    return chosen
+
+
+def chain_mesh(num_chains: int, devices=None) -> Mesh | None:
+    """The one-axis device mesh (axis ``"chains"``) that ``num_chains`` chains are split over, or None
+    for a single device; ``devices`` as in :func:`chain_devices`. A chain's draws do not depend on its
+    device: its key is its own (:func:`chain_keys`) and every cross-chain sum is taken on the host.
+
+    With several devices the chains, and each chain's replicas with them, are split over the mesh, the
+    data are copied to every device (rows per chain go with their chains, :func:`place_data`), each device
+    scans its own chains (:func:`ladder_scans`), and every sum over chains is taken on the host in one
+    order, so 1, 2 or 4 devices give the same draws. With ``jax.distributed`` the mesh spans the devices of every host
+    (one process per host) and the draws are gathered on each host (:func:`to_host`)."""
+    chosen = chain_devices(num_chains, devices)
     return None if len(chosen) == 1 else Mesh(np.array(chosen), ("chains",))
-
-
-def chain_platform(devices=None) -> str:
-    """The platform ("cpu", "gpu", ...) of the devices that :func:`chain_mesh` runs the chains on."""
-    if devices is None or isinstance(devices, numbers.Integral):
-        return jax.devices()[0].platform
-    return list(devices)[0].platform
 
 
 def shard_ladder(ladder: Ladder, mesh: Mesh | None) -> Ladder:

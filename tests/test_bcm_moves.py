@@ -6,6 +6,7 @@ pickles; label-free summaries."""
 import functools
 import pickle
 from functools import partial
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -395,17 +396,17 @@ def test_fit_bcm_runs_the_split_merge_move_in_turn_on_a_cpu_ladder_only(monkeypa
         raise _TargetBuilt
 
     monkeypatch.setattr(bcm_gibbs, "make_target", built)
-    monkeypatch.setattr(tempering, "chain_platform", lambda devices=None: platform)
+    monkeypatch.setattr(tempering, "chain_devices", lambda num_chains, devices=None: [SimpleNamespace(platform=platform)])
     with pytest.raises(_TargetBuilt):
         bcm.fit_bcm(X_TINY, N_CLUSTERS, n_temperatures=n_temperatures, progress_bar=False)
     assert options[0].get("split_merge_in_turn") is in_turn
     assert options[0].get("split_merge_posterior_every") == (None if n_temperatures == 1 else 1)
 
 
-def test_chain_platform_names_the_platform_of_the_chains_devices():
-    from types import SimpleNamespace
+def test_chain_devices_are_those_the_chain_mesh_is_laid_over():
+    from interpretable_zoo.inference.tempering import chain_devices, chain_mesh
 
-    from interpretable_zoo.inference.tempering import chain_platform
-
-    assert chain_platform() == chain_platform(1) == chain_platform(jax.devices()[:1]) == jax.devices()[0].platform
-    assert chain_platform([SimpleNamespace(platform="gpu")]) == "gpu"
+    assert chain_devices(4) == chain_devices(4, 1) == chain_devices(4, jax.devices()[:1]) == jax.devices()[:1]
+    assert chain_mesh(4) is None
+    with pytest.raises(ValueError, match="devices"):
+        chain_devices(4, [object()])

@@ -137,13 +137,14 @@ def test_convergence_settings_replace_defaults_of_every_fit_and_the_untempered_f
 
     monkeypatch.setattr(bench_convergence, "fit_bcm", fake_fit_bcm)
     monkeypatch.setattr(bench_convergence, "_row", lambda case, settings, tempered, plain: (settings, tempered, plain))
-    monkeypatch.setenv("CONVERGENCE_SETTINGS", "n_temperatures=64,max_seconds=520.5,kernel=collapsed")
+    monkeypatch.setenv("CONVERGENCE_SETTINGS", "n_temperatures=64,max_seconds=520.5,kernel=collapsed,store_z=False")
     settings, tempered, plain = bench_convergence._bcm_row("case", None, 4, n_values=7)
-    assert settings == "n_values=7, n_temperatures=64, max_seconds=520.5, kernel=collapsed"
+    assert settings == "n_values=7, n_temperatures=64, max_seconds=520.5, kernel=collapsed, store_z=False"
     for fit in (tempered, lambda: plain(12.0)):
         with pytest.raises(StopIteration):
             fit()
     assert calls[0]["n_temperatures"] == 64 and calls[0]["max_seconds"] == 520.5 and calls[0]["n_values"] == 7
+    assert calls[0]["store_z"] is False  # not the string "False", which a fit would read as true
     assert calls[1]["n_temperatures"] == 1 and calls[1]["max_seconds"] == 12.0 and calls[1]["kernel"] == "collapsed"
     monkeypatch.delenv("CONVERGENCE_SETTINGS")
     assert bench_convergence._bcm_row("case", None, 4)[0] == "defaults"
