@@ -1,5 +1,5 @@
-"""Shared fixtures: the real-data folder (tests needing it skip with the reason when it is absent); the
-longest files collected first."""
+"""Shared fixtures: the real-data folder (tests needing it skip with the reason when it is absent); Python's
+collector thresholds for the workers."""
 
 import gc
 import os
@@ -11,22 +11,6 @@ import pytest
 from interpretable_zoo import compiled_programs
 
 DATA_ENV = "INTERPRETABLE_ZOO_DATA"
-LONGEST_FILES = (
-    "test_sklearn_clusterer_checks.py",
-    "test_mgm.py",
-    "test_bcm_tempered.py",
-    "test_sklearn_conformance.py",
-    "test_bcm_exact.py",
-    "test_mgm_vi.py",
-    "test_notebooks.py",
-    "test_multiprocess.py",
-    "test_interruption.py",
-)
-"""The files that take longest (a minute to five on 2 cores), longest first. `make test`'s workers take
-whole files in collection order, so a long file collected late (alphabetically) would run alone at the
-end while the other worker idles."""
-
-
 GC_THRESHOLDS = (50_000, 20, 100)
 """Python's cyclic garbage collector runs once per this many net allocations (generation 0), and every this many
 collections of the generation below (1 and 2). A worker traces thousands of programs and keeps the compiled
@@ -36,12 +20,6 @@ that heap needs (docs/decisions/test-suite.md, "Python's garbage collector")."""
 
 def pytest_configure(config):
     gc.set_threshold(*GC_THRESHOLDS)
-
-
-def pytest_collection_modifyitems(items):
-    """LONGEST_FILES first, in that order, then every other test in its collected order."""
-    rank = {name: index for index, name in enumerate(LONGEST_FILES)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FILES)))
 
 
 @pytest.fixture(scope="session")
