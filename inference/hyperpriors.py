@@ -381,15 +381,19 @@ def _slice_update(log_density, x, key):
     left = x - SLICE_WIDTH * random.uniform(key_place)
     left_steps = jnp.floor(SLICE_MAX_STEPS * random.uniform(key_split))
 
-    def step_out(direction):
+    def step_out(direction, end, steps):
+        # The loop carries its condition, decided once per end: a vmapped while loop evaluates its
+        # condition in its test and again in its body, and two compilations of a float density can
+        # differ in the last bit; at an end within that of the level, the body would stop moving the end
+        # while the test goes on for ever.
         def grow(carry):
-            end, steps = carry
-            return end + direction * SLICE_WIDTH, steps - 1
+            end, steps, _ = carry
+            end, steps = end + direction * SLICE_WIDTH, steps - 1
+            return end, steps, (steps > 0) & (log_density(end) > level)
 
-        return lambda end, steps: lax.while_loop(lambda c: (c[1] > 0) & (log_density(c[0]) > level), grow,
-                                                 (end, steps))[0]
+        return lax.while_loop(lambda c: c[2], grow, (end, steps, (steps > 0) & (log_density(end) > level)))[0]
 
-    left, right = step_out(-1.0)(left, left_steps), step_out(1.0)(left + SLICE_WIDTH, SLICE_MAX_STEPS - 1 - left_steps)
+    left, right = step_out(-1.0, left, left_steps), step_out(1.0, left + SLICE_WIDTH, SLICE_MAX_STEPS - 1 - left_steps)
 
     def shrink(carry):
         left, right, _, _, key, shrinks = carry

@@ -4,8 +4,10 @@ alpha on a grid, and each hyperparameter's draws against its exact mixture, at b
 beta and under a tempering ladder; BCM's lam ~ Gamma and c ~ Gamma likewise, integrated out on a 2-D grid.
 BRL's lam, eta and alpha ~ Gamma likewise: the lists against enumeration with all three integrated out on
 grids, at beta = 0, 0.4 and 1 and through fit_brl's ladder. Negative controls: the
-hyperparameters held near their prior means. Also the programs' hyperprior sites and the refusals."""
+hyperparameters held near their prior means. Also the programs' hyperprior sites and the refusals, and the
+slice sampler's step-out under vmap."""
 
+import collections
 import dataclasses
 from functools import lru_cache, partial
 
@@ -160,6 +162,35 @@ def chains(priors, seed=0, num_warmup=200, num_samples=800, padded_rows=None):
     values = {name: np.swapaxes(np.asarray(v)[num_warmup + 1:], 0, 1) for name, v in values.items()}
     return [({"omega": omega[g], "prototype": prototype[g], "z": z[g]}, {name: v[g] for name, v in values.items()})
             for g in (slice(0, 8), slice(8, 16))]
+
+
+# ---------------------------------------------------------------------------------------------- slice sampling
+
+
+def test_a_vmapped_slice_step_out_decides_from_one_evaluation_per_end():
+    """Replicas' slice updates run vmapped, where a while loop evaluates its condition in its test and again
+    in its body; two compilations of one float density can differ in the last bit, and a step-out whose
+    condition re-evaluated the density would spin for ever at an end on the level (seen on CPU at XLA's
+    default optimisation). Here the density's answers at a point alternate, above the level at its first
+    evaluation and far below at its second: a step-out that evaluated an end in its test and again in its
+    body would never end (stopped after ``max_calls``); one that decides once per end ends, and every
+    replica moves."""
+    max_calls = 10_000
+    evaluations = collections.Counter()
+
+    def host_density(u):
+        evaluations[float(u)] += 1
+        if evaluations.total() > max_calls:
+            raise RuntimeError("the slice update keeps evaluating one point")
+        return np.float32(0.0 if evaluations[float(u)] % 2 else -100.0)
+
+    def density(u):
+        return jax.pure_callback(host_density, jax.ShapeDtypeStruct((), jnp.float32), u, vmap_method="sequential")
+
+    starts = jnp.array([-1.0, 0.0, 2.0])
+    updates = jax.jit(jax.vmap(partial(hyperpriors._slice_update, density)))
+    new = np.asarray(updates(starts, jax.random.split(jax.random.PRNGKey(0), len(starts))))
+    assert np.isfinite(new).all() and not np.isin(new, starts).any()
 
 
 # ---------------------------------------------------------------------------------------------- BCM's lam, c
