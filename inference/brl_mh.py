@@ -146,9 +146,29 @@ class BRLState(NamedTuple):
 
 class BRLInfo(NamedTuple):
     """What a :func:`step` did, per replica: ``accept_prob``, the mean Metropolis-Hastings acceptance
-    probability of its iterations."""
+    probability of its iterations (a null move, STAY, counts as accepted); ``null_share``, the share of
+    iterations whose proposal was a null move (:func:`propose`); ``<move>_accept_prob`` for each move type
+    of :data:`MOVES`, the mean acceptance probability of the iterations that proposed that move, NaN where
+    none did, so that the engine reports it per rung over the scans that tried it."""
 
     accept_prob: jnp.ndarray
+    null_share: jnp.ndarray
+    insert_accept_prob: jnp.ndarray
+    delete_accept_prob: jnp.ndarray
+    swap_accept_prob: jnp.ndarray
+    replace_accept_prob: jnp.ndarray
+    neighbour_accept_prob: jnp.ndarray
+
+    @classmethod
+    def of_iterations(cls, moves, accept_probs) -> "BRLInfo":
+        """The info of iterations along axis 0: ``moves`` and ``accept_probs`` (steps, ...)."""
+        per_move = []
+        for move in MOVES:
+            proposed = moves == move
+            attempts = proposed.sum(axis=0)
+            total = jnp.where(proposed, accept_probs, 0.0).sum(axis=0)
+            per_move.append(jnp.where(attempts > 0, total / jnp.maximum(attempts, 1), jnp.nan))
+        return cls(accept_probs.mean(axis=0), (moves == STAY).mean(axis=0, dtype=accept_probs.dtype), *per_move)
 
 
 def pack_bits(bits, n_words: int):
@@ -775,10 +795,12 @@ def init(static: BRLStatic, data: BRLData, key) -> BRLState:
     return list_state(static, data, jnp.where(jnp.arange(static.capacity) < length, order, -1), length)
 
 
-def mh_update(static: BRLStatic, data: BRLData, state: BRLState, uniforms, beta) -> tuple[BRLState, jnp.ndarray]:
+def mh_update(static: BRLStatic, data: BRLData, state: BRLState, uniforms,
+              beta) -> tuple[BRLState, jnp.ndarray, jnp.ndarray]:
     """One Metropolis-Hastings step with the exact Hastings ratio (:func:`propose`), targeting
     r(d)^(1 - beta) (p(d) p(y | d))^beta (:func:`log_reference_density`), driven by ``uniforms``
-    (UNIFORMS_PER_STEP,) in [0, 1); returns the new state and the acceptance probability."""
+    (UNIFORMS_PER_STEP,) in [0, 1); returns the new state, the acceptance probability and the move
+    proposed (STAY for a null move)."""
     neighbours = (data.neighbour_starts, data.neighbour_list) if static.neighbour_moves else None
     move, new_rules, new_length, added, removed = propose(
         uniforms[:4], state.rules, state.length, data.n_antecedents, data.ticket_bounds, neighbours
@@ -795,7 +817,7 @@ def mh_update(static: BRLStatic, data: BRLData, state: BRLState, uniforms, beta)
     )  # fmt: skip
     accept_prob = jnp.minimum(1.0, jnp.exp(log_ratio))
     accept = uniforms[4] < accept_prob
-    return jax.tree.map(lambda new, old: jnp.where(accept, new, old), proposal, state), accept_prob
+    return jax.tree.map(lambda new, old: jnp.where(accept, new, old), proposal, state), accept_prob, move
 
 
 def uniform_below(key, n):
@@ -912,10 +934,11 @@ def step(static: BRLStatic, data: BRLData, states: BRLState, keys, betas) -> tup
     update = jax.vmap(partial(mh_update, static), in_axes=(None, 0, 0, 0))
 
     def one_iteration(states, uniforms):
-        return _by_chain(update, data, states, uniforms, betas)
+        states, accept_prob, move = _by_chain(update, data, states, uniforms, betas)
+        return states, (move, accept_prob)
 
-    states, accept_probs = lax.scan(one_iteration, states, jnp.swapaxes(uniforms, 0, 1))
-    return states, BRLInfo(accept_probs.mean(axis=0))
+    states, (moves, accept_probs) = lax.scan(one_iteration, states, jnp.swapaxes(uniforms, 0, 1))
+    return states, BRLInfo.of_iterations(moves, accept_probs)
 
 
 def summaries(static: BRLStatic, data: BRLData, states: BRLState) -> dict:
@@ -957,7 +980,8 @@ def _is_batched(rng_key) -> bool:
 def _init_chain(static: BRLStatic, data: BRLData, key, params) -> MHChain:
     key, key_list = random.split(key)
     replica = init(static, data, key_list) if params is None else list_state(static, data, params["rules"], params["length"])
-    return MHChain(replica, BRLInfo(jnp.zeros((), replica.log_prior.dtype)), key)
+    none = jnp.zeros((), replica.log_prior.dtype)
+    return MHChain(replica, BRLInfo(none, none, *(jnp.full((), jnp.nan, none.dtype) for _ in MOVES)), key)
 
 
 def _sample_chains(static: BRLStatic, data: BRLData, chains: MHChain) -> MHChain:

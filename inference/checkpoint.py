@@ -34,7 +34,7 @@ import numpy as np
 
 from interpretable_zoo.inference import tempering
 
-CHECKPOINT_FORMAT = ("interpretable-zoo checkpoint", 3)
+CHECKPOINT_FORMAT = ("interpretable-zoo checkpoint", 4)
 RESULT_FORMAT = ("interpretable-zoo result", 4)
 """The tag of a saved result; its number goes up when a result's layout changes (2: BRL's neighbour relation
 in compressed rows; 3: tempered runs' move rates per rung; 4: the checked header), so that a file of another

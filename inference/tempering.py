@@ -23,6 +23,7 @@ chains run beside it, and on whichever device it runs (:func:`chain_mesh`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import time
@@ -137,17 +138,28 @@ class SwapStatistics(NamedTuple):
     swaps (summed over chains on the host, in one order whatever the devices) and ``attempts`` (K - 1,)
     their number over all chains; ``log_stepping_stone`` (C, K - 1): per chain and rung
     k < K - 1, log sum over scans of exp((beta_{k+1} - beta_k) log L at rung k), over ``n_scans`` scans;
-    ``round_trips`` (C,): prior -> posterior -> prior trips completed; ``move_sums`` and ``move_attempts``:
-    move name -> (C, K), per chain and rung the sum of what the kernel's steps reported for the move
-    (:func:`move_info`) and the number of steps that attempted it."""
+    ``round_trips`` (C,): prior -> posterior -> prior trips completed; ``moves``: what the kernel's steps
+    reported (:class:`MoveTallies`)."""
 
     rejection: jnp.ndarray
     attempts: jnp.ndarray
     log_stepping_stone: jnp.ndarray
     n_scans: jnp.ndarray
     round_trips: jnp.ndarray
-    move_sums: dict
-    move_attempts: dict
+    moves: MoveTallies
+
+
+@partial(jax.tree_util.register_dataclass, data_fields=("sums", "attempts"), meta_fields=("names",))
+@dataclasses.dataclass(frozen=True)
+class MoveTallies:
+    """Per chain, rung and move (C, K, M), the ``sums`` of what the kernel's steps reported for the moves
+    ``names`` (:func:`move_info`) and the ``attempts``, the steps that reported a value (not NaN). The moves
+    share two arrays, so that a scan adds to them in a few operations whatever the number of moves a kernel
+    reports (docs/decisions/brl-sampler.md)."""
+
+    sums: jnp.ndarray
+    attempts: jnp.ndarray
+    names: tuple[str, ...]
 
 
 def move_info(info) -> dict:
@@ -343,8 +355,8 @@ def no_statistics(kernel, static, data, ladder) -> SwapStatistics:
         log_stepping_stone=jnp.full((n_chains, n_rungs - 1), -jnp.inf, dtype=float),  # not weakly typed, as the sums it starts
         n_scans=jnp.zeros(()),
         round_trips=jnp.zeros(n_chains, jnp.int32),
-        move_sums={name: jnp.zeros((n_chains, n_rungs)) for name in moves},
-        move_attempts={name: jnp.zeros((n_chains, n_rungs)) for name in moves},
+        moves=MoveTallies(jnp.zeros((n_chains, n_rungs, len(moves))), jnp.zeros((n_chains, n_rungs, len(moves))),
+                          tuple(moves)),
     )
 
 
@@ -366,7 +378,7 @@ def ladder_scans(kernel, static, data, ladder, schedule, n_scans, capacity, stat
                              n_devices=1)
     chains, copied = PartitionSpec("chains"), PartitionSpec()
     ladder_specs = Ladder(chains, chains, chains, chains, chains, copied)
-    statistics_specs = SwapStatistics(chains, copied, chains, copied, chains, chains, chains)
+    statistics_specs = SwapStatistics(chains, copied, chains, copied, chains, chains)
     per_device = jax.shard_map(
         partial(_ladder_scans, kernel, static, capacity=capacity, n_devices=mesh.size),
         mesh=mesh,
@@ -426,9 +438,10 @@ def _ladder_scans(kernel, static, data, ladder, schedule, n_scans, statistics, c
     def after_step(ladder, statistics, keys, states, moves):
         """The scan's work after the local moves (``states``, and ``moves`` what they did per replica):
         swap round, statistics, posterior record."""
-        # each move's value per chain and rung
-        at_rungs = {name: jnp.take_along_axis(value.reshape(n_chains, n_rungs), ladder.slot_of_rung, axis=1)
-                    for name, value in moves.items()}  # fmt: skip
+        # each move's value per chain, rung and move (C, K, M)
+        reported = jnp.stack([moves[name] for name in statistics.moves.names], axis=-1)
+        at_rungs = jnp.take_along_axis(reported.reshape(n_chains, n_rungs, -1), ladder.slot_of_rung[..., None], axis=1)
+        attempted_move = ~jnp.isnan(at_rungs)
         at_rung, alpha, attempted, slot_of_rung, rung_of_slot = swap_round(ladder, states, keys)
 
         # round trips of the replicas' rung (index) processes
@@ -442,10 +455,8 @@ def _ladder_scans(kernel, static, data, ladder, schedule, n_scans, statistics, c
             log_stepping_stone=jnp.logaddexp(statistics.log_stepping_stone, gap * at_rung[:, :-1]),
             n_scans=statistics.n_scans + 1,
             round_trips=statistics.round_trips + completed.sum(1),
-            move_sums={name: statistics.move_sums[name] + jnp.nan_to_num(value, nan=0.0)
-                       for name, value in at_rungs.items()},
-            move_attempts={name: statistics.move_attempts[name] + ~jnp.isnan(value)
-                           for name, value in at_rungs.items()},
+            moves=MoveTallies(statistics.moves.sums + jnp.where(attempted_move, at_rungs, 0.0),
+                              statistics.moves.attempts + attempted_move, statistics.moves.names),
         )  # fmt: skip
         ladder = Ladder(states, rung_of_slot, slot_of_rung, phase, keys[:, 0], ladder.scan + 1)
 
@@ -509,9 +520,9 @@ def combine(chunks) -> RoundStatistics:
         batch_scans=np.concatenate([np.full(n_chains, float(chunk.n_scans)) for chunk in chunks]),
         round_trips=int(sum(chunk.round_trips.sum() for chunk in chunks)),
         n_scans=int(sum(float(chunk.n_scans) for chunk in chunks)),
-        move_rates={name: _ratio(sum(chunk.move_sums[name].sum(0) for chunk in chunks),
-                                 sum(chunk.move_attempts[name].sum(0) for chunk in chunks))
-                    for name in chunks[0].move_sums},
+        move_rates=dict(zip(chunks[0].moves.names,
+                            _ratio(sum(chunk.moves.sums.sum(0) for chunk in chunks),
+                                   sum(chunk.moves.attempts.sum(0) for chunk in chunks)).T)),
     )  # fmt: skip
 
 

@@ -445,6 +445,11 @@ def test_rule_list_and_trace_plots_draw_the_frame_and_the_swap_acceptance(plante
     rates = result.move_rates  # a rung per row, prior first, as the trace's attributes hold them
     assert list(rates.index) == list(result.idata.posterior.attrs["inverse_temperatures"]) and len(rates) == 4
     np.testing.assert_allclose(rates["accept_prob"], result.idata.posterior.attrs["move_rate_accept_prob"])
+    per_move = [f"{move}_accept_prob" for move in ("insert", "delete", "swap", "replace", "neighbour")]
+    assert set(rates.columns) == {"accept_prob", "null_share", *per_move}
+    for name in per_move:
+        np.testing.assert_allclose(rates[name], result.idata.posterior.attrs[f"move_rate_{name}"])
+        assert ((rates[name] >= 0) & (rates[name] <= 1)).all()  # every move was tried on every rung
 
 
 def test_posterior_predictive_replicates_labels_from_the_posterior_of_theta():

@@ -480,3 +480,65 @@ def test_tempered_replicas_match_the_enumerated_tempered_posterior_and_another_r
                             0.3 * POSTERIOR)
     result = gof_against_enumeration(draws, brl.Priors(), 0.3)
     assert not result.passed(alpha=1e-3), result
+
+
+def exact_move_acceptance(rules, priors):
+    """Per move type, the exact mean Metropolis-Hastings acceptance of its proposals (null moves left out)
+    from the list ``rules`` at beta = 1, uniform rule choice, no neighbour moves: the sum over the lists
+    d* that the move reaches of Q_move(d* | d) min(1, pi(d*) Q(d | d*) / (pi(d) Q(d* | d))), over the sum of
+    Q_move(d* | d); pi from the model file's formulas (:func:`exact_log_joint`)."""
+    truth_table, y = tiny_problem()
+    log_joint = exact_log_joint(truth_table, y, 2, priors, CAPACITY)
+
+    def log_pi(lst):
+        padded = jnp.asarray(list(lst) + [-1] * (CAPACITY - len(lst)), jnp.int32)
+        return float(log_joint({"rules": padded, "length": jnp.int32(len(lst))}))
+
+    n = len(CARDINALITIES)
+    forward = proposal_probabilities(rules, n, CAPACITY)
+    acceptance = {}
+    for move, outcomes in proposals_by_move(rules, n, CAPACITY).items():
+        accepted = sum(q * min(1.0, math.exp(log_pi(new) - log_pi(rules))
+                               * proposal_probabilities(new, n, CAPACITY)[rules] / forward[new])
+                       for new, q in outcomes.items())
+        acceptance[move] = accepted / sum(outcomes.values())
+    return acceptance
+
+
+def test_each_move_type_s_reported_acceptance_is_its_exact_acceptance_and_not_another_s():
+    """Many replicas of one list take one step each: a step reports its acceptance under the move type it
+    proposed and NaN under the others (a null move only in ``null_share``, accepted). Averaged over the
+    replicas, each type's report matches its exact acceptance (within 4 standard errors of the binomial
+    mean of proposals); the control reads the reports under another type's name, which must not match."""
+    n_replicas = 20000
+    rules = (3, 0)
+    truth_table, y = tiny_problem()
+    static, data = brl_mh.make_target(truth_table, CARDINALITIES, 2, y, brl.Priors(), CAPACITY, steps_per_call=1)
+    padded = jnp.asarray(list(rules) + [-1] * (CAPACITY - len(rules)), jnp.int32)
+    one = brl_mh.list_state(static, data, padded, len(rules))
+    states = jax.tree.map(lambda x: jnp.broadcast_to(x, (n_replicas, *jnp.shape(x))), one)
+    keys = jax.random.split(jax.random.PRNGKey(11), n_replicas)
+    _, info = jax.jit(brl_mh.step, static_argnums=0)(static, data, states, keys, jnp.ones(n_replicas))
+    names = {brl_mh.INSERT: "insert_accept_prob", brl_mh.DELETE: "delete_accept_prob", brl_mh.SWAP: "swap_accept_prob",
+             brl_mh.REPLACE: "replace_accept_prob", brl_mh.NEIGHBOUR: "neighbour_accept_prob"}
+    reports = {move: np.asarray(getattr(info, name)) for move, name in names.items()}
+    proposed = np.stack([~np.isnan(report) for report in reports.values()])
+    null = np.asarray(info.null_share) == 1.0
+    np.testing.assert_array_equal(proposed.sum(axis=0) + null, 1)  # one move type, or a null move, per step
+    np.testing.assert_array_equal(np.asarray(info.accept_prob)[null], 1.0)
+    for move, report in reports.items():
+        np.testing.assert_array_equal(report[~np.isnan(report)], np.asarray(info.accept_prob)[~np.isnan(report)])
+    assert np.isnan(reports[brl_mh.NEIGHBOUR]).all()  # a target without neighbour moves never proposes one
+
+    exact = exact_move_acceptance(rules, brl.Priors())  # insert 0.62, delete 0.73, swap 1, replace 0.33
+    assert np.diff(sorted(exact.values())).min() > 0.1  # far apart, so that the control can fail
+
+    def matches(report, expected):
+        drawn = report[~np.isnan(report)]
+        standard_error = max(np.sqrt(expected * (1 - expected) / len(drawn)), 1e-3)
+        return len(drawn) > 1000 and abs(drawn.mean() - expected) < 4 * standard_error
+
+    for move in exact:
+        assert matches(reports[move], exact[move]), (move, np.nanmean(reports[move]), exact[move])
+    shifted = dict(zip(exact, np.roll(list(exact), 1)))  # each type's report read under another type
+    assert not any(matches(reports[shifted[move]], exact[move]) for move in exact)
