@@ -9,50 +9,10 @@ from __future__ import annotations
 
 import os
 import statistics
-import subprocess
-import sys
-import tempfile
-import time
-from pathlib import Path
 
 from benchmarks.bench_scaling import run_worker
 from benchmarks.runner import Comparison, benchmark, import_peer
 from benchmarks.thread_pool_worker import BRL_TIMERS
-from interpretable_zoo.machine import usable_cores
-
-COMMAND = ["fit", "brl", "--data", str(Path(__file__).parents[1] / "docs/examples/brl_titanic.csv"), "--target",
-           "survived", "--no-progress"]
-"""The command-line guide's BRL example (``izoo fit``'s defaults: until converged), which on a machine of at most
-2 cores chooses a pool of one thread itself (``cli.xla_pool_threads``)."""
-
-
-def command_run(env: dict, out: Path) -> tuple[float, str]:
-    """(wall seconds, the written explanation) of :data:`COMMAND` in a process of its own, imports included."""
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "interpretable_zoo.cli", *COMMAND, "--out", str(out)], env=env, check=True,
-                   capture_output=True)  # fmt: skip
-    return time.perf_counter() - start, out.read_text()
-
-
-def command_row(base: dict, runs: int) -> Comparison:
-    """``izoo fit brl`` as it chooses its pool (PJRT_NPROC unset) against XLA's default size (PJRT_NPROC set to
-    the cores), alternating, ``runs`` times each, after a first run that compiles."""
-    seconds, outputs = {"own": [], "default": []}, set()
-    with tempfile.TemporaryDirectory() as folder:
-        command_run(base, Path(folder) / "rules.json")  # fills the compilation cache, which both then read
-        for _ in range(runs):
-            for key, env in (("own", base), ("default", {**base, "PJRT_NPROC": str(usable_cores())})):
-                took, output = command_run(env, Path(folder) / "rules.json")
-                seconds[key].append(took)
-                outputs.add(output)
-    ratios = ", ".join(f"{d / o:.2f}x" for d, o in zip(seconds["default"], seconds["own"]))
-    return Comparison(
-        "izoo fit brl, the guide's Titanic example (defaults, until converged), the whole command, as izoo chooses "
-        "its pool", statistics.median(seconds["own"]), f"the same, PJRT_NPROC={usable_cores()} (XLA's default size)",
-        statistics.median(seconds["default"]),
-        f"per pair of runs {ratios}; the same output in every run: {len(outputs) == 1}",
-    )  # fmt: skip
-
 
 TASKS = {
     "brl_step": "BRL, s / iteration / chain, 10 chains, the compiled step",
@@ -79,10 +39,8 @@ TASKS = {
         "against the default pool (one thread per core), each configuration in its own process, the two "
         "alternating (THREAD_POOL_RUNS runs each, default 2; the table gives medians over the runs of each "
         "process's medians of 3 interleaved rounds, the notes every run's ratio and, for BRL, pysbrl / ours "
-        "in the same processes). The last row times the command `izoo fit brl` on the guide's example, a "
-        "process of its own each time, as it chooses its pool (one thread on at most 2 cores) against XLA's "
-        "default size, 3 runs each, alternating. No goal: it tells whether the scaling guide's advice and the "
-        "command's choice hold where it is run. The same seed gives the same draws with either pool."
+        "in the same processes). No goal: it tells whether the scaling guide's advice holds where it is run. "
+        "The same seed gives the same draws with either pool."
     ),
 )
 def thread_pool() -> list[Comparison]:
@@ -115,4 +73,4 @@ def thread_pool() -> list[Comparison]:
             notes += f"; converged, the same draws in every run: {len(digests) == 1 and None not in digests}"
         rows.append(Comparison(f"{task}, pool of 1 thread", one,
                                f"the same, default pool of {default_threads} threads", default, notes))
-    return [*rows, command_row(base, 3)]
+    return rows

@@ -79,7 +79,7 @@ def _record(static, data, states):
 
 
 KERNEL = TargetKernel(brl_mh.init, brl_mh.step, brl_mh.summaries, _record, brl_mh.learn_proposal, brl_mh.with_proposal,
-                      chain_rows=brl_mh.chain_rows, scratch=brl_mh.scratch, one_pool_thread_pays=True)
+                      chain_rows=brl_mh.chain_rows, scratch=brl_mh.scratch)
 """The list Metropolis-Hastings kernel as the tempering engine runs it."""
 
 

@@ -766,7 +766,11 @@ def label_counts(data: BRLData, rules, length):
         rows = first + jnp.arange(block_rows)
         rule_bits = jnp.where((rows == length)[:, None], ~jnp.uint32(0), truth) & uncaught & ~covered[:-1]
         counted = counts_and_totals(_popcount(rule_bits[:, None, None, :] & data.label_bits[None]) @ plane_weights)
-        table = lax.dynamic_update_slice_in_dim(table, counted.astype(table.dtype), first, axis=0)
+        # the block's rows written by a select: a dynamic update at a batched row becomes a scatter, and a
+        # scatter keeps XLA's CPU backend from compiling the steps' loop as one function (interpretable_zoo.xla_flags)
+        offset = jnp.arange(table.shape[0]) - first
+        in_block = (offset >= 0) & (offset < block_rows)
+        table = jnp.where(in_block[:, None], counted.astype(table.dtype)[jnp.clip(offset, 0, block_rows - 1)], table)
         return block + 1, uncaught & ~covered[-1], table
 
     # padded samples are in no label set, so they may start uncaught

@@ -113,12 +113,11 @@ def as_checkpoint(value) -> Checkpoint | None:
 
 
 def fingerprint(kernel, static, data, settings: dict, initial_states=None) -> str:
-    """A digest of what a run's draws depend on: the kernel's functions (not its flags, such as
-    ``one_pool_thread_pays``, which change no draw), ``static``, the ``data`` arrays, the chains' initial
-    states (when given) and the sampling settings (seed, chains, rungs, rounds, chunk size, kept draws,
-    convergence target)."""
+    """A digest of what a run's draws depend on: the kernel's functions, ``static``, the ``data`` arrays, the
+    chains' initial states (when given) and the sampling settings (seed, chains, rungs, rounds, chunk size,
+    kept draws, convergence target)."""
     digest = hashlib.sha256()
-    for function in (field for field in kernel if field is None or callable(field)):
+    for function in kernel:
         name = "None" if function is None else f"{function.__module__}.{function.__qualname__}"
         digest.update(f"{name};".encode())
     digest.update(repr(static).encode())

@@ -38,7 +38,7 @@ from interpretable_zoo.diagnostics import rank_statistics
 from interpretable_zoo.inference import interruption, memory, progress, tempering
 from interpretable_zoo.inference.checkpoint import CheckpointWriter, as_checkpoint, fingerprint
 from interpretable_zoo.inference.validation import check_positive_int, check_seed
-from interpretable_zoo.machine import one_pool_thread_would_help, usable_cores
+from interpretable_zoo.machine import usable_cores
 
 _COMPILE_SECONDS = [0.0]
 
@@ -806,16 +806,6 @@ def _ladder_hint(barrier: float, n_rungs: int) -> str:
             "Lambda, its replicas have not settled on their rungs, and more rungs will not help.")
 
 
-def _pool_hint(kernel: tempering.TargetKernel) -> str:
-    """A sentence for the unconverged warning when the kernel runs faster on XLA's CPU pool of one thread
-    (``TargetKernel.one_pool_thread_pays``) and this process runs XLA's default pool of several threads on a
-    small machine (:func:`~interpretable_zoo.machine.one_pool_thread_would_help`); else empty."""
-    if not (kernel.one_pool_thread_pays and jax.default_backend() == "cpu" and one_pool_thread_would_help()):
-        return ""
-    return (f" On this machine of {usable_cores()} cores this sampler runs faster, with the same draws, on XLA's "
-            "CPU pool of one thread: set PJRT_NPROC=1 before Python starts (docs/guides/scaling.md).")
-
-
 def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, compile_start, bar, cut=None,
                      resume=None, writer=None, pace=None, proposal=None, last_tuning=None, *,
                      stop: interruption.StopRequest):
@@ -922,7 +912,7 @@ def _sampling_rounds(kernel, static, data, ladder, schedule, settings, start, co
             f"{settings['description']}: the time budget (max_seconds={target.max_seconds}) ended before the "
             f"chains agreed: {run.message()}; targets R-hat <= {target.target_rhat}, bulk ESS >= {target.min_ess}. "
             f"Raise max_seconds, or continue with result.extend().{_rhat_hint(rhat, settings['num_chains'], target)}"
-            f"{_ladder_hint(barrier, len(schedule))}{_pool_hint(kernel)}",
+            f"{_ladder_hint(barrier, len(schedule))}",
             stacklevel=3,
         )
     return run

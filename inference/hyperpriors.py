@@ -297,8 +297,7 @@ def with_hyperpriors(kernel):
     proposal = (None, None) if kernel.learn_proposal is None else (learn_proposal, with_proposal)
     return TargetKernel(init, step, summaries, record, *proposal,
                         chain_rows=None if kernel.chain_rows is None else chain_rows,
-                        scratch=None if kernel.scratch is None else (lambda static: kernel.scratch(static.inner)),
-                        one_pool_thread_pays=kernel.one_pool_thread_pays)
+                        scratch=None if kernel.scratch is None else (lambda static: kernel.scratch(static.inner)))
 
 
 def target(model: HyperpriorModel, inner_target, priors):

@@ -91,11 +91,7 @@ class TargetKernel(NamedTuple):
 
     ``scratch(static) -> (bytes, what, setting)``, optional: the memory one replica's ``step`` needs beyond
     its state, what it is, and the fit's setting that sizes it (or None), for the run's memory estimate
-    (:func:`~interpretable_zoo.inference.convergence.check_run_memory`).
-
-    ``one_pool_thread_pays``: whether the kernel's programs, long loops of small operations, run faster on
-    XLA's CPU pool of one thread on a small machine (BRL's: ``interpretable_zoo.machine``); an unconverged
-    run on XLA's default pool there then says how to ask for one thread."""
+    (:func:`~interpretable_zoo.inference.convergence.check_run_memory`)."""
 
     init: Callable
     step: Callable
@@ -105,7 +101,6 @@ class TargetKernel(NamedTuple):
     with_proposal: Callable | None = None
     chain_rows: Callable | None = None
     scratch: Callable | None = None
-    one_pool_thread_pays: bool = False
 
 
 class RoundFacts(NamedTuple):
@@ -430,6 +425,9 @@ def _ladder_scans(kernel, static, data, ladder, schedule, n_scans, statistics, c
         no_pair = jnp.zeros((n_chains, 1), bool)
         source = jnp.arange(n_rungs) + jnp.concatenate([accept, no_pair], 1) - jnp.concatenate([no_pair, accept], 1)
         slot_of_rung = jnp.take_along_axis(ladder.slot_of_rung, source, axis=1)
+        # a scatter, which keeps XLA's CPU backend from compiling a ladder's loop over scans as one function:
+        # compiled whole, BRL's mushroom ladder took twice as long to compile (16 s) for scans 3-8 % faster; its
+        # steps' loop within is compiled whole (interpretable_zoo.xla_flags, docs/decisions/brl-sampler.md)
         rung_of_slot = jnp.zeros_like(slot_of_rung).at[jnp.arange(n_chains)[:, None], slot_of_rung].set(
             jnp.arange(n_rungs, dtype=slot_of_rung.dtype)
         )

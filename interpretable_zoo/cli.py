@@ -26,7 +26,6 @@ from pathlib import Path
 from types import ModuleType
 
 from interpretable_zoo.demos import bayesian_sets, bcm, brl, mgm, prototype_selection
-from interpretable_zoo.machine import SMALL_MACHINE_CORES, pool_is_sized, usable_cores
 
 
 MCMC_OPTIONS = ("num_warmup", "num_samples", "num_chains", "max_seconds", "progress")
@@ -285,9 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fit",
         help="fit a model to a data file, print its explanation and write the result",
         epilog="Options after --seed apply to the models named in brackets. "
-        "See docs/guides/cli.md, 'Data files', for what each model's file holds. "
-        f"On a machine of at most {SMALL_MACHINE_CORES} cores, brl runs XLA's CPU pool with one thread "
-        "(PJRT_NPROC=1), which makes it faster there; set PJRT_NPROC to choose otherwise.",
+        "See docs/guides/cli.md, 'Data files', for what each model's file holds.",
     )
     fit.add_argument("model", choices=fitting, metavar="MODEL", help=", ".join(fitting))
     fit.add_argument(
@@ -325,23 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def xla_pool_threads(command: str, model: str | None, cores: int, environ) -> str | None:
-    """The size of XLA's CPU pool (PJRT_NPROC) that ``izoo`` gives a job, or None for XLA's default (a thread
-    per core): one thread for ``fit brl`` on a machine of at most :data:`SMALL_MACHINE_CORES` cores, unless
-    ``environ`` sizes the pool already (PJRT_NPROC, or NPROC, which XLA reads after it). BRL's programs are
-    loops of small operations that gain nothing from a second thread: on 2 cores its fits ran faster with one
-    thread in every measurement, with the same draws (``xla_thread_pool`` in benchmarks/RESULTS.md). The
-    other models gain nothing or lose, and machines of more cores were not measured (docs/guides/scaling.md)."""
-    if command != "fit" or model != "brl" or cores > SMALL_MACHINE_CORES:
-        return None
-    return None if pool_is_sized(environ) else "1"
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    threads = xla_pool_threads(args.command, getattr(args, "model", None), usable_cores(), os.environ)
-    if threads is not None and "jax" not in sys.modules:  # XLA sizes its pool once, when JAX starts
-        os.environ["PJRT_NPROC"] = threads
     try:
         args.handler(args)
     except CliError as error:

@@ -4,10 +4,7 @@ import argparse
 import importlib.metadata
 import inspect
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -209,55 +206,3 @@ def test_version_and_progress_options(capsys):
     assert cli.build_parser().parse_args(arguments).progress is None  # the estimators' default: on outside CI
     assert cli.build_parser().parse_args([*arguments, "--no-progress"]).progress is False
     assert cli.build_parser().parse_args([*arguments, "--progress"]).progress is True
-
-
-@pytest.mark.parametrize(
-    "command, model, cores, environ, threads",
-    [
-        ("fit", "brl", 2, {}, "1"),
-        ("fit", "brl", 1, {}, "1"),
-        ("fit", "brl", 4, {}, None),  # more cores than measured: XLA's default
-        ("fit", "bcm", 2, {}, None),
-        ("fit", "mgm", 2, {}, None),
-        ("demo", None, 2, {}, None),
-        ("fit", "brl", 2, {"PJRT_NPROC": "2"}, None),  # the user's size stands
-        ("fit", "brl", 2, {"NPROC": "2"}, None),
-    ],
-)
-def test_a_brl_fit_on_a_small_machine_runs_one_pool_thread_unless_the_pool_is_sized(command, model, cores, environ,
-                                                                                     threads):
-    assert cli.xla_pool_threads(command, model, cores, environ) == threads
-
-
-POOL_SCRIPT = """
-import json, sys
-from pathlib import Path
-from interpretable_zoo import cli
-
-status = cli.main(sys.argv[1:])
-tasks = Path("/proc/self/task")  # XLA's pool threads, by the name the runtime gives them (Linux only)
-pool = (sum((task / "comm").read_text().startswith("tf_XLAEigen") for task in tasks.iterdir())
-        if tasks.is_dir() else None)
-print(json.dumps({"status": status, "pool_threads": pool}))
-"""
-
-
-def test_izoo_fit_brl_sizes_the_pool_it_runs_with(tmp_path):
-    """``izoo fit brl`` in a process of its own (XLA sizes its pool when JAX starts) runs the pool that
-    ``xla_pool_threads`` chooses for this machine: one thread on at most 2 cores, else XLA's default of at
-    least a thread per core."""
-    argv = EXAMPLES["brl"].split()
-    argv[argv.index("--out") + 1] = str(tmp_path / "rules.json")
-    argv[argv.index("--data") + 1] = str(ROOT / argv[argv.index("--data") + 1])
-    argv += ["--num-samples", "16", "--num-warmup", "16", "--num-chains", "2", "--no-progress"]
-    env = {name: value for name, value in os.environ.items() if name not in ("PJRT_NPROC", "NPROC")}
-    completed = subprocess.run([sys.executable, "-c", POOL_SCRIPT, *argv], env=env, capture_output=True, text=True,
-                               timeout=600)  # fmt: skip
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    report = json.loads(completed.stdout.strip().splitlines()[-1])
-    assert report["status"] == 0
-    if report["pool_threads"] is not None:  # where the system names its threads
-        if cli.xla_pool_threads("fit", "brl", cli.usable_cores(), env) == "1":
-            assert report["pool_threads"] == 1
-        else:
-            assert report["pool_threads"] >= cli.usable_cores()

@@ -96,7 +96,7 @@ def test_same_seed_same_draws_on_more_devices(report, name, devices):
 @pytest.mark.parametrize("name", ["brl", "bcm"])
 def test_same_seed_same_draws_with_a_pool_of_one_thread(report, one_thread_report, name):
     """XLA's CPU pool (one thread per core by default) splits work, not the draws: the same seed gives the
-    same draws with a pool of one thread, as the scaling guide advises on small machines."""
+    same draws with a pool of one thread."""
     assert one_thread_report["devices_seen"] == 1
     if one_thread_report["pool_threads"] is not None:  # the pools, where the system names its threads
         assert one_thread_report["pool_threads"] == 1

@@ -225,15 +225,15 @@ def test_a_checkpoint_of_other_settings_is_refused(monkeypatch, tmp_path):
         Checkpoint(path, every_seconds=-1)
 
 
-def test_a_checkpoint_s_fingerprint_reads_the_kernel_s_functions_and_not_its_flags():
-    """``one_pool_thread_pays`` changes no draw, so a checkpoint resumes whatever its value; another step
-    function (the negative control) makes another run."""
+def test_a_checkpoint_s_fingerprint_reads_the_kernel_s_functions():
+    """The same kernel gives the same fingerprint; another step function (the negative control) makes another
+    run."""
     from interpretable_zoo.inference.checkpoint import fingerprint
 
     settings = dict.fromkeys(("num_chains", "seed", "n_temperatures", "max_temperatures", "num_samples",
                               "tuning_rounds", "scans_per_chunk", "max_draws", "target"), 1)
     digest = fingerprint(toy.KERNEL, STATIC, DATA, settings)
-    assert fingerprint(toy.KERNEL._replace(one_pool_thread_pays=True), STATIC, DATA, settings) == digest
+    assert fingerprint(toy.KERNEL._replace(), STATIC, DATA, settings) == digest
     assert fingerprint(toy.KERNEL._replace(step=toy.KERNEL.init), STATIC, DATA, settings) != digest
 
 

@@ -9,7 +9,6 @@ import toy_tempering as toy
 from compile_events import programs_compiled
 
 from interpretable_zoo.diagnostics import exact_gof_test
-from interpretable_zoo import machine
 from interpretable_zoo.inference import convergence, memory, tempering
 
 # a fixed ladder: the engine's draws must be exact whatever the schedule
@@ -495,41 +494,6 @@ def test_the_unconverged_warning_says_when_the_ladder_is_short_for_its_barrier(b
         assert "short for its barrier" not in message
     else:
         assert message.endswith(" The ladder is short for its barrier: " + hint)
-
-
-@pytest.mark.parametrize("pays, cores, environ, hinted", [
-    (True, 2, {}, True),
-    (False, 2, {}, False),  # a kernel that gains nothing from one thread (BCM's)
-    (True, 1, {}, False),  # XLA's pool has one thread already
-    (True, 4, {}, False),  # more cores than measured
-    (True, 2, {"PJRT_NPROC": "2"}, False),  # the user sized the pool
-    (True, 2, {"NPROC": "1"}, False),
-])
-def test_the_unconverged_warning_advises_one_pool_thread_where_it_pays(bimodal, monkeypatch, pays, cores, environ,
-                                                                       hinted):
-    """A kernel whose programs run faster on XLA's CPU pool of one thread (BRL's) says how to ask for it when
-    the process runs XLA's default pool of several threads on a machine of at most 2 cores."""
-    monkeypatch.setattr(machine, "usable_cores", lambda: cores)
-    monkeypatch.setattr(convergence, "usable_cores", lambda: cores)
-    for name in ("PJRT_NPROC", "NPROC"):
-        monkeypatch.delenv(name, raising=False)
-    for name, value in environ.items():
-        monkeypatch.setenv(name, value)
-    message = _unconverged_warning(bimodal, num_chains=4, kernel=toy.KERNEL._replace(one_pool_thread_pays=pays))
-    hint = (f" On this machine of {cores} cores this sampler runs faster, with the same draws, on XLA's CPU pool "
-            "of one thread: set PJRT_NPROC=1 before Python starts (docs/guides/scaling.md).")
-    assert message.endswith(hint) if hinted else "PJRT_NPROC" not in message
-
-
-def test_brl_kernels_alone_ask_for_one_pool_thread():
-    """The kernels measured faster on one thread (``xla_thread_pool`` in benchmarks/RESULTS.md) are BRL's,
-    with or without hyperpriors; BCM's neither gain nor lose."""
-    from interpretable_zoo.inference import bcm, bcm_pcgibbs, brl, hyperpriors
-
-    assert brl.KERNEL.one_pool_thread_pays and hyperpriors.with_hyperpriors(brl.KERNEL).one_pool_thread_pays
-    assert not bcm_pcgibbs.KERNEL.one_pool_thread_pays
-    assert not bcm._kernel(False, "collapsed").one_pool_thread_pays
-    assert not hyperpriors.with_hyperpriors(bcm._kernel(False, "collapsed")).one_pool_thread_pays
 
 
 def test_the_ladder_hint_of_usps_40_per_digit():

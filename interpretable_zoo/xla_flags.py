@@ -1,0 +1,41 @@
+"""The XLA option that the package sets when it is imported, before JAX starts its backend.
+
+XLA's CPU backend runs a loop by dispatching its body's operations one by one, each iteration. BRL's loops
+are long runs of small operations, where that dispatch costs more than the operations do. XLA instead
+compiles a whole loop as one function when the loop holds no scatter, sort or custom call and one iteration
+accesses fewer bytes than ``xla_cpu_small_while_loop_byte_threshold`` (1 kB by default). With the threshold
+raised to :data:`WHOLE_LOOP_BYTES`, BRL's Metropolis-Hastings steps compile as one function, and so does an
+untempered fit's whole loop over scans (a tempered ladder's swap round holds a scatter). The engine's scans
+at one step a scan ran 1.6x as fast, and mushroom's and adult's tempered fits 1.2-1.5x; tic-tac-toe's
+ladder, whose steps are cheap, 10-15 % slower; the other models' programs as fast as before, within
+the spread of the timings (``xla_whole_loops`` in benchmarks/RESULTS.md, docs/decisions/brl-sampler.md).
+
+XLA reads ``XLA_FLAGS`` once, when JAX starts its backend: the setting takes effect when the package is
+imported before the process's first JAX computation, and then applies to every program of the process. It
+leaves ``XLA_FLAGS`` alone when they pass ``--xla_backend_extra_options`` already, so that a user's own
+choice stands (for XLA's default: ``--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1024``).
+The option concerns XLA's CPU backend only; on a GPU it changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import MutableMapping
+
+WHOLE_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
+WHOLE_LOOP_BYTES = 1 << 30
+"""XLA's CPU backend compiles a loop whole below this many bytes accessed per iteration: above any of the
+package's loops (adult's BRL ladder included), so that the operations a loop holds decide."""
+
+
+def with_whole_loops(flags: str) -> str:
+    """``flags`` (the value of ``XLA_FLAGS``) with :data:`WHOLE_LOOP_OPTION` raised to :data:`WHOLE_LOOP_BYTES`,
+    or unchanged when they pass backend extra options of their own."""
+    if "--xla_backend_extra_options" in flags:
+        return flags
+    return f"{flags} --xla_backend_extra_options={WHOLE_LOOP_OPTION}={WHOLE_LOOP_BYTES}".strip()
+
+
+def compile_loops_whole(environ: MutableMapping[str, str] = os.environ) -> None:
+    """Set ``XLA_FLAGS`` in ``environ`` to :func:`with_whole_loops` of its value."""
+    environ["XLA_FLAGS"] = with_whole_loops(environ.get("XLA_FLAGS", ""))
