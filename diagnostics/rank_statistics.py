@@ -32,24 +32,58 @@ def _split(draws: np.ndarray) -> np.ndarray:
     return np.concatenate([draws[:, :half], draws[:, draws.shape[1] - half :]], axis=0)
 
 
-def _normal_scores(draws: np.ndarray) -> np.ndarray:
-    """Blom's normal scores of the draws' average ranks among all draws, Phi^-1 computed once per
-    distinct value. A summary with few distinct values (a list's length) looks each draw's value up
-    among them, which costs a sort and a binary search instead of an indirect sort."""
-    flat = draws.ravel()
-    ordered = np.sort(flat)
-    starts_group = np.empty(flat.size, dtype=bool)
+def _blom_scores(counts: np.ndarray, size: int) -> np.ndarray:
+    """Blom's normal score of each group of tied draws, ``counts`` the draws of each group in ascending order of
+    their value among ``size`` draws: the groups' average ranks, Phi^-1 computed once per group."""
+    ends = np.cumsum(counts)
+    average_ranks = (ends - counts + 1 + ends) / 2  # ranks ends - counts + 1 .. ends, 1-based
+    return ndtri((average_ranks - 3 / 8) / (size + 1 / 4))
+
+
+def _distinct_values(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the first index of each run of equal values in sorted ``ordered``, the runs' lengths)."""
+    starts_group = np.empty(ordered.size, dtype=bool)
     starts_group[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=starts_group[1:])
     starts = np.flatnonzero(starts_group)
-    ends = np.append(starts[1:], flat.size)
-    average_ranks = (starts + 1 + ends) / 2  # ranks starts + 1 .. ends, 1-based
-    group_scores = ndtri((average_ranks - 3 / 8) / (flat.size + 1 / 4))
+    return starts, np.diff(np.append(starts, ordered.size))
+
+
+def _normal_scores(draws: np.ndarray) -> np.ndarray:
+    """Blom's normal scores of the draws' average ranks among all draws. A summary with few distinct values (a
+    list's length) looks each draw's value up among them, which costs a sort and a binary search instead of an
+    indirect sort."""
+    return _normal_scores_of_sorted(draws, np.sort(draws.ravel()))
+
+
+def _normal_scores_of_sorted(draws: np.ndarray, ordered: np.ndarray) -> np.ndarray:
+    """:func:`_normal_scores` of ``draws`` whose values sorted are ``ordered``."""
+    flat = draws.ravel()
+    starts, counts = _distinct_values(ordered)
+    group_scores = _blom_scores(counts, flat.size)
     if starts.size * FEW_DISTINCT_VALUES <= flat.size:
         return group_scores[np.searchsorted(ordered[starts], flat)].reshape(draws.shape)
     scores = np.empty(flat.size)
-    scores[np.argsort(flat)] = np.repeat(group_scores, ends - starts)  # any order of ties: one score each
+    scores[np.argsort(flat)] = np.repeat(group_scores, counts)  # any order of ties: one score each
     return scores.reshape(draws.shape)
+
+
+def _scores_and_folded_scores(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The normal scores of the draws and of the folded draws |x - median(x)|. With few distinct values the
+    folded draws' distinct values are those of the draws folded, so their ranks follow from the draws' groups
+    without a second sort."""
+    flat = draws.ravel()
+    ordered = np.sort(flat)
+    starts, counts = _distinct_values(ordered)
+    median = (ordered[(flat.size - 1) // 2] + ordered[flat.size // 2]) / 2  # as np.median
+    if starts.size * FEW_DISTINCT_VALUES > flat.size:
+        return _normal_scores_of_sorted(draws, ordered), _normal_scores(np.abs(draws - median))
+    group = np.searchsorted(ordered[starts], flat)
+    folded_values, folded_group = np.unique(np.abs(ordered[starts] - median), return_inverse=True)
+    folded_counts = np.bincount(folded_group, weights=counts, minlength=folded_values.size)
+    scores = _blom_scores(counts, flat.size)[group]
+    folded_scores = _blom_scores(folded_counts, flat.size)[folded_group[group]]
+    return scores.reshape(draws.shape), folded_scores.reshape(draws.shape)
 
 
 FEW_DISTINCT_VALUES = 16
@@ -79,14 +113,13 @@ def rank_rhat(draws) -> float:
     draws = _usable(draws, min_chains=2)
     if draws is None:
         return math.nan
-    split = _split(draws)
-    return _rank_rhat_of_split(split, _normal_scores(split))
+    return _rank_rhat_of_scores(*_scores_and_folded_scores(_split(draws)))
 
 
-def _rank_rhat_of_split(split: np.ndarray, scores: np.ndarray) -> float:
-    """The rank R-hat of split chains ``split`` whose normal scores are ``scores``."""
-    folded = np.abs(split - np.median(split))
-    return max(_potential_scale_reduction(scores), _potential_scale_reduction(_normal_scores(folded)))
+def _rank_rhat_of_scores(scores: np.ndarray, folded_scores: np.ndarray) -> float:
+    """The rank R-hat of split chains whose normal scores are ``scores``, and those of the folded draws
+    ``folded_scores``."""
+    return max(_potential_scale_reduction(scores), _potential_scale_reduction(folded_scores))
 
 
 def _mean_autocovariance(draws: np.ndarray) -> np.ndarray:
@@ -145,6 +178,5 @@ def rank_rhat_and_bulk_ess(draws) -> tuple[float, float]:
         return rank_rhat(draws), bulk_ess(draws)
     if np.ptp(usable) < np.finfo(np.float64).resolution:
         return rank_rhat(usable), float(usable.size)
-    split = _split(usable)
-    scores = _normal_scores(split)
-    return _rank_rhat_of_split(split, scores), _bulk_ess_of_scores(scores)
+    scores, folded_scores = _scores_and_folded_scores(_split(usable))
+    return _rank_rhat_of_scores(scores, folded_scores), _bulk_ess_of_scores(scores)

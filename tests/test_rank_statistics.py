@@ -84,6 +84,26 @@ def test_normal_scores_are_blom_scores_of_average_ranks_by_either_path(values, m
         assert not np.array_equal(in_turn, blom)
 
 
+@pytest.mark.parametrize("values", ["continuous", "few distinct", "few distinct, folded ties"])
+def test_folded_scores_are_blom_scores_of_the_folded_draws_by_either_path(values, monkeypatch):
+    """The folded draws' scores, which with few distinct values come from the draws' own groups, equal Blom's
+    scores of |x - median(x)| ranked afresh, ties across the median included (values 0..20 about 10)."""
+    rng = np.random.default_rng(4)
+    draws = {"continuous": rng.normal(size=(4, 5001)), "few distinct": rng.poisson(3.0, (4, 5000)).astype(float),
+             "few distinct, folded ties": rng.integers(0, 21, (4, 5000)).astype(float)}[values]
+    folded = np.abs(draws - np.median(draws))
+
+    def blom(x):
+        return ndtri((rankdata(x, method="average") - 3 / 8) / (x.size + 1 / 4)).reshape(x.shape)
+
+    for few_distinct in (1, draws.size + 1):
+        monkeypatch.setattr(rank_statistics, "FEW_DISTINCT_VALUES", few_distinct)
+        scores, folded_scores = rank_statistics._scores_and_folded_scores(draws)
+        assert np.array_equal(scores, blom(draws)) and np.array_equal(folded_scores, blom(folded))
+    if values == "few distinct, folded ties":  # the comparison has power: ties across the median kept apart differ
+        assert not np.array_equal(folded_scores, blom(folded + 1e-9 * (draws > np.median(draws))))
+
+
 def test_edge_cases():
     constant = np.full((4, 50), 2.5)
     assert np.isnan(rank_rhat(constant))  # no variance within chains
