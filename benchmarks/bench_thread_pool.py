@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import tempfile
 
 from benchmarks.bench_scaling import run_worker
 from benchmarks.runner import Comparison, benchmark, import_peer
@@ -45,32 +46,54 @@ TASKS = {
 )
 def thread_pool() -> list[Comparison]:
     import_peer("pysbrl", "see benchmarks/bench_brl.py")
-    runs = int(os.environ.get("THREAD_POOL_RUNS", 2))
     base = {name: value for name, value in os.environ.items() if name not in ("PJRT_NPROC", "NPROC")}
-    records = {"default": [], "one": []}
+    records = alternating_records({"default": base, "one": {**base, "PJRT_NPROC": "1"}},
+                                  int(os.environ.get("THREAD_POOL_RUNS", 2)))
+    threads = next((record["pool_threads"] for record in records["default"] if "pool_threads" in record), None)
+
+    def same_draws(name):
+        if not name.startswith("fit_brl_"):
+            return ""
+        digests = {record["digests"][name] for runs_of in records.values() for record in runs_of}
+        return f"; converged, the same draws in every run: {len(digests) == 1 and None not in digests}"
+
+    default = f"default pool of {threads} threads" if threads else "default pool"
+    return paired_rows(records, TASKS, ("one", "pool of 1 thread", "1 thread"),
+                       ("default", f"the same, {default}", f"{threads} threads"), same_draws)
+
+
+def alternating_records(environments: dict[str, dict[str, str]], runs: int, fresh_cache: bool = False) -> dict:
+    """The worker's (``benchmarks.thread_pool_worker``) record in each environment (name -> its variables),
+    the environments taking turns, ``runs`` times each; with ``fresh_cache``, each run with a compilation
+    cache of its own."""
+    records = {key: [] for key in environments}
     for _ in range(runs):
-        records["default"].append(run_worker(module="benchmarks.thread_pool_worker", env=base))
-        records["one"].append(run_worker(module="benchmarks.thread_pool_worker", env={**base, "PJRT_NPROC": "1"}))
+        for key, env in environments.items():
+            with tempfile.TemporaryDirectory() as cache:
+                env = {**env, "INTERPRETABLE_ZOO_CACHE_DIR": cache} if fresh_cache else env
+                records[key].append(run_worker(module="benchmarks.thread_pool_worker", env=env))
+    return records
+
+
+def paired_rows(records: dict, tasks: dict, ours: tuple[str, str, str], other: tuple[str, str, str],
+                notes_of=lambda name: "") -> list[Comparison]:
+    """A row per task of ``tasks`` (timer name -> task) of :func:`alternating_records`: the medians of the
+    records under ``ours`` against ``other`` (each: the environment's name, the row's wording, the label of
+    pysbrl's ratio), every pair's ratio, pysbrl / ours in the same processes for BRL's timers, and
+    ``notes_of(name)``; rows that say so when a worker failed."""
+    (key, setting, label), (other_key, other_setting, other_label) = ours, other
     failed = [record["error"] for runs_of in records.values() for record in runs_of if "error" in record]
     if failed:
-        return [Comparison(f"{task}, pool of 1 thread", float("nan"), "the same, default pool", None,
-                           f"a worker failed: {failed[0]}") for task in TASKS.values()]
-    default_threads = records["default"][0]["pool_threads"]
+        return [Comparison(f"{task}, {setting}", float("nan"), other_setting, None, f"a worker failed: {failed[0]}")
+                for task in tasks.values()]
     rows = []
-    for name, task in TASKS.items():
-        one = statistics.median(record[name] for record in records["one"])
-        default = statistics.median(record[name] for record in records["default"])
-        ratios = ", ".join(f"{d[name] / o[name]:.2f}x" for d, o in zip(records["default"], records["one"]))
+    for name, task in tasks.items():
+        ratios = ", ".join(f"{o[name] / r[name]:.2f}x" for o, r in zip(records[other_key], records[key]))
         notes = f"per pair of runs {ratios}"
         if name in BRL_TIMERS:
-            against = [
-                f"{statistics.median(r['pysbrl'] / r[name] for r in records[key]):.2f}x ({label})"
-                for key, label in (("one", "1 thread"), ("default", f"{default_threads} threads"))
-            ]
+            against = [f"{statistics.median(r['pysbrl'] / r[name] for r in records[k]):.2f}x ({text})"
+                       for k, text in ((key, label), (other_key, other_label))]
             notes += f"; pysbrl / ours in the same process: {', '.join(against)}"
-        if name.startswith("fit_brl_"):
-            digests = {record["digests"][name] for runs_of in records.values() for record in runs_of}
-            notes += f"; converged, the same draws in every run: {len(digests) == 1 and None not in digests}"
-        rows.append(Comparison(f"{task}, pool of 1 thread", one,
-                               f"the same, default pool of {default_threads} threads", default, notes))
+        rows.append(Comparison(f"{task}, {setting}", statistics.median(r[name] for r in records[key]), other_setting,
+                               statistics.median(r[name] for r in records[other_key]), notes + notes_of(name)))
     return rows

@@ -9,13 +9,10 @@ that the first fits' compile times count; the two alternate, WHOLE_LOOPS_RUNS ti
 from __future__ import annotations
 
 import os
-import statistics
-import tempfile
 
-from benchmarks.bench_scaling import run_worker
-from benchmarks.bench_thread_pool import TASKS
+from benchmarks.bench_thread_pool import TASKS, alternating_records, paired_rows
 from benchmarks.runner import Comparison, benchmark, import_peer
-from benchmarks.thread_pool_worker import BRL_TIMERS, DEFAULT_FITS
+from benchmarks.thread_pool_worker import DEFAULT_FITS
 
 XLA_DEFAULT = "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1024"
 """XLA_FLAGS that keep XLA's own threshold (1 kB), which the package then leaves alone."""
@@ -40,33 +37,18 @@ FIT_TASKS = {**TASKS, "fit_brl_mushroom": "BRL, fit_brl's tempered defaults on m
 )
 def whole_loops() -> list[Comparison]:
     import_peer("pysbrl", "see benchmarks/bench_brl.py")
-    runs = int(os.environ.get("WHOLE_LOOPS_RUNS", 2))
     base = {name: value for name, value in os.environ.items() if name != "XLA_FLAGS"}
-    records = {"package": [], "xla": []}
-    for _ in range(runs):
-        for key, flags in (("package", {}), ("xla", {"XLA_FLAGS": XLA_DEFAULT})):
-            with tempfile.TemporaryDirectory() as cache:
-                env = {**base, **flags, "INTERPRETABLE_ZOO_CACHE_DIR": cache}
-                records[key].append(run_worker(module="benchmarks.thread_pool_worker", env=env))
-    failed = [record["error"] for runs_of in records.values() for record in runs_of if "error" in record]
-    if failed:
-        return [Comparison(f"{task}, loops compiled whole", float("nan"), "the same, XLA's default", None,
-                           f"a worker failed: {failed[0]}") for task in FIT_TASKS.values()]
-    rows = []
-    for name, task in FIT_TASKS.items():
-        ours = statistics.median(record[name] for record in records["package"])
-        xla = statistics.median(record[name] for record in records["xla"])
-        ratios = ", ".join(f"{x[name] / p[name]:.2f}x" for x, p in zip(records["xla"], records["package"]))
-        notes = f"per pair of runs {ratios}"
-        if name in BRL_TIMERS:
-            against = [f"{statistics.median(r['pysbrl'] / r[name] for r in records[key]):.2f}x ({label})"
-                       for key, label in (("package", "whole loops"), ("xla", "XLA's default"))]
-            notes += f"; pysbrl / ours in the same process: {', '.join(against)}"
-        if name in DEFAULT_FITS:
-            compiled = {key: ", ".join(f"{r['compile_seconds'][name]:.1f}" for r in records[key]) for key in records}
-            digests = {key: {r["digests"][name] for r in records[key]} for key in records}
-            notes += (f"; first call compiling {compiled['package']} s against {compiled['xla']} s; the same draws "
-                      f"in every run of a setting: {all(len(d) == 1 and None not in d for d in digests.values())}, "
-                      f"in both settings: {digests['package'] == digests['xla']}")
-        rows.append(Comparison(f"{task}, loops compiled whole", ours, "the same, XLA's default threshold", xla, notes))
-    return rows
+    records = alternating_records({"package": base, "xla": {**base, "XLA_FLAGS": XLA_DEFAULT}},
+                                  int(os.environ.get("WHOLE_LOOPS_RUNS", 2)), fresh_cache=True)
+
+    def compiling_and_draws(name):
+        if name not in DEFAULT_FITS:
+            return ""
+        compiled = {key: ", ".join(f"{r['compile_seconds'][name]:.1f}" for r in records[key]) for key in records}
+        digests = {key: {r["digests"][name] for r in records[key]} for key in records}
+        return (f"; first call compiling {compiled['package']} s against {compiled['xla']} s; the same draws in "
+                f"every run of a setting: {all(len(d) == 1 and None not in d for d in digests.values())}, in both "
+                f"settings: {digests['package'] == digests['xla']}")
+
+    return paired_rows(records, FIT_TASKS, ("package", "loops compiled whole", "whole loops"),
+                       ("xla", "the same, XLA's default threshold", "XLA's default"), compiling_and_draws)
