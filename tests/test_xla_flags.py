@@ -1,7 +1,7 @@
-"""XLA's CPU backend compiles BRL's scans as one function (interpretable_zoo.xla_flags): the package raises
-XLA's threshold for whole loops when it is imported, leaving a user's own backend options alone, and BRL's
-compiled ladder, with neighbour moves, swaps and hyperpriors, holds no loop that XLA would run operation by
-operation. Negative control: a loop with a scatter stays one."""
+"""XLA's CPU backend compiles BRL's steps as one function (interpretable_zoo.xla_flags): the package raises
+XLA's threshold for whole loops when it is imported, leaving a user's own backend options alone; an
+untempered fit's compiled scans hold no loop that XLA runs operation by operation, and a ladder's (neighbour
+moves, swaps, hyperpriors) only its loop over scans. Negative control: a loop with a scatter stays one."""
 
 import os
 import re
@@ -40,7 +40,7 @@ def test_the_whole_loop_threshold_joins_the_flags_unless_they_pass_backend_optio
 
 
 @pytest.mark.parametrize("flags", [None, "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1024"])
-def test_importing_the_package_sets_the_flags_before_jax_starts(flags):
+def test_importing_the_package_sets_the_flags_unless_they_pass_backend_options(flags):
     env = {name: value for name, value in os.environ.items() if name != "XLA_FLAGS"}
     if flags is not None:
         env["XLA_FLAGS"] = flags
