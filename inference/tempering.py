@@ -426,8 +426,8 @@ def _ladder_scans(kernel, static, data, ladder, schedule, n_scans, statistics, c
         source = jnp.arange(n_rungs) + jnp.concatenate([accept, no_pair], 1) - jnp.concatenate([no_pair, accept], 1)
         slot_of_rung = jnp.take_along_axis(ladder.slot_of_rung, source, axis=1)
         # a scatter, which keeps XLA's CPU backend from compiling a ladder's loop over scans as one function:
-        # compiled whole, BRL's mushroom ladder took twice as long to compile (16 s) for scans 3-8 % faster; its
-        # steps' loop within is compiled whole (interpretable_zoo.xla_flags, docs/decisions/brl-sampler.md)
+        # compiled whole, it compiles about twice as long for scans hardly faster, while the steps' loop within
+        # is compiled whole anyway (interpretable_zoo.xla_flags, docs/decisions/brl-sampler.md)
         rung_of_slot = jnp.zeros_like(slot_of_rung).at[jnp.arange(n_chains)[:, None], slot_of_rung].set(
             jnp.arange(n_rungs, dtype=slot_of_rung.dtype)
         )

@@ -5,10 +5,8 @@ are long runs of small operations, where that dispatch costs more than the opera
 compiles a whole loop as one function when the loop holds no scatter, sort or custom call and one iteration
 accesses fewer bytes than ``xla_cpu_small_while_loop_byte_threshold`` (1 kB by default). With the threshold
 raised to :data:`WHOLE_LOOP_BYTES`, BRL's Metropolis-Hastings steps compile as one function, and so does an
-untempered fit's whole loop over scans (a tempered ladder's swap round holds a scatter). The engine's scans
-at one step a scan ran 1.6x as fast, and mushroom's and adult's tempered fits 1.2-1.5x; tic-tac-toe's
-ladder, whose steps are cheap, 10-15 % slower; the other models' programs as fast as before, within
-the spread of the timings (``xla_whole_loops`` in benchmarks/RESULTS.md, docs/decisions/brl-sampler.md).
+untempered fit's whole loop over scans (a tempered ladder's swap round holds a scatter). What that gains
+and where it costs: ``xla_whole_loops`` in benchmarks/RESULTS.md and docs/decisions/brl-sampler.md.
 
 XLA reads ``XLA_FLAGS`` once, when JAX starts its backend: the setting takes effect when the package is
 imported before the process's first JAX computation, and then applies to every program of the process. It
