@@ -7,6 +7,7 @@ whose data folder or file is missing (set INTERPRETABLE_ZOO_DATA). On an acceler
 backend not the CPU) a benchmark writes its section under its name with the backend as suffix (``_gpu``),
 beside the CPU results. Variables such as CONVERGENCE_CASES or SCALING_CHAINS narrow a run (see each benchmark);
 a narrowed run rewrites its section with the cases it ran, and the section's command line names the variables.
+A rewritten section keeps the notes written by hand below its run line (``runner.hand_written_notes``).
 """
 
 from __future__ import annotations

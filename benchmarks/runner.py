@@ -243,13 +243,38 @@ def render_section(bench: Benchmark, rows: list[Comparison], command: str, load_
     return "\n".join(lines)
 
 
+_RUN_LINES = ("- run: ", "- machine: ", "- versions: ")
+"""The bullets a run writes itself; a section's other bullets are notes written by hand."""
+
+
+def hand_written_notes(section: str) -> list[str]:
+    """The bullets of a RESULTS.md section that no run wrote (the code measured, earlier runs, trials), each
+    with its indented continuation lines. The section's ``code:`` note described the run being replaced,
+    so it comes back as a note on that run, dated by it."""
+    header = section.split("\n| ", 1)[0]
+    run = re.search(r"^- run: ([^,]+),", header, re.M)
+    notes = []
+    for bullet in re.findall(r"^- .*(?:\n  .*)*", header, re.M):
+        if bullet.startswith(_RUN_LINES):
+            continue
+        if bullet.startswith("- code: ") and run:
+            bullet = f"- before (the {run.group(1)} run): code: {bullet.removeprefix('- code: ')}"
+        notes.append(bullet)
+    return notes
+
+
 def update_results(sections: dict[str, str], path: Path = RESULTS_PATH) -> None:
-    """Replace (or append) the given sections in RESULTS.md, keeping every other section as it was."""
+    """Replace (or append) the given sections in RESULTS.md, keeping every other section as it was, and the
+    replaced section's hand-written notes (:func:`hand_written_notes`) below the new run's line."""
     text = path.read_text() if path.exists() else _HEADER
     for name, section in sections.items():
         pattern = re.compile(rf"<!-- benchmark:{re.escape(name)} -->\n.*?<!-- end:{re.escape(name)} -->\n", re.S)
-        if pattern.search(text):
-            text = pattern.sub(lambda _match: section, text)
+        old = pattern.search(text)
+        if old:
+            lines = section.split("\n")
+            after_run = next(i for i, line in enumerate(lines) if line.startswith("- run: ")) + 1
+            section = "\n".join(lines[:after_run] + hand_written_notes(old.group(0)) + lines[after_run:])
+            text = text[:old.start()] + section + text[old.end():]
         else:
             text = text.rstrip("\n") + "\n\n" + section
     path.write_text(text)

@@ -1,6 +1,7 @@
 """The benchmark runner: registration, timing, and RESULTS.md sections replaced one at a time."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -26,6 +27,32 @@ def test_update_results_replaces_only_the_sections_it_ran(tmp_path):
     assert "| task | 250.00 ms | peer | 2.00 s | 8.00x |" in text
     assert "4.00x" not in text  # the old alpha row is gone
     assert "second benchmark" in text and "load average before the run: 1.5" in text
+
+
+def test_a_rerun_keeps_the_sections_hand_written_notes_and_dates_the_old_code_note(tmp_path):
+    path = tmp_path / "RESULTS.md"
+    bench = runner.Benchmark("alpha", lambda: [], "first benchmark")
+    runner.update_results({"alpha": runner.render_section(bench, [runner.Comparison("task", 1.0, "peer", 2.0)],
+                                                          "cmd", 0.0)}, path)
+    written = path.read_text()
+    assert runner.hand_written_notes(written) == []  # control: a section as a run writes it has none
+    old_run = re.search(r"^- run: .*$", written, re.M).group(0)
+    notes = ["- code: main abc1234, the loop compiled whole",
+             "- before (2026-01-01 run): 0.5x\n  - a nested detail",
+             "- trial not kept: fewer logs"]
+    path.write_text(written.replace(old_run, "\n".join([old_run, *notes])))
+    old_stamp = re.search(r"^- run: ([^,]+),", old_run).group(1)
+    runner.update_results({"alpha": runner.render_section(bench, [runner.Comparison("task", 0.5, "peer", 2.0)],
+                                                          "cmd", 1.5)}, path)
+    text = path.read_text()
+    header = text.split("\n| task")[0]
+    bullets = re.findall(r"^- .*(?:\n  .*)*", header, re.M)
+    assert len(bullets) == 6 and bullets[0].startswith("- run: ")
+    assert bullets[1] == f"- before (the {old_stamp} run): code: main abc1234, the loop compiled whole"
+    assert bullets[2:4] == notes[1:]
+    assert bullets[4].startswith("- machine: ") and "load average before the run: 1.5" in bullets[4]
+    assert bullets[5].startswith("- versions: ")
+    assert "4.00x" in text and "2.00x" not in text  # the new table replaced the old one
 
 
 def test_speedup_is_peer_over_ours_and_missing_peer_time_has_none():
