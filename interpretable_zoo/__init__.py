@@ -9,10 +9,11 @@ Subpackages: ``models`` (one file per paper: priors and the generative program),
 import warnings
 
 from interpretable_zoo.lazy import lazy_attributes
-from interpretable_zoo.xla_flags import compile_loops_whole
+from interpretable_zoo.xla_flags import LATE_IMPORT_WARNING, compile_loops_whole, cpu_backend_started
 
 # before any JAX computation of the process, which reads XLA_FLAGS (interpretable_zoo.xla_flags)
-compile_loops_whole()
+if compile_loops_whole() and cpu_backend_started():
+    warnings.warn(LATE_IMPORT_WARNING, RuntimeWarning, stacklevel=2)
 
 # ArviZ announces its 1.0 refactor (on its first import of the day, in a message that starts with a newline);
 # it says nothing about this package's use of it. Set here, before any submodule can import ArviZ.

@@ -9,8 +9,8 @@ untempered fit's whole loop over scans (a tempered ladder's swap round holds a s
 and where it costs: ``xla_whole_loops`` in benchmarks/RESULTS.md and docs/decisions/brl-sampler.md.
 
 XLA reads ``XLA_FLAGS`` once, when JAX starts its backend: the setting takes effect when the package is
-imported before the process's first JAX computation, and then applies to every program of the process. It
-leaves ``XLA_FLAGS`` alone when they pass ``--xla_backend_extra_options`` already, so that a user's own
+imported before the process's first JAX computation, and then applies to every program of the process;
+imported later, the package warns that it cannot (:data:`LATE_IMPORT_WARNING`). It leaves ``XLA_FLAGS`` alone when they pass ``--xla_backend_extra_options`` already, so that a user's own
 choice stands (for XLA's default: ``--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1024``).
 The option concerns XLA's CPU backend only; on a GPU it changes nothing.
 """
@@ -18,6 +18,7 @@ The option concerns XLA's CPU backend only; on a GPU it changes nothing.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import MutableMapping
 
 WHOLE_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
@@ -34,6 +35,23 @@ def with_whole_loops(flags: str) -> str:
     return f"{flags} --xla_backend_extra_options={WHOLE_LOOP_OPTION}={WHOLE_LOOP_BYTES}".strip()
 
 
-def compile_loops_whole(environ: MutableMapping[str, str] = os.environ) -> None:
-    """Set ``XLA_FLAGS`` in ``environ`` to :func:`with_whole_loops` of its value."""
-    environ["XLA_FLAGS"] = with_whole_loops(environ.get("XLA_FLAGS", ""))
+LATE_IMPORT_WARNING = (
+    "interpretable_zoo was imported after JAX had started its CPU backend, so XLA's option to compile loops "
+    "whole (interpretable_zoo.xla_flags) cannot take effect in this process, and BRL's sampler runs slower. "
+    "Import interpretable_zoo before the first JAX computation, or start Python with XLA_FLAGS="
+    f"--xla_backend_extra_options={WHOLE_LOOP_OPTION}={WHOLE_LOOP_BYTES}."
+)
+
+
+def compile_loops_whole(environ: MutableMapping[str, str] = os.environ) -> bool:
+    """Set ``XLA_FLAGS`` in ``environ`` to :func:`with_whole_loops` of its value; True if that changed them."""
+    flags = environ.get("XLA_FLAGS", "")
+    environ["XLA_FLAGS"] = with_whole_loops(flags)
+    return environ["XLA_FLAGS"] != flags
+
+
+def cpu_backend_started() -> bool:
+    """Whether JAX has started its CPU backend in this process, after which XLA reads no more ``XLA_FLAGS``
+    (from JAX's private table of started backends; False where JAX is not imported, so no import here)."""
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    return "cpu" in (getattr(bridge, "_backends", None) or {})

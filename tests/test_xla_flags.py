@@ -35,7 +35,7 @@ OPTION = f"--xla_backend_extra_options={xla_flags.WHOLE_LOOP_OPTION}={xla_flags.
 def test_the_whole_loop_threshold_joins_the_flags_unless_they_pass_backend_options(flags, expected):
     assert xla_flags.with_whole_loops(flags) == expected
     environ = {"XLA_FLAGS": flags} if flags else {}
-    xla_flags.compile_loops_whole(environ)
+    assert xla_flags.compile_loops_whole(environ) == (expected != flags)
     assert environ == {"XLA_FLAGS": expected}
 
 
@@ -47,6 +47,18 @@ def test_importing_the_package_sets_the_flags_unless_they_pass_backend_options(f
     code = "import os, interpretable_zoo; print(os.environ['XLA_FLAGS'])"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.strip() == (OPTION if flags is None else flags)
+
+
+@pytest.mark.parametrize("before_import, warned", [
+    ("import jax; jax.numpy.ones(1).block_until_ready()", True),
+    ("import jax", False),  # control: JAX imported, its backend not started
+    ("", False),
+])
+def test_importing_the_package_after_jax_started_its_backend_warns_that_the_option_cannot_act(before_import, warned):
+    env = {name: value for name, value in os.environ.items() if name != "XLA_FLAGS"}
+    code = f"{before_import}\nimport interpretable_zoo, jax\njax.numpy.ones(1).block_until_ready()"
+    err = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stderr
+    assert ("imported after JAX had started its CPU backend" in err) == warned
 
 
 USER_COMPILER_OPTIONS = {"xla_backend_optimization_level": 3, "xla_cpu_use_fusion_emitters": True}
