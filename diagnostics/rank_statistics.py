@@ -53,13 +53,14 @@ def _normal_scores(draws: np.ndarray) -> np.ndarray:
     """Blom's normal scores of the draws' average ranks among all draws. A summary with few distinct values (a
     list's length) looks each draw's value up among them, which costs a sort and a binary search instead of an
     indirect sort."""
-    return _normal_scores_of_sorted(draws, np.sort(draws.ravel()))
+    ordered = np.sort(draws.ravel())
+    return _normal_scores_of_groups(draws, ordered, *_distinct_values(ordered))
 
 
-def _normal_scores_of_sorted(draws: np.ndarray, ordered: np.ndarray) -> np.ndarray:
-    """:func:`_normal_scores` of ``draws`` whose values sorted are ``ordered``."""
+def _normal_scores_of_groups(draws: np.ndarray, ordered: np.ndarray, starts: np.ndarray, counts: np.ndarray):
+    """:func:`_normal_scores` of ``draws`` whose values sorted are ``ordered``, with runs of equal values that
+    start at ``starts`` and have ``counts`` draws (:func:`_distinct_values`)."""
     flat = draws.ravel()
-    starts, counts = _distinct_values(ordered)
     group_scores = _blom_scores(counts, flat.size)
     if starts.size * FEW_DISTINCT_VALUES <= flat.size:
         return group_scores[np.searchsorted(ordered[starts], flat)].reshape(draws.shape)
@@ -77,7 +78,7 @@ def _scores_and_folded_scores(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray
     starts, counts = _distinct_values(ordered)
     median = (ordered[(flat.size - 1) // 2] + ordered[flat.size // 2]) / 2  # as np.median
     if starts.size * FEW_DISTINCT_VALUES > flat.size:
-        return _normal_scores_of_sorted(draws, ordered), _normal_scores(np.abs(draws - median))
+        return _normal_scores_of_groups(draws, ordered, starts, counts), _normal_scores(np.abs(draws - median))
     group = np.searchsorted(ordered[starts], flat)
     folded_values, folded_group = np.unique(np.abs(ordered[starts] - median), return_inverse=True)
     folded_counts = np.bincount(folded_group, weights=counts, minlength=folded_values.size)
