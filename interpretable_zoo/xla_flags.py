@@ -10,9 +10,10 @@ and where it costs: ``xla_whole_loops`` in benchmarks/RESULTS.md and docs/decisi
 
 XLA reads ``XLA_FLAGS`` once, when JAX starts its backend: the setting takes effect when the package is
 imported before the process's first JAX computation, and then applies to every program of the process;
-imported later, the package warns that it cannot (:data:`LATE_IMPORT_WARNING`). It leaves ``XLA_FLAGS`` alone when they pass ``--xla_backend_extra_options`` already, so that a user's own
-choice stands (for XLA's default: ``--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1024``).
-The option concerns XLA's CPU backend only; on a GPU it changes nothing.
+imported later, the package warns that it cannot (:data:`LATE_IMPORT_WARNING`). It leaves ``XLA_FLAGS``
+alone when they pass ``--xla_backend_extra_options`` already, so that a user's own choice stands (for XLA's
+default: ``--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1024``). The option concerns
+XLA's CPU backend only; on a GPU it changes nothing.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def compile_loops_whole(environ: MutableMapping[str, str] = os.environ) -> bool:
 
 
 def cpu_backend_started() -> bool:
-    """Whether JAX has started its CPU backend in this process, after which XLA reads no more ``XLA_FLAGS``
-    (from JAX's private table of started backends; False where JAX is not imported, so no import here)."""
+    """Whether JAX has started its backends in this process with the CPU as the default, after which XLA reads
+    no more ``XLA_FLAGS`` (from JAX's private table of started backends; False where JAX is not imported, so
+    no import here)."""
     bridge = sys.modules.get("jax._src.xla_bridge")
-    return "cpu" in (getattr(bridge, "_backends", None) or {})
+    return bool(getattr(bridge, "_backends", None)) and bridge.default_backend() == "cpu"
